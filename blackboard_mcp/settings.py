@@ -1,0 +1,54 @@
+"""The one settings object. Every knob is a ``BB_*`` environment variable."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    """Where the embedded Redis keeps its AOF and the generated signing key."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "blackboard-mcp"
+
+
+class Settings(BaseSettings):
+    """Configuration for every blackboard-mcp process, read once and passed down."""
+
+    model_config = SettingsConfigDict(env_prefix="BB_", extra="ignore", frozen=True)
+
+    # Store
+    redis_url: str | None = None
+    data_dir: Path = Field(default_factory=default_data_dir)
+    appendfsync: Literal["everysec", "always"] = "everysec"
+    changelog_maxlen: int = 100_000
+    audit_maxlen: int = 100_000
+    offload_bytes: int = 10 * 1024
+    max_body_bytes: int = 1024 * 1024
+    source_root: Path | None = None
+    source_max_bytes: int = 5 * 1024 * 1024
+    cas_max_retries: int = 16
+
+    # Auth
+    jwt_secret: SecretStr | None = None
+    # A mounted secret file wins over the variable, so the value need not sit in the environment.
+    jwt_secret_file: Path | None = None
+    jwt_private_key_file: Path | None = None
+    jwt_public_keys_dir: Path | None = None
+    jwt_issuer: str = "blackboard-mcp"
+    jwt_audience: str = "blackboard-mcp"
+    jwt_leeway_seconds: int = 30
+    secrets_dir: Path | None = None
+
+    # Gateway
+    host: str = "127.0.0.1"
+    port: int = 8765
+    workers: int = 1
+    max_request_bytes: int = 2 * 1024 * 1024
+    rate_limit_per_minute: int = 6000
+    allowed_hosts: list[str] = Field(default_factory=list)
+    log_level: str = "INFO"
