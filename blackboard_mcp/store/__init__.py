@@ -1,0 +1,42 @@
+"""The board's store: notes, versions, links and search on Redis with RediSearch."""
+
+from ._addresses import CATCH_UP_PATH, Address, catch_up_address, is_valid_name, parse_address
+from ._board import Board, BoardLimits
+from ._embedded import EmbeddedBinaries, EmbeddedRedis, find_binaries, free_port
+from ._errors import (
+    Conflict,
+    Contended,
+    EmbeddedRedisError,
+    InvalidArgument,
+    NotFound,
+    StoreError,
+    TooLarge,
+    Unavailable,
+)
+from ._links import RELATIONS
+from ._tokencount import TiktokenCounter, TokenCounter
+
+__all__ = [
+    "CATCH_UP_PATH",
+    "RELATIONS",
+    "Address",
+    "Board",
+    "BoardLimits",
+    "Conflict",
+    "Contended",
+    "EmbeddedBinaries",
+    "EmbeddedRedis",
+    "EmbeddedRedisError",
+    "InvalidArgument",
+    "NotFound",
+    "StoreError",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TooLarge",
+    "Unavailable",
+    "catch_up_address",
+    "find_binaries",
+    "free_port",
+    "is_valid_name",
+    "parse_address",
+]

@@ -1,0 +1,257 @@
+"""The board: the store's one public object, five operations over one Redis."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from . import _keys as keys
+from ._index import ensure_index, index_ready
+from ._links import LinkResult, check_link, write_links
+from ._notes import NoteWrite, build_write, check_digest
+from ._reads import get_state, list_keys
+from ._redis_errors import mapped_redis_errors
+from ._search import search_keys
+from ._source import summarize_source
+from ._tokencount import TiktokenCounter, TokenCounter
+from ._views import Readable
+from ._writes import WriteLimits, WriteResult, write_note
+
+log = logging.getLogger(__name__)
+
+
+def _everything(_topic: str) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class BoardLimits:
+    """Sizes and bounds; defaults match the documented limits."""
+
+    offload_bytes: int = 10 * 1024
+    max_body_bytes: int = 1024 * 1024
+    changelog_maxlen: int = 100_000
+    cas_max_retries: int = 16
+    source_root: Path | None = None
+    source_max_bytes: int = 5 * 1024 * 1024
+
+
+class Board:
+    """Notes, versions, links and search for every workspace on one Redis.
+
+    The store knows nothing of HTTP or tokens: callers pass the author's name and a
+    ``readable(topic)`` predicate, and the gateway has already checked the scopes.
+    """
+
+    def __init__(
+        self,
+        *,
+        client: aioredis.Redis,
+        limits: BoardLimits | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        self._client = client
+        self._limits = limits or BoardLimits()
+        self._counter = counter or TiktokenCounter()
+        self._write_limits = WriteLimits(
+            offload_bytes=self._limits.offload_bytes,
+            max_body_bytes=self._limits.max_body_bytes,
+            changelog_maxlen=self._limits.changelog_maxlen,
+            max_retries=self._limits.cas_max_retries,
+        )
+
+    @classmethod
+    def from_url(cls, url: str, *, limits: BoardLimits | None = None) -> Board:
+        client = aioredis.Redis.from_url(
+            url, socket_timeout=5.0, socket_connect_timeout=2.0, health_check_interval=15,
+            max_connections=64,
+        )
+        return cls(client=client, limits=limits)
+
+    @property
+    def client(self) -> aioredis.Redis:
+        return self._client
+
+    @property
+    def counter(self) -> TokenCounter:
+        return self._counter
+
+    async def start(self) -> None:
+        """Create the search index if this is the first process to start on this Redis."""
+        await ensure_index(self._client)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def update_state(
+        self,
+        *,
+        author: str,
+        uri: object,
+        digest: object,
+        body: object = None,
+        source_path: object = None,
+        columns: object = None,
+        rows: object = None,
+        append: object = None,
+        expect_version: object = None,
+        sources: object = None,
+        confidence: object = None,
+    ) -> WriteResult:
+        if source_path is not None:
+            write = self._source_write(
+                author=author, uri=uri, digest=digest, source_path=source_path,
+                other=(body, columns, rows, append), expect_version=expect_version,
+                sources=sources, confidence=confidence,
+            )
+        else:
+            write = build_write(
+                uri=uri, digest=digest, author=author, body=body, columns=columns, rows=rows,
+                append=append, expect_version=expect_version, sources=sources,
+                confidence=confidence, max_body_bytes=self._limits.max_body_bytes,
+            )
+        return await write_note(
+            self._client, write, counter=self._counter, limits=self._write_limits
+        )
+
+    def _source_write(
+        self,
+        *,
+        author: str,
+        uri: object,
+        digest: object,
+        source_path: object,
+        other: tuple[object, ...],
+        expect_version: object,
+        sources: object,
+        confidence: object,
+    ) -> NoteWrite:
+        from ._errors import InvalidArgument
+
+        if any(v is not None for v in other):
+            raise InvalidArgument(
+                "source_path replaces body, columns+rows and append; give only one",
+                argument="source_path",
+            )
+        check_digest(digest)
+        base = build_write(
+            uri=uri, digest=digest, author=author, expect_version=expect_version,
+            sources=sources, confidence=confidence, max_body_bytes=self._limits.max_body_bytes,
+        )
+        summary = summarize_source(
+            source_path, root=self._limits.source_root, max_bytes=self._limits.source_max_bytes
+        )
+        return NoteWrite(
+            address=base.address,
+            digest=base.digest,
+            author=base.author,
+            body=summary.body,
+            table=summary.table,
+            expect_version=base.expect_version,
+            sources=base.sources,
+            confidence=base.confidence,
+            kind="table" if summary.table is not None else "summary",
+            origin=f"{summary.relative_path} ({summary.size_bytes} bytes, "
+            f"{summary.line_count} lines, sha256 {summary.sha256[:16]})",
+        )
+
+    async def get_state(
+        self,
+        *,
+        uris: object,
+        mode: object = None,
+        fields: object = None,
+        budget_tokens: object = None,
+        readable: Readable = _everything,
+    ) -> dict[str, Any]:
+        return await get_state(
+            self._client, self._counter, uris=uris, mode=mode, fields=fields,
+            budget_tokens=budget_tokens, readable=readable,
+        )
+
+    async def list_keys(
+        self,
+        *,
+        workspace: str,
+        topic: object = None,
+        kind: object = None,
+        order: object = None,
+        limit: object = None,
+        mode: object = None,
+        fields: object = None,
+        budget_tokens: object = None,
+        cursor: object = None,
+        readable: Readable = _everything,
+    ) -> dict[str, Any]:
+        return await list_keys(
+            self._client, self._counter, workspace=workspace, topic=topic, kind=kind,
+            order=order, limit=limit, mode=mode, fields=fields, budget_tokens=budget_tokens,
+            cursor=cursor, readable=readable,
+        )
+
+    async def search_keys(
+        self,
+        *,
+        workspace: str,
+        q: object,
+        topic: object = None,
+        limit: object = None,
+        readable: Readable = _everything,
+    ) -> dict[str, Any]:
+        return await search_keys(
+            self._client, self._counter, workspace=workspace, q=q, topic=topic, limit=limit,
+            readable=readable,
+        )
+
+    async def link_state(
+        self, *, author: str, src: object, rel: object, dst: object
+    ) -> LinkResult:
+        source, relation, targets = check_link(src, rel, dst)
+        return await write_links(
+            self._client, source, relation, targets, author=author,
+            changelog_maxlen=self._limits.changelog_maxlen,
+        )
+
+    async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:
+        """The newest entries of the workspace's change log, newest first."""
+        async with mapped_redis_errors():
+            entries = await self._client.xrevrange(keys.changelog(workspace), count=count)
+        return [
+            {k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries
+        ]
+
+    async def health(self) -> dict[str, Any]:
+        """Redis, index, memory and note counts per workspace, for ``blackboard-mcp health``."""
+        async with mapped_redis_errors():
+            await self._client.ping()
+            memory = await self._client.info("memory")
+            ready = await index_ready(self._client)
+            workspaces = sorted(w.decode() for w in await self._client.smembers(keys.workspaces()))
+            pipe = self._client.pipeline(transaction=False)
+            for ws in workspaces:
+                pipe.smembers(keys.topics(ws))
+            topic_sets = await pipe.execute()
+            pipe = self._client.pipeline(transaction=False)
+            for ws, topics in zip(workspaces, topic_sets, strict=True):
+                for topic in sorted(topics):
+                    pipe.zcard(keys.by_name(ws, topic.decode()))
+            counts = iter(await pipe.execute())
+        notes = {ws: sum(next(counts) for _ in topics)
+                 for ws, topics in zip(workspaces, topic_sets, strict=True)}
+        return {
+            "redis": "ok",
+            "index": "ready" if ready else "building",
+            "used_memory_bytes": int(memory.get("used_memory", 0)),
+            "notes": notes,
+        }
+
+    async def ready(self) -> bool:
+        try:
+            return await index_ready(self._client)
+        except Exception:  # readiness is a yes/no question; the reason goes to the log
+            log.warning("readiness check failed", exc_info=True)
+            return False

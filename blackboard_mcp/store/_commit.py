@@ -1,0 +1,61 @@
+"""The last step of every write: give it the workspace's next sequence number.
+
+The number has to follow commit order, or a reader holding cursor N could miss a write that
+committed after it with a smaller number. A script queued inside MULTI runs at EXEC time, in
+order with the rest of the transaction, so INCR there is commit-ordered; it also stamps the
+server's clock so notes written from many machines share one time source.
+"""
+
+from __future__ import annotations
+
+from redis.asyncio.client import Pipeline
+
+from . import _keys as keys
+
+_SCRIPT = """
+local seq = redis.call('INCR', KEYS[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[3] ~= 'link' then
+  redis.call('HSET', KEYS[2], 'seq', seq, 'updated', now)
+  redis.call('HSETNX', KEYS[2], 'created', now)
+  redis.call('ZADD', KEYS[3], seq, ARGV[1])
+  redis.call('ZADD', KEYS[4], seq, ARGV[1])
+end
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[2], '*',
+  'seq', seq, 'op', ARGV[3], 'uri', ARGV[4], 'version', ARGV[5], 'author', ARGV[6],
+  'at', now)
+return seq
+"""
+
+
+def queue_commit(
+    pipe: Pipeline,
+    *,
+    workspace: str,
+    topic: str,
+    member: str,
+    kind: str,
+    op: str,
+    uri: str,
+    version: int,
+    author: str,
+    changelog_maxlen: int,
+) -> None:
+    """Queue the sequence/changelog step; its reply in EXEC is the new sequence number."""
+    path = member.split("/", 1)[1]
+    pipe.eval(
+        _SCRIPT,
+        5,
+        keys.sequence(workspace),
+        keys.note(workspace, member),
+        keys.by_recent(workspace, topic),
+        keys.by_kind(workspace, topic, kind),
+        keys.changelog(workspace),
+        path,
+        str(changelog_maxlen),
+        op,
+        uri,
+        str(version),
+        author,
+    )

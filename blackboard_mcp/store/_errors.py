@@ -1,0 +1,72 @@
+"""The store's exceptions. Each carries a stable ``code`` and a ``hint`` for the caller."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class StoreError(Exception):
+    """Root of everything the store raises on purpose."""
+
+    code: ClassVar[str] = "internal"
+    hint: ClassVar[str] = "retry later; report it if it persists"
+
+    def __init__(self, message: str, *, hint: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        if hint is not None:
+            self.hint = hint  # type: ignore[misc]
+
+
+class InvalidArgument(StoreError):
+    """An argument is malformed: bad address, missing digest, wrong table shape, ..."""
+
+    code = "invalid_argument"
+    hint = "fix the named argument and call again"
+
+
+class TooLarge(InvalidArgument):
+    """A value exceeds a documented size limit."""
+
+    code = "too_large"
+    hint = "shorten it, split it over several notes, or use source_path"
+
+
+class NotFound(StoreError):
+    """The named note does not exist."""
+
+    code = "not_found"
+    hint = "check the address with list_keys or search_keys"
+
+
+class Conflict(StoreError):
+    """expect_version did not match: someone else wrote first. Nothing was written."""
+
+    code = "conflict"
+    hint = "read the note again, merge, and retry with the current version"
+
+    def __init__(self, message: str, *, current_version: int, current_digest: str) -> None:
+        super().__init__(message, current_version=current_version, current_digest=current_digest)
+        self.current_version = current_version
+        self.current_digest = current_digest
+
+
+class Contended(StoreError):
+    """The transaction kept losing races past its retry bound."""
+
+    code = "conflict"
+    hint = "too many concurrent writers on this note; back off and retry"
+
+
+class Unavailable(StoreError):
+    """Redis cannot be reached or answered with a server-side failure."""
+
+    code = "unavailable"
+    hint = "the board's database is unreachable; retry in a few seconds"
+
+
+class EmbeddedRedisError(Unavailable):
+    """The embedded Redis could not be found or started."""
+
+    hint = "install blackboard-mcp[embedded] or set BB_REDIS_URL"

@@ -1,0 +1,65 @@
+"""The RediSearch index over notes, created idempotently at start-up."""
+
+from __future__ import annotations
+
+import logging
+
+import redis.asyncio as aioredis
+from redis.commands.search.field import NumericField, TagField, TextField
+from redis.commands.search.index_definition import IndexDefinition, IndexType
+from redis.exceptions import ResponseError
+
+from . import _keys as keys
+from ._redis_errors import mapped_redis_errors
+
+log = logging.getLogger(__name__)
+
+DIGEST_WEIGHT = 5.0
+
+SCHEMA = (
+    TagField("ws"),
+    TagField("topic"),
+    TagField("kind"),
+    TextField("digest", weight=DIGEST_WEIGHT),
+    TextField("body"),
+    # The searchable head of an offloaded body (see _writes.SEARCH_TEXT_BYTES).
+    TextField("stext"),
+    NumericField("updated", sortable=True),
+)
+
+
+async def ensure_index(client: aioredis.Redis, name: str = keys.INDEX_NAME) -> bool:
+    """Create the index unless it exists. Returns True when it was created now."""
+    async with mapped_redis_errors():
+        try:
+            await client.ft(name).info()
+            return False
+        except ResponseError as exc:
+            if "no such index" not in str(exc).lower() and "unknown index" not in str(exc).lower():
+                raise
+        try:
+            await client.ft(name).create_index(
+                SCHEMA,
+                definition=IndexDefinition(prefix=[keys.NOTE_PREFIX], index_type=IndexType.HASH),
+                # Notes are small summaries; stop-word removal would make "the plan" match
+                # everything with "plan" and nothing else, which is what we want anyway,
+                # so keep RediSearch's defaults.
+            )
+        except ResponseError as exc:
+            # Another gateway process won the race to create it.
+            if "already exists" not in str(exc).lower():
+                raise
+            return False
+    log.info("created search index %s", name)
+    return True
+
+
+async def index_ready(client: aioredis.Redis, name: str = keys.INDEX_NAME) -> bool:
+    """True when the index exists and has finished its initial scan."""
+    async with mapped_redis_errors():
+        try:
+            info = await client.ft(name).info()
+        except ResponseError:
+            return False
+    indexing = info.get("indexing", 0)
+    return str(indexing) in ("0", "0.0", "b'0'")

@@ -1,0 +1,64 @@
+"""Redis key names. Nothing outside the store sees these.
+
+The key kind comes first and the workspace is a ``{hash tag}`` next, so that a RediSearch
+prefix can select one kind and Redis Cluster keeps a whole workspace in one slot (every
+transaction touches one workspace only).
+"""
+
+from __future__ import annotations
+
+NOTE_PREFIX = "bbn:"
+INDEX_NAME = "bb-notes-v1"
+
+
+def note(workspace: str, member: str) -> str:
+    return f"{NOTE_PREFIX}{{{workspace}}}:{member}"
+
+
+def blob(workspace: str, sha256: str) -> str:
+    return f"bbb:{{{workspace}}}:{sha256}"
+
+
+def blob_refs(workspace: str) -> str:
+    return f"bbr:{{{workspace}}}"
+
+
+def sequence(workspace: str) -> str:
+    return f"bbq:{{{workspace}}}"
+
+
+def changelog(workspace: str) -> str:
+    return f"bbc:{{{workspace}}}"
+
+
+def topics(workspace: str) -> str:
+    return f"bbw:{{{workspace}}}"
+
+
+def by_recent(workspace: str, topic: str) -> str:
+    return f"bbt:{{{workspace}}}:{topic}"
+
+
+def by_kind(workspace: str, topic: str, kind: str) -> str:
+    return f"bbtk:{{{workspace}}}:{topic}:{kind}"
+
+
+def by_name(workspace: str, topic: str) -> str:
+    return f"bbtn:{{{workspace}}}:{topic}"
+
+
+def by_version(workspace: str, topic: str) -> str:
+    return f"bbtv:{{{workspace}}}:{topic}"
+
+
+def links_out(workspace: str, member: str) -> str:
+    return f"bblo:{{{workspace}}}:{member}"
+
+
+def links_in(workspace: str, member: str) -> str:
+    return f"bbli:{{{workspace}}}:{member}"
+
+
+def workspaces() -> str:
+    """The set of workspaces ever written (for health reporting only)."""
+    return "bbws"

@@ -1,0 +1,122 @@
+"""link_state: typed relationships between notes, queryable from both ends."""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+import redis.asyncio as aioredis
+
+from . import _keys as keys
+from ._addresses import Address, parse_address
+from ._commit import queue_commit
+from ._errors import InvalidArgument, NotFound, TooLarge
+from ._redis_errors import mapped_redis_errors
+
+Relation = Literal[
+    "depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"
+]
+RELATIONS: tuple[Relation, ...] = (
+    "depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"
+)
+MAX_TARGETS = 64
+
+
+class LinkResult(TypedDict):
+    src: str
+    rel: str
+    linked: list[str]
+    warnings: list[str]
+
+
+def check_link(src: object, rel: object, dst: object) -> tuple[Address, Relation, list[Address]]:
+    source = parse_address(src, argument="src")
+    if rel not in RELATIONS:
+        raise InvalidArgument(f"rel must be one of {', '.join(RELATIONS)}", argument="rel")
+    if isinstance(dst, str):
+        dst = [dst]
+    if not isinstance(dst, list | tuple) or not dst:
+        raise InvalidArgument("dst must be a non-empty list of addresses", argument="dst")
+    if len(dst) > MAX_TARGETS:
+        raise TooLarge(f"{len(dst)} targets; the limit is {MAX_TARGETS}", argument="dst")
+    targets: list[Address] = []
+    for value in dst:
+        target = parse_address(value, argument="dst")
+        if target.workspace != source.workspace:
+            raise InvalidArgument(f"{target.uri} is in another workspace", argument="dst")
+        if target == source:
+            raise InvalidArgument("a note cannot be linked to itself", argument="dst")
+        if target not in targets:
+            targets.append(target)
+    return source, rel, targets  # type: ignore[return-value]
+
+
+async def write_links(
+    client: aioredis.Redis,
+    source: Address,
+    rel: Relation,
+    targets: list[Address],
+    *,
+    author: str,
+    changelog_maxlen: int,
+) -> LinkResult:
+    ws = source.workspace
+    async with mapped_redis_errors():
+        # Notes are never deleted, so an existence check before the transaction cannot be
+        # invalidated by a concurrent call.
+        pipe = client.pipeline(transaction=False)
+        for address in (source, *targets):
+            pipe.exists(keys.note(ws, address.member))
+        exists = await pipe.execute()
+        missing = [a.uri for a, e in zip((source, *targets), exists, strict=True) if not e]
+        if missing:
+            raise NotFound(f"no note at {', '.join(missing)}", uris=missing)
+        pipe = client.pipeline(transaction=True)
+        pipe.sadd(keys.links_out(ws, source.member), *[f"{rel}\t{t.member}" for t in targets])
+        for target in targets:
+            pipe.sadd(keys.links_in(ws, target.member), f"{rel}\t{source.member}")
+        queue_commit(
+            pipe,
+            workspace=ws,
+            topic=source.topic,
+            member=source.member,
+            kind="",
+            op="link",
+            uri=source.uri,
+            version=0,
+            author=author,
+            changelog_maxlen=changelog_maxlen,
+        )
+        replies = await pipe.execute()
+    added = int(replies[0])
+    warnings = [] if added == len(targets) else [
+        f"{len(targets) - added} of these links already existed"
+    ]
+    return {"src": source.uri, "rel": rel, "linked": [t.uri for t in targets],
+            "warnings": warnings}
+
+
+def decode_links(
+    workspace: str, outgoing: set[bytes], incoming: set[bytes]
+) -> list[dict[str, str]]:
+    """Both directions as ``{"rel", "to"}`` / ``{"rel", "from"}`` items, sorted for stable output."""
+    out: list[dict[str, str]] = []
+    for raw in sorted(outgoing):
+        rel, member = raw.decode().split("\t", 1)
+        out.append({"rel": rel, "to": f"bb://{workspace}/{member}"})
+    for raw in sorted(incoming):
+        rel, member = raw.decode().split("\t", 1)
+        out.append({"rel": rel, "from": f"bb://{workspace}/{member}"})
+    return out
+
+
+def link_warnings(uri: str, links: list[dict[str, str]]) -> list[str]:
+    """What a reader must know: the note was superseded, or it is disputed."""
+    warnings = []
+    for link in links:
+        if link["rel"] == "supersedes" and "from" in link:
+            warnings.append(f"{uri} is superseded by {link['from']}")
+        elif link["rel"] == "contradicts" and "from" in link:
+            warnings.append(f"{uri} is contradicted by {link['from']}")
+        elif link["rel"] == "contradicts" and "to" in link:
+            warnings.append(f"{uri} contradicts {link['to']}")
+    return warnings

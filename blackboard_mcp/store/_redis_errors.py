@@ -1,0 +1,25 @@
+"""Map redis-py's exceptions to the store's, once, at the boundary."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from redis import exceptions as rx
+
+from ._errors import Unavailable
+
+
+@contextlib.asynccontextmanager
+async def mapped_redis_errors() -> AsyncIterator[None]:
+    try:
+        yield
+    except rx.WatchError:
+        raise
+    except (rx.ConnectionError, rx.TimeoutError, rx.BusyLoadingError) as exc:
+        raise Unavailable("the board's Redis is unreachable") from exc
+    except OSError as exc:
+        raise Unavailable("the board's Redis is unreachable") from exc
+    except rx.ResponseError as exc:
+        # Server-side refusals such as OOM or a read-only replica are operator problems.
+        raise Unavailable(f"the board's Redis refused the command: {exc}") from exc

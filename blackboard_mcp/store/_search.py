@@ -1,0 +1,121 @@
+"""search_keys: RediSearch over digests (weighted higher) and bodies, inside the caller's topics.
+
+The caller's text never reaches the query parser as syntax: it is cut into plain words, and
+the workspace and topic filters are built by the server from validated names. Whatever the
+text holds (``*``, ``@topic:{x}``, ``-``, ``|``, quotes, braces), it can only add words.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+import redis.asyncio as aioredis
+from redis.commands.search.query import Query
+from redis.exceptions import ResponseError
+
+from . import _keys as keys
+from ._addresses import validate_name
+from ._errors import InvalidArgument, TooLarge, Unavailable
+from ._notes import require_text
+from ._redis_errors import mapped_redis_errors
+from ._tokencount import TokenCounter
+from ._views import Readable
+
+MAX_QUERY_CHARS = 10_000
+MAX_TERMS = 32
+MAX_TERM_CHARS = 64
+MAX_LIMIT = 50
+_WORD = re.compile(r"\w+", re.UNICODE)
+_TAG_SPECIAL = re.compile(r"([^A-Za-z0-9_])")
+
+
+def query_terms(q: str) -> list[str]:
+    """The distinct words of ``q``, lower-cased, in order, at most MAX_TERMS."""
+    seen: dict[str, None] = {}
+    for match in _WORD.finditer(q):
+        word = match.group(0).lower()[:MAX_TERM_CHARS]
+        seen.setdefault(word, None)
+        if len(seen) == MAX_TERMS:
+            break
+    return list(seen)
+
+
+def _tag(value: str) -> str:
+    return _TAG_SPECIAL.sub(r"\\\1", value)
+
+
+def build_query(workspace: str, topics: list[str], terms: list[str]) -> str:
+    """Filters first, then the words as alternatives; BM25 ranks notes matching more words higher."""
+    topic_filter = "|".join(_tag(t) for t in topics)
+    words = " | ".join(terms)
+    return f"@ws:{{{_tag(workspace)}}} @topic:{{{topic_filter}}} ({words})"
+
+
+async def search_keys(
+    client: aioredis.Redis,
+    counter: TokenCounter,
+    *,
+    workspace: str,
+    q: object,
+    topic: object = None,
+    limit: object = None,
+    readable: Readable,
+) -> dict[str, Any]:
+    text = require_text(q, "q")
+    if len(text) > MAX_QUERY_CHARS:
+        raise TooLarge(f"q has {len(text)} characters; the limit is {MAX_QUERY_CHARS}",
+                       argument="q")
+    if limit is None:
+        limit = 10
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidArgument(f"limit must be a whole number from 1 to {MAX_LIMIT}",
+                              argument="limit")
+    terms = query_terms(text)
+    warnings: list[str] = []
+    async with mapped_redis_errors():
+        if topic is not None:
+            topics = [validate_name(topic, "topic")]
+        else:
+            known = await client.smembers(keys.topics(workspace))
+            topics = sorted(t for t in (k.decode() for k in known) if readable(t))
+        if not terms:
+            warnings.append("q has no searchable words; nothing was searched")
+        cursor = int(await client.get(keys.sequence(workspace)) or 0)
+        if not terms or not topics:
+            return _envelope(counter, [], warnings, cursor)
+        query = (
+            Query(build_query(workspace, topics, terms))
+            .return_fields("uri", "digest")
+            .with_scores()
+            .paging(0, limit)
+            .dialect(2)
+        )
+        try:
+            result = await client.ft(keys.INDEX_NAME).search(query)
+        except ResponseError as exc:
+            # Terms are plain words, so a syntax error here is our bug, not the caller's.
+            raise Unavailable("the search index could not answer this query") from exc
+    items = [
+        {"uri": doc.uri, "digest": doc.digest, "score": round(float(doc.score), 4)}
+        for doc in result.docs
+    ]
+    return _envelope(counter, items, warnings, cursor)
+
+
+def _envelope(
+    counter: TokenCounter, items: list[dict[str, Any]], warnings: list[str], cursor: int
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "items": items,
+        "spent_tokens": 0,
+        "truncated": False,
+        "omitted": 0,
+        "omitted_uris": [],
+        "cursor": cursor,
+    }
+    if warnings:
+        out["warnings"] = warnings
+    out["spent_tokens"] = counter.count(orjson.dumps(out).decode())
+    return out

@@ -1,0 +1,202 @@
+"""update_state: compare-and-swap writes, appends and large-content offload, in one transaction."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import orjson
+import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
+
+from . import _keys as keys
+from ._commit import queue_commit
+from ._errors import Conflict, InvalidArgument, TooLarge
+from ._notes import NoteWrite
+from ._tokencount import TokenCounter
+from ._tx import run_transaction
+
+# An offloaded body keeps this much of its text beside the note for the search index, so
+# large notes stay findable without every read of the note carrying the whole body.
+SEARCH_TEXT_BYTES = 64 * 1024
+
+
+class WriteResult(TypedDict):
+    version: int
+    digest: str
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class WriteLimits:
+    offload_bytes: int
+    max_body_bytes: int
+    changelog_maxlen: int
+    max_retries: int
+
+
+def _decode(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+async def write_note(
+    client: aioredis.Redis,
+    write: NoteWrite,
+    *,
+    counter: TokenCounter,
+    limits: WriteLimits,
+) -> WriteResult:
+    """Apply one validated write; raise Conflict (nothing written) on a stale expect_version."""
+    ws = write.address.workspace
+    member = write.address.member
+    note_key = keys.note(ws, member)
+    refs_key = keys.blob_refs(ws)
+    warnings = list(write.warnings)
+    if write.expect_version is None and write.append is None:
+        warnings.append(
+            "written without expect_version: a concurrent write could have been overwritten; "
+            "pass the version you read"
+        )
+    digest_tokens = counter.count(write.digest)
+    # Token counting happens once here, outside the transaction, except for appends whose
+    # final text depends on what is stored.
+    fixed_text = _fixed_content(write)
+    fixed_tokens = counter.count(fixed_text) if fixed_text is not None else 0
+
+    async def body(pipe: Pipeline) -> Callable[[list[Any]], WriteResult]:
+        old = await pipe.hmget(note_key, ["version", "digest", "blob", "kind"])
+        old_version = int(old[0]) if old[0] is not None else 0
+        old_blob = _decode(old[2])
+        old_kind = _decode(old[3]) or write.kind
+        if write.expect_version is not None and write.expect_version != old_version:
+            current = _decode(old[1])
+            if write.expect_version == 0:
+                message = f"{write.address.uri} already exists at version {old_version}"
+            elif old_version == 0:
+                message = f"{write.address.uri} does not exist (expected version " \
+                          f"{write.expect_version})"
+            else:
+                message = (
+                    f"{write.address.uri} is at version {old_version}, "
+                    f"not {write.expect_version}"
+                )
+            raise Conflict(message, current_version=old_version, current_digest=current)
+
+        if write.append is not None:
+            if old_version and old_kind == "table":
+                raise InvalidArgument(
+                    "append extends text notes; rewrite a table with columns+rows",
+                    argument="append",
+                )
+            previous = _decode(await pipe.hget(note_key, "body"))
+            if old_blob:
+                previous = _decode(await pipe.get(keys.blob(ws, old_blob)))
+            content = previous + write.append
+            size = len(content.encode("utf-8"))
+            if size > limits.max_body_bytes:
+                raise TooLarge(
+                    f"the appended body would be {size} bytes; the limit is "
+                    f"{limits.max_body_bytes}",
+                    argument="append",
+                    hint="start a new note and link it with link_state(rel='part_of')",
+                )
+            content_tokens = counter.count(content)
+            kind = "text" if not old_version else old_kind
+        else:
+            content = fixed_text or ""
+            content_tokens = fixed_tokens
+            kind = write.kind
+        encoded = content.encode("utf-8")
+        new_blob = ""
+        if len(encoded) > limits.offload_bytes:
+            new_blob = hashlib.sha256(encoded).hexdigest()
+        blob_counts: list[int] = []
+        if old_blob or new_blob:
+            # The reference counts decide whether a blob can be deleted, so they are part
+            # of what this transaction depends on.
+            await pipe.watch(refs_key)
+            names = [n for n in (old_blob, new_blob) if n]
+            blob_counts = [int(c or 0) for c in await pipe.hmget(refs_key, names)]
+
+        version = old_version + 1
+        record: dict[str, str | int | float] = {
+            "uri": write.address.uri,
+            "ws": ws,
+            "topic": write.address.topic,
+            "kind": kind,
+            "digest": write.digest,
+            "body": "" if new_blob else content,
+            "blob": new_blob,
+            "stext": encoded[:SEARCH_TEXT_BYTES].decode("utf-8", "ignore") if new_blob else "",
+            "size": len(encoded),
+            "version": version,
+            "author": write.author,
+            "sources": orjson.dumps([s.uri for s in write.sources]).decode(),
+            "confidence": "" if write.confidence is None else write.confidence,
+            "est_tokens": digest_tokens + content_tokens,
+            "digest_tokens": digest_tokens,
+            "body_tokens": content_tokens,
+            "columns": orjson.dumps(list(write.table.columns)).decode() if write.table else "",
+            "nrows": len(write.table.rows) if write.table else 0,
+            "origin": write.origin,
+        }
+        if write.append is not None and old_version:
+            # An append keeps the note's sources and confidence unless it brings new ones.
+            del record["sources"]
+            del record["confidence"]
+            if write.sources:
+                record["sources"] = orjson.dumps([s.uri for s in write.sources]).decode()
+            if write.confidence is not None:
+                record["confidence"] = write.confidence
+
+        pipe.multi()
+        pipe.hset(note_key, mapping=record)
+        if new_blob != old_blob:
+            if new_blob:
+                pipe.set(keys.blob(ws, new_blob), encoded, nx=True)
+                pipe.hincrby(refs_key, new_blob, 1)
+            if old_blob:
+                if blob_counts and blob_counts[0] <= 1:
+                    pipe.delete(keys.blob(ws, old_blob))
+                    pipe.hdel(refs_key, old_blob)
+                else:
+                    pipe.hincrby(refs_key, old_blob, -1)
+        topic = write.address.topic
+        path = write.address.path
+        if old_version and old_kind != kind:
+            pipe.zrem(keys.by_kind(ws, topic, old_kind), path)
+        pipe.sadd(keys.topics(ws), topic)
+        pipe.sadd(keys.workspaces(), ws)
+        pipe.zadd(keys.by_name(ws, topic), {path: 0})
+        pipe.zadd(keys.by_version(ws, topic), {path: version})
+        queue_commit(
+            pipe,
+            workspace=ws,
+            topic=topic,
+            member=member,
+            kind=kind,
+            op="append" if write.append is not None else ("create" if not old_version else "update"),
+            uri=write.address.uri,
+            version=version,
+            author=write.author,
+            changelog_maxlen=limits.changelog_maxlen,
+        )
+
+        def finish(_replies: list[Any]) -> WriteResult:
+            return {"version": version, "digest": write.digest, "warnings": warnings}
+
+        return finish
+
+    return await run_transaction(client, [note_key], body, max_retries=limits.max_retries)
+
+
+def _fixed_content(write: NoteWrite) -> str | None:
+    if write.table is not None:
+        return write.table.to_tsv()
+    if write.append is not None:
+        return None
+    return write.body or ""

