@@ -250,7 +250,9 @@ class Board:
         }
 
     async def ready(self) -> bool:
+        """Redis answers and the index exists (created now if a start-up attempt failed)."""
         try:
+            await ensure_index(self._client)
             return await index_ready(self._client)
         except Exception:  # readiness is a yes/no question; the reason goes to the log
             log.warning("readiness check failed", exc_info=True)

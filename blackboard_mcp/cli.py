@@ -1,0 +1,301 @@
+"""``blackboard-mcp``: serve, health, token, audit. Thin: the packages do the work."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from blackboard_mcp.settings import Settings
+
+EMBEDDED_URL_FILE = "redis.url"
+DEFAULT_SECRET_FILE = "jwt_secret"
+
+
+def _parse_duration(text: str) -> int:
+    match = re.fullmatch(r"(\d+)([smhd]?)", text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError("durations look like 90s, 30m, 12h or 7d")
+    factor = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+    return int(match.group(1)) * factor
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _with_default_keys(settings: Settings) -> tuple[Settings, bool]:
+    """With no key configured, use (and on first start create) a secret in the data dir."""
+    if settings.jwt_secret or settings.jwt_secret_file or settings.jwt_private_key_file \
+            or settings.jwt_public_keys_dir:
+        return settings, False
+    from blackboard_mcp.auth import generate_hs_secret_file
+
+    path = settings.data_dir / DEFAULT_SECRET_FILE
+    created = False
+    if not path.exists():
+        generate_hs_secret_file(path)
+        created = True
+    return settings.model_copy(update={"jwt_secret_file": path}), created
+
+
+def _redis_url(settings: Settings) -> str:
+    if settings.redis_url:
+        return settings.redis_url
+    url_file = settings.data_dir / EMBEDDED_URL_FILE
+    if url_file.exists():
+        return url_file.read_text().strip()
+    raise SystemExit("no BB_REDIS_URL and no running `blackboard-mcp serve` on this data dir")
+
+
+@contextlib.contextmanager
+def _embedded_redis(settings: Settings) -> Iterator[str]:
+    from blackboard_mcp.store import EmbeddedRedis
+
+    server = EmbeddedRedis(data_dir=settings.data_dir / "redis", appendfsync=settings.appendfsync)
+    server.start()
+    url_file = settings.data_dir / EMBEDDED_URL_FILE
+    url_file.write_text(server.url)
+    try:
+        yield server.url
+    finally:
+        url_file.unlink(missing_ok=True)
+        server.stop()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    settings = Settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings, created = _with_default_keys(settings)
+    with contextlib.ExitStack() as stack:
+        url = settings.redis_url or stack.enter_context(_embedded_redis(settings))
+        # Workers are separate processes that build their own settings from the
+        # environment, so everything decided here travels through it.
+        os.environ["BB_REDIS_URL"] = url
+        os.environ["BB_HOST"] = args.host
+        if settings.jwt_secret_file:
+            os.environ["BB_JWT_SECRET_FILE"] = str(settings.jwt_secret_file)
+        print(f"blackboard-mcp: MCP endpoint http://{args.host}:{args.port}/mcp/", flush=True)
+        if not settings.redis_url or created:
+            print(f"blackboard-mcp: data in {settings.data_dir}", flush=True)
+        if created:
+            token = _issue_admin(settings, args.workspace)
+            print(f"blackboard-mcp: signing key created at {settings.jwt_secret_file}")
+            print(f"blackboard-mcp: admin token for workspace {args.workspace!r} (shown once):")
+            print(token, flush=True)
+        uvicorn.run(
+            "blackboard_mcp.gateway:app_from_env",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=settings.log_level.lower(),
+            access_log=False,
+        )
+    return 0
+
+
+def _issue_admin(settings: Settings, workspace: str, ttl: int = 365 * 86400) -> str:
+    from blackboard_mcp.auth import TokenIssuer, keys_from_settings
+
+    signing, _ = keys_from_settings(settings)
+    if signing is None:
+        raise SystemExit("no signing key is configured here (BB_JWT_SECRET_FILE or "
+                         "BB_JWT_PRIVATE_KEY_FILE)")
+    issuer = TokenIssuer(signing_key=signing, issuer=settings.jwt_issuer,
+                         audience=settings.jwt_audience)
+    return issuer.issue(
+        subject="admin", workspace=workspace, read=["*"], write=["*"],
+        capabilities=["admin", "board_read", "board_write", "file_read"], ttl_seconds=ttl,
+    )
+
+
+def cmd_token_issue(args: argparse.Namespace) -> int:
+    from blackboard_mcp.auth import AuthError, TokenIssuer, keys_from_settings
+
+    settings, _ = _with_default_keys(Settings())
+    if args.admin:
+        print(_issue_admin(settings, args.workspace, args.ttl))
+        return 0
+    signing, _ = keys_from_settings(settings)
+    if signing is None:
+        print("no signing key is configured here", file=sys.stderr)
+        return 2
+    issuer = TokenIssuer(signing_key=signing, issuer=settings.jwt_issuer,
+                         audience=settings.jwt_audience)
+    try:
+        token = issuer.issue(
+            subject=args.sub, workspace=args.workspace, read=args.read, write=args.write,
+            capabilities=args.cap, secrets=args.secret, ttl_seconds=args.ttl,
+        )
+    except AuthError as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 2
+    print(token)
+    return 0
+
+
+def cmd_token_inspect(args: argparse.Namespace) -> int:
+    from blackboard_mcp.auth import AuthError, NoRevocations, TokenVerifier, keys_from_settings
+
+    settings, _ = _with_default_keys(Settings())
+    _, keys = keys_from_settings(settings)
+    verifier = TokenVerifier(keys=keys, issuer=settings.jwt_issuer,
+                             audience=settings.jwt_audience,
+                             leeway=settings.jwt_leeway_seconds, revocations=NoRevocations())
+    try:
+        grant = asyncio.run(verifier.verify(args.token.strip()))
+    except AuthError as exc:
+        print(f"invalid: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(grant.describe(), indent=2))
+    return 0
+
+
+def cmd_token_revoke(args: argparse.Namespace) -> int:
+    import redis.asyncio as aioredis
+
+    from blackboard_mcp.store import RedisRevocationList
+
+    async def run() -> None:
+        client = aioredis.Redis.from_url(_redis_url(Settings()))
+        revocations = RedisRevocationList(client=client)
+        try:
+            if args.id:
+                await revocations.revoke_token(args.id, None)
+            else:
+                await revocations.revoke_subject(args.sub)
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())
+    print(f"revoked {'token ' + args.id if args.id else 'subject ' + args.sub}")
+    return 0
+
+
+def cmd_audit_tail(args: argparse.Namespace) -> int:
+    import redis.asyncio as aioredis
+
+    from blackboard_mcp.store import RedisAuditLog
+
+    async def run() -> None:
+        client = aioredis.Redis.from_url(_redis_url(Settings()))
+        try:
+            log = RedisAuditLog(client=client, maxlen=Settings().audit_maxlen)
+            for rec in reversed(await log.tail(args.workspace, args.count)):
+                print(
+                    f"{rec.at:.3f}\t{rec.subject}\t{rec.tool}\t{rec.outcome}\t"
+                    f"{rec.duration_ms:.1f}ms\t{','.join(rec.addresses)}"
+                )
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())
+    return 0
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    """Board health for a human: exits 1 when anything is unhealthy."""
+    import httpx
+
+    healthy = True
+    if args.url:
+        base = args.url.rstrip("/")
+        for path in ("/healthz", "/readyz"):
+            try:
+                response = httpx.get(base + path, timeout=5.0)
+                ok = response.status_code == 200
+            except httpx.HTTPError as exc:
+                ok, response = False, None
+                print(f"gateway {path}: unreachable ({exc.__class__.__name__})")
+            if response is not None:
+                print(f"gateway {path}: {response.status_code}")
+            healthy = healthy and ok
+    try:
+        url = _redis_url(Settings())
+    except SystemExit as exc:
+        if not args.url:
+            print(exc)
+            return 1
+        return 0 if healthy else 1
+    report = asyncio.run(_board_health(url))
+    print(json.dumps(report, indent=2))
+    healthy = healthy and report.get("redis") == "ok" and report.get("index") == "ready"
+    return 0 if healthy else 1
+
+
+async def _board_health(url: str) -> dict[str, object]:
+    from blackboard_mcp.store import Board, StoreError
+
+    board = Board.from_url(url)
+    try:
+        return await board.health()
+    except StoreError as exc:
+        return {"redis": "unavailable", "error": exc.message}
+    finally:
+        await board.close()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="blackboard-mcp", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gateway (embedded Redis when BB_REDIS_URL "
+                                         "is unset)")
+    serve.add_argument("--host", default=os.environ.get("BB_HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(os.environ.get("BB_PORT", "8765")))
+    serve.add_argument("--workers", type=int, default=int(os.environ.get("BB_WORKERS", "1")))
+    serve.add_argument("--workspace", default="default",
+                       help="workspace of the first admin token")
+    serve.set_defaults(func=cmd_serve)
+
+    health = sub.add_parser("health", help="print board health; non-zero exit when unhealthy")
+    health.add_argument("--url", help="also check a gateway, e.g. http://127.0.0.1:8765")
+    health.set_defaults(func=cmd_health)
+
+    token = sub.add_parser("token", help="issue, inspect or revoke access tokens")
+    tsub = token.add_subparsers(dest="token_command", required=True)
+    issue = tsub.add_parser("issue", help="print a new token on stdout")
+    issue.add_argument("--workspace", required=True)
+    issue.add_argument("--sub", default="admin")
+    issue.add_argument("--read", type=_csv, default=[])
+    issue.add_argument("--write", type=_csv, default=[])
+    issue.add_argument("--cap", type=_csv, default=[])
+    issue.add_argument("--secret", type=_csv, default=[])
+    issue.add_argument("--ttl", type=_parse_duration, default=_parse_duration("24h"))
+    issue.add_argument("--admin", action="store_true",
+                       help="an admin token: every topic, every capability")
+    issue.set_defaults(func=cmd_token_issue)
+    inspect = tsub.add_parser("inspect", help="verify a token and print its claims")
+    inspect.add_argument("token")
+    inspect.set_defaults(func=cmd_token_inspect)
+    revoke = tsub.add_parser("revoke", help="revoke one token id or every token of a subject")
+    group = revoke.add_mutually_exclusive_group(required=True)
+    group.add_argument("--id")
+    group.add_argument("--sub")
+    revoke.set_defaults(func=cmd_token_revoke)
+
+    audit = sub.add_parser("audit", help="the audit stream")
+    asub = audit.add_subparsers(dest="audit_command", required=True)
+    tail = asub.add_parser("tail", help="the newest audit records of a workspace")
+    tail.add_argument("--workspace", required=True)
+    tail.add_argument("--count", type=int, default=50)
+    tail.set_defaults(func=cmd_audit_tail)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

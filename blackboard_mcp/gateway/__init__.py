@@ -1,0 +1,21 @@
+"""The HTTP edge: MCP over Streamable HTTP at ``/mcp/``, health, readiness and metrics."""
+
+from ._app import GatewayParts, create_app
+from ._errors import ERROR_CODES, GatewayError, RateLimited, UnknownArgument, UnknownTool
+from ._schemas import TOOL_NAMES, TOOLS
+from ._wiring import app_from_env, board_limits, build_parts
+
+__all__ = [
+    "ERROR_CODES",
+    "TOOLS",
+    "TOOL_NAMES",
+    "GatewayError",
+    "GatewayParts",
+    "RateLimited",
+    "UnknownArgument",
+    "UnknownTool",
+    "app_from_env",
+    "board_limits",
+    "build_parts",
+    "create_app",
+]

@@ -1,0 +1,135 @@
+"""The Starlette application: ``/mcp/`` behind the edge, plus health, readiness and metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+
+from blackboard_mcp.auth import (
+    AuditSink,
+    Authorizer,
+    Manifest,
+    RevocationList,
+    TokenIssuer,
+    TokenVerifier,
+    load_board_contract,
+)
+from blackboard_mcp.settings import Settings
+from blackboard_mcp.store import Board, RedisRateLimiter
+
+from ._admin import admin_routes
+from ._calls import ToolCaller
+from ._edge import BearerAuth, BodyLimit
+from ._mcp import build_mcp_server
+from ._metrics import GatewayMetrics
+from ._tools import HANDLERS
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GatewayParts:
+    """Everything the app needs, built by the caller (tests build them around a test Redis)."""
+
+    settings: Settings
+    board: Board
+    verifier: TokenVerifier
+    revocations: RevocationList
+    audit: AuditSink
+    issuer: TokenIssuer | None = None
+
+
+def _transport_security(settings: Settings) -> TransportSecuritySettings:
+    if settings.allowed_hosts:
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=list(settings.allowed_hosts)
+        )
+    if settings.host in ("127.0.0.1", "localhost", "::1"):
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    # Behind a load balancer the Host header is the service's name. Every call needs a
+    # bearer token, which a rebinding browser page does not have.
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def create_app(parts: GatewayParts) -> Starlette:
+    settings = parts.settings
+    manifest = Manifest(load_board_contract())
+    for name, handler in HANDLERS.items():
+        manifest.bind(name, handler)
+    manifest.require_complete()
+    metrics = GatewayMetrics()
+    caller = ToolCaller(
+        board=parts.board,
+        manifest=manifest,
+        authorizer=Authorizer(),
+        revocations=parts.revocations,
+        audit=parts.audit,
+        limiter=RedisRateLimiter(
+            client=parts.board.client, per_minute=settings.rate_limit_per_minute
+        ),
+        metrics=metrics,
+    )
+    sessions = StreamableHTTPSessionManager(
+        app=build_mcp_server(caller),
+        json_response=True,
+        stateless=True,
+        security_settings=_transport_security(settings),
+        max_request_body_size=settings.max_request_bytes,
+    )
+    mcp_app = BodyLimit(
+        BearerAuth(StreamableHTTPASGIApp(sessions), verifier=parts.verifier,
+                   realm="blackboard-mcp"),
+        max_bytes=settings.max_request_bytes,
+    )
+
+    async def healthz(_request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(_request: Request) -> Response:
+        if await parts.board.ready():
+            return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "unavailable"}, status_code=503)
+
+    async def metrics_endpoint(_request: Request) -> Response:
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            await parts.board.start()
+        except Exception:
+            # Start anyway: /readyz reports the problem and calls answer `unavailable`
+            # until Redis is back, which is better than a crash loop.
+            log.warning("could not prepare the search index at start-up", exc_info=True)
+        async with sessions.run():
+            yield
+        await parts.board.close()
+
+    routes = [
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/metrics", metrics_endpoint),
+        # Both spellings, so that a client using /mcp does not pay a 307 round trip.
+        Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]),
+        Mount("/mcp", app=mcp_app),
+        *admin_routes(
+            verifier=parts.verifier,
+            revocations=parts.revocations,
+            issuer=parts.issuer,
+            audit=parts.audit,
+        ),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -1,0 +1,143 @@
+"""One tool call from grant to result: refuse early, run the handler, audit and measure."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from blackboard_mcp.auth import (
+    AuditRecord,
+    AuditSink,
+    Authorizer,
+    Grant,
+    Manifest,
+    RevocationList,
+    TokenRevoked,
+    Unauthenticated,
+)
+from blackboard_mcp.store import Board, RedisRateLimiter
+
+from ._errors import RateLimited, UnknownArgument, UnknownTool, tool_error
+from ._metrics import GatewayMetrics
+from ._schemas import ARGUMENTS
+from ._tools import HANDLERS, CallScope, scope_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    body: Mapping[str, Any]
+    is_error: bool
+
+
+class ToolCaller:
+    """Runs tool calls for the MCP server; every refusal happens before the handler."""
+
+    def __init__(
+        self,
+        *,
+        board: Board,
+        manifest: Manifest,
+        authorizer: Authorizer,
+        revocations: RevocationList,
+        audit: AuditSink,
+        limiter: RedisRateLimiter,
+        metrics: GatewayMetrics,
+    ) -> None:
+        self._board = board
+        self._manifest = manifest
+        self._authorizer = authorizer
+        self._revocations = revocations
+        self._audit = audit
+        self._limiter = limiter
+        self._metrics = metrics
+
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], grant: Grant | None, request_id: str
+    ) -> CallOutcome:
+        started = time.perf_counter()
+        scope: CallScope | None = None
+        outcome = "ok"
+        handler_ran = False
+        try:
+            if grant is None:
+                raise Unauthenticated("no access token")
+            requirements = self._requirements(tool)
+            unknown = sorted(set(arguments) - ARGUMENTS[tool])
+            if unknown:
+                raise UnknownArgument(
+                    f"{tool} does not take {', '.join(unknown)}", argument=unknown[0]
+                )
+            # Present means given with a value: a null is the same as leaving it out.
+            present = {k for k, v in arguments.items() if v is not None}
+            args = {k: arguments[k] for k in present}
+            scope = scope_of(tool, args, grant)
+            if await self._revocations.is_revoked(grant):
+                raise TokenRevoked("this token has been revoked")
+            self._authorizer.authorize(
+                grant,
+                requirements,
+                arguments_present=present,
+                workspace=scope.workspace,
+                read_topics=set(scope.read_topics),
+                write_topics=set(scope.write_topics),
+            )
+            retry_after = await self._limiter.hit(grant.subject)
+            if retry_after is not None:
+                raise RateLimited(
+                    f"rate limit reached for {grant.subject}", retry_after=retry_after
+                )
+            handler = self._manifest.handler(requirements.name)
+            handler_ran = True
+            result = await handler(self._board, grant, args)
+            return CallOutcome(result, False)
+        except Exception as exc:
+            body = tool_error(exc, request_id)
+            outcome = body["error"]["code"]
+            if outcome == "conflict":
+                self._metrics.conflicts.inc()
+            if not handler_ran:
+                self._metrics.refused.labels(outcome).inc()
+            return CallOutcome(body, True)
+        finally:
+            elapsed = time.perf_counter() - started
+            self._metrics.calls.labels(tool, outcome).inc()
+            self._metrics.latency.labels(tool).observe(elapsed)
+            await self._record(grant, tool, scope, outcome, elapsed, request_id)
+
+    def _requirements(self, tool: str) -> Any:
+        if tool not in HANDLERS:
+            raise UnknownTool(f"there is no tool {tool!r}")
+        return self._manifest.requirements_for(tool)
+
+    async def _record(
+        self,
+        grant: Grant | None,
+        tool: str,
+        scope: CallScope | None,
+        outcome: str,
+        elapsed: float,
+        request_id: str,
+    ) -> None:
+        if grant is None:
+            return
+        record = AuditRecord(
+            at=time.time(),
+            workspace=grant.workspace,
+            subject=grant.subject,
+            tool=tool,
+            addresses=scope.addresses if scope else (),
+            outcome=outcome,
+            duration_ms=round(elapsed * 1000, 3),
+            request_id=request_id,
+        )
+        try:
+            await self._audit.record(record)
+        except Exception:
+            # An audit failure must not turn a committed write into an error reply.
+            log.warning("audit record for request %s was not written", request_id,
+                        exc_info=True)

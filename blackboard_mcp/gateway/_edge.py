@@ -1,0 +1,143 @@
+"""The HTTP edge in front of ``/mcp/``: request ids, body size cap, bearer tokens.
+
+Pure ASGI middleware rather than Starlette's BaseHTTPMiddleware, which would buffer the
+streamed MCP responses.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from blackboard_mcp.auth import AuthError, TokenVerifier
+
+from ._context import current_grant, current_request_id
+
+log = logging.getLogger(__name__)
+
+
+async def _send_json(
+    send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] = ()  # type: ignore[assignment]
+) -> None:
+    payload = orjson.dumps(body)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+class BodyLimit:
+    """Refuse request bodies over ``max_bytes`` before anything parses them."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await _send_json(send, 413, _too_large(self.max_bytes))
+                return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _BodyTooLarge:
+            await _send_json(send, 413, _too_large(self.max_bytes))
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _too_large(limit: int) -> dict[str, Any]:
+    return {"error": {"code": "too_large", "message": f"request body over {limit} bytes",
+                      "hint": "send less per call, or use source_path for files"}}
+
+
+class BearerAuth:
+    """Verify the caller's JWT once per request and make its grant visible to the tools."""
+
+    def __init__(self, app: ASGIApp, *, verifier: TokenVerifier, realm: str) -> None:
+        self.app = app
+        self.verifier = verifier
+        self.realm = realm
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = _header(scope, b"x-request-id") or uuid.uuid4().hex[:16]
+        current_request_id.set(request_id)
+        token = _bearer(scope)
+        if token is None:
+            await self._refuse(send, "unauthenticated", "an access token is required",
+                               'Bearer realm="%s"' % self.realm)
+            return
+        try:
+            grant = await self.verifier.verify(token)
+        except AuthError as exc:
+            log.info("refused token for request %s: %s", request_id, exc.code)
+            await self._refuse(send, exc.code, str(exc),
+                               'Bearer realm="%s", error="invalid_token"' % self.realm)
+            return
+        reset = current_grant.set(grant)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            current_grant.reset(reset)
+
+    async def _refuse(self, send: Send, code: str, message: str, challenge: str) -> None:
+        await _send_json(
+            send,
+            401,
+            {"error": {"code": "unauthenticated", "reason": code, "message": message,
+                       "hint": "ask the board's admin for a valid token"}},
+            [(b"www-authenticate", challenge.encode())],
+        )
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return str(value.decode("latin-1"))[:64]
+    return None
+
+
+def _bearer(scope: Scope) -> str | None:
+    value = _header_full(scope, b"authorization")
+    if value is None or not value.lower().startswith("bearer "):
+        return None
+    token = value[7:].strip()
+    return token or None
+
+
+def _header_full(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None

@@ -1,0 +1,72 @@
+"""The one place where project exceptions become tool errors with stable codes."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+from blackboard_mcp.auth import AuthError
+from blackboard_mcp.store import StoreError
+
+log = logging.getLogger(__name__)
+
+# Every code a tool error can carry; documented in the README's error table.
+ERROR_CODES = (
+    "invalid_argument", "too_large", "not_found", "conflict", "forbidden",
+    "unauthenticated", "rate_limited", "unavailable", "internal",
+)
+
+
+class GatewayError(Exception):
+    """Root of the gateway's own refusals."""
+
+    code: ClassVar[str] = "invalid_argument"
+    hint: ClassVar[str] = "fix the call and try again"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class UnknownTool(GatewayError):
+    """The tool name is not one of the five."""
+
+    hint = "use update_state, get_state, list_keys, search_keys or link_state"
+
+
+class UnknownArgument(GatewayError):
+    """The call names an argument the tool does not take."""
+
+    hint = "check the argument names in the tool's schema"
+
+
+class RateLimited(GatewayError):
+    """The token made more calls this minute than its limit."""
+
+    code = "rate_limited"
+    hint = "slow down; retry after the number of seconds in retry_after"
+
+
+def tool_error(exc: BaseException, request_id: str) -> dict[str, Any]:
+    """The structured error body for ``exc``; unexpected errors are logged, never shown."""
+    if isinstance(exc, StoreError | AuthError | GatewayError):
+        code = exc.code
+        message = getattr(exc, "message", None) or str(exc)
+        hint = exc.hint
+        details = {
+            k: v for k, v in getattr(exc, "details", {}).items() if _is_plain(v)
+        }
+    else:
+        log.error("unexpected error in request %s", request_id, exc_info=exc)
+        code = "internal"
+        message = f"internal error (request {request_id})"
+        hint = "retry; if it persists, report the request id to the operator"
+        details = {}
+    return {"error": {"code": code, "message": message, "hint": hint, **details}}
+
+
+def _is_plain(value: object) -> bool:
+    return isinstance(value, str | int | float | bool) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    )

@@ -1,0 +1,49 @@
+"""The MCP server: the SDK's low-level server with our five hand-written tool schemas.
+
+The low-level server is used rather than MCPServer's decorators so that the schemas sent in
+``tools/list`` are exactly the budgeted ones in _schemas.py, and so that argument checking
+and errors stay ours (MCPServer would answer bad arguments with pydantic's text).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from mcp.server.lowlevel import Server
+from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, TextContent
+
+from blackboard_mcp import __version__
+
+from ._calls import ToolCaller
+from ._context import current_grant, current_request_id
+from ._schemas import TOOLS
+
+INSTRUCTIONS = (
+    "A shared board of versioned notes. Search before deriving; read digests first; "
+    "write with expect_version."
+)
+
+
+def build_mcp_server(caller: ToolCaller) -> Server[Any]:
+    async def list_tools(_ctx: Any, _params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=list(TOOLS))
+
+    async def call_tool(_ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        outcome = await caller.call(
+            params.name, params.arguments or {}, current_grant.get(), current_request_id.get()
+        )
+        body = dict(outcome.body)
+        return CallToolResult(
+            content=[TextContent(type="text", text=orjson.dumps(body).decode())],
+            structured_content=body,
+            is_error=outcome.is_error,
+        )
+
+    return Server(
+        "blackboard-mcp",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

@@ -1,0 +1,111 @@
+"""What ``tools/list`` sends: five tools, described tersely.
+
+Every word here is re-sent to the model on every turn of every agent, so the whole surface
+has a budget of 600 tokens (tests/test_tool_surface.py counts it). Argument names and
+defaults follow the five-tools contract exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.types import Tool
+
+_S: dict[str, Any] = {"type": "string"}
+_URIS: dict[str, Any] = {"type": "array", "items": _S}
+_INT: dict[str, Any] = {"type": "integer"}
+_BUDGET: dict[str, Any] = {"type": "integer", "default": 2000}
+
+
+def _obj(required: list[str] | None, **props: dict[str, Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="update_state",
+        description=(
+            "Write note uri (bb://workspace/topic/key) with a short digest. Content: one of "
+            "body, columns+rows, append (extends), source_path (server summarises a file). "
+            "Pass expect_version from your last read (0: create only)."
+        ),
+        input_schema=_obj(
+            ["uri", "digest"],
+            uri=_S,
+            digest=_S,
+            body=_S,
+            source_path=_S,
+            columns=_URIS,
+            rows={"type": "array"},
+            append=_S,
+            expect_version=_INT,
+            sources=_URIS,
+            confidence={"type": "number"},
+        ),
+    ),
+    Tool(
+        name="get_state",
+        description=(
+            "Read notes, batched; summary unless mode says more. Reports what the budget "
+            "omitted. Catch up: bb://workspace/run/state/current."
+        ),
+        input_schema=_obj(
+            ["uris"],
+            uris=_URIS,
+            mode={"enum": ["digest", "fields", "table", "full", "ref"], "default": "digest"},
+            fields=_URIS,
+            budget_tokens=_BUDGET,
+        ),
+    ),
+    Tool(
+        name="list_keys",
+        description=(
+            "List notes; always pass topic. mode=table (TSV) for 3+ rows. cursor: changes "
+            "since a read."
+        ),
+        input_schema=_obj(
+            None,
+            topic=_S,
+            kind={"enum": ["text", "table", "summary"]},
+            order={"enum": ["recent", "name", "version"], "default": "recent"},
+            limit={"type": "integer", "default": 20},
+            mode={"enum": ["digest", "table", "ref"], "default": "digest"},
+            fields=_URIS,
+            budget_tokens=_BUDGET,
+            cursor=_INT,
+        ),
+    ),
+    Tool(
+        name="search_keys",
+        description=(
+            "Search digests and contents. Search before deriving: empty means nothing "
+            "relates."
+        ),
+        input_schema=_obj(
+            ["q"], q=_S, topic=_S, limit={"type": "integer", "default": 10}
+        ),
+    ),
+    Tool(
+        name="link_state",
+        description="Record how note src relates to dst notes.",
+        input_schema=_obj(
+            ["src", "rel", "dst"],
+            src=_S,
+            rel={
+                "enum": [
+                    "depends_on", "derived_from", "supersedes", "refines", "cites",
+                    "part_of", "contradicts",
+                ]
+            },
+            dst=_URIS,
+        ),
+    ),
+)
+
+TOOL_NAMES = tuple(t.name for t in TOOLS)
+ARGUMENTS: dict[str, frozenset[str]] = {
+    t.name: frozenset(t.input_schema["properties"]) for t in TOOLS
+}

@@ -1,0 +1,66 @@
+"""Build a gateway from the ``BB_*`` settings: the entry point uvicorn workers call."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.applications import Starlette
+
+from blackboard_mcp.auth import NoRevocations, TokenIssuer, TokenVerifier, keys_from_settings
+from blackboard_mcp.settings import Settings
+from blackboard_mcp.store import (
+    Board,
+    BoardLimits,
+    EmbeddedRedisError,
+    RedisAuditLog,
+    RedisRevocationList,
+)
+
+from ._app import GatewayParts, create_app
+
+
+def board_limits(settings: Settings) -> BoardLimits:
+    return BoardLimits(
+        offload_bytes=settings.offload_bytes,
+        max_body_bytes=settings.max_body_bytes,
+        changelog_maxlen=settings.changelog_maxlen,
+        cas_max_retries=settings.cas_max_retries,
+        source_root=settings.source_root,
+        source_max_bytes=settings.source_max_bytes,
+    )
+
+
+def build_parts(settings: Settings) -> GatewayParts:
+    if not settings.redis_url:
+        # `serve` starts the embedded Redis and passes its URL to the workers.
+        raise EmbeddedRedisError("no BB_REDIS_URL: start with `blackboard-mcp serve`")
+    board = Board.from_url(settings.redis_url, limits=board_limits(settings))
+    signing_key, verification_keys = keys_from_settings(settings)
+    revocations = RedisRevocationList(client=board.client)
+    # The edge verifies signatures and claims only; revocation needs Redis, so it is
+    # checked per call where a Redis outage becomes a clean `unavailable` tool error.
+    verifier = TokenVerifier(
+        keys=verification_keys,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        leeway=settings.jwt_leeway_seconds,
+        revocations=NoRevocations(),
+    )
+    issuer = (
+        TokenIssuer(signing_key=signing_key, issuer=settings.jwt_issuer,
+                    audience=settings.jwt_audience)
+        if signing_key is not None
+        else None
+    )
+    audit = RedisAuditLog(client=board.client, maxlen=settings.audit_maxlen)
+    return GatewayParts(settings=settings, board=board, verifier=verifier,
+                        revocations=revocations, audit=audit, issuer=issuer)
+
+
+def app_from_env() -> Starlette:
+    settings = Settings()
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    return create_app(build_parts(settings))
