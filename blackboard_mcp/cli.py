@@ -10,7 +10,6 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from blackboard_mcp.settings import Settings
 
@@ -32,8 +31,12 @@ def _csv(text: str) -> list[str]:
 
 def _with_default_keys(settings: Settings) -> tuple[Settings, bool]:
     """With no key configured, use (and on first start create) a secret in the data dir."""
-    if settings.jwt_secret or settings.jwt_secret_file or settings.jwt_private_key_file \
-            or settings.jwt_public_keys_dir:
+    if (
+        settings.jwt_secret
+        or settings.jwt_secret_file
+        or settings.jwt_private_key_file
+        or settings.jwt_public_keys_dir
+    ):
         return settings, False
     from blackboard_mcp.auth import generate_hs_secret_file
 
@@ -108,13 +111,19 @@ def _issue_admin(settings: Settings, workspace: str, ttl: int = 365 * 86400) -> 
 
     signing, _ = keys_from_settings(settings)
     if signing is None:
-        raise SystemExit("no signing key is configured here (BB_JWT_SECRET_FILE or "
-                         "BB_JWT_PRIVATE_KEY_FILE)")
-    issuer = TokenIssuer(signing_key=signing, issuer=settings.jwt_issuer,
-                         audience=settings.jwt_audience)
+        raise SystemExit(
+            "no signing key is configured here (BB_JWT_SECRET_FILE or BB_JWT_PRIVATE_KEY_FILE)"
+        )
+    issuer = TokenIssuer(
+        signing_key=signing, issuer=settings.jwt_issuer, audience=settings.jwt_audience
+    )
     return issuer.issue(
-        subject="admin", workspace=workspace, read=["*"], write=["*"],
-        capabilities=["admin", "board_read", "board_write", "file_read"], ttl_seconds=ttl,
+        subject="admin",
+        workspace=workspace,
+        read=["*"],
+        write=["*"],
+        capabilities=["admin", "board_read", "board_write", "file_read"],
+        ttl_seconds=ttl,
     )
 
 
@@ -129,12 +138,18 @@ def cmd_token_issue(args: argparse.Namespace) -> int:
     if signing is None:
         print("no signing key is configured here", file=sys.stderr)
         return 2
-    issuer = TokenIssuer(signing_key=signing, issuer=settings.jwt_issuer,
-                         audience=settings.jwt_audience)
+    issuer = TokenIssuer(
+        signing_key=signing, issuer=settings.jwt_issuer, audience=settings.jwt_audience
+    )
     try:
         token = issuer.issue(
-            subject=args.sub, workspace=args.workspace, read=args.read, write=args.write,
-            capabilities=args.cap, secrets=args.secret, ttl_seconds=args.ttl,
+            subject=args.sub,
+            workspace=args.workspace,
+            read=args.read,
+            write=args.write,
+            capabilities=args.cap,
+            secrets=args.secret,
+            ttl_seconds=args.ttl,
         )
     except AuthError as exc:
         print(f"refused: {exc}", file=sys.stderr)
@@ -148,9 +163,13 @@ def cmd_token_inspect(args: argparse.Namespace) -> int:
 
     settings, _ = _with_default_keys(Settings())
     _, keys = keys_from_settings(settings)
-    verifier = TokenVerifier(keys=keys, issuer=settings.jwt_issuer,
-                             audience=settings.jwt_audience,
-                             leeway=settings.jwt_leeway_seconds, revocations=NoRevocations())
+    verifier = TokenVerifier(
+        keys=keys,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        leeway=settings.jwt_leeway_seconds,
+        revocations=NoRevocations(),
+    )
     try:
         grant = asyncio.run(verifier.verify(args.token.strip()))
     except AuthError as exc:
@@ -248,13 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blackboard-mcp", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the gateway (embedded Redis when BB_REDIS_URL "
-                                         "is unset)")
+    serve = sub.add_parser(
+        "serve", help="run the gateway (embedded Redis when BB_REDIS_URL is unset)"
+    )
     serve.add_argument("--host", default=os.environ.get("BB_HOST", "127.0.0.1"))
     serve.add_argument("--port", type=int, default=int(os.environ.get("BB_PORT", "8765")))
     serve.add_argument("--workers", type=int, default=int(os.environ.get("BB_WORKERS", "1")))
-    serve.add_argument("--workspace", default="default",
-                       help="workspace of the first admin token")
+    serve.add_argument("--workspace", default="default", help="workspace of the first admin token")
     serve.set_defaults(func=cmd_serve)
 
     health = sub.add_parser("health", help="print board health; non-zero exit when unhealthy")
@@ -271,8 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     issue.add_argument("--cap", type=_csv, default=[])
     issue.add_argument("--secret", type=_csv, default=[])
     issue.add_argument("--ttl", type=_parse_duration, default=_parse_duration("24h"))
-    issue.add_argument("--admin", action="store_true",
-                       help="an admin token: every topic, every capability")
+    issue.add_argument(
+        "--admin", action="store_true", help="an admin token: every topic, every capability"
+    )
     issue.set_defaults(func=cmd_token_issue)
     inspect = tsub.add_parser("inspect", help="verify a token and print its claims")
     inspect.add_argument("token")

@@ -67,8 +67,13 @@ def admin_routes(
             return _error(exc, 401 if exc.code == "unauthenticated" else 403)
         if issuer is None:
             return JSONResponse(
-                {"error": {"code": "unavailable", "message": "this gateway holds no signing key",
-                           "hint": "issue tokens where the signing key is configured"}},
+                {
+                    "error": {
+                        "code": "unavailable",
+                        "message": "this gateway holds no signing key",
+                        "hint": "issue tokens where the signing key is configured",
+                    }
+                },
                 status_code=503,
             )
         try:
@@ -88,13 +93,17 @@ def admin_routes(
             return _error(exc, 403 if exc.code == "forbidden" else 400)
         except (ValueError, TypeError, orjson.JSONDecodeError) as exc:
             return JSONResponse(
-                {"error": {"code": "invalid_argument", "message": str(exc),
-                           "hint": "send {sub, workspace, read, write, caps, ttl_seconds}"}},
+                {
+                    "error": {
+                        "code": "invalid_argument",
+                        "message": str(exc),
+                        "hint": "send {sub, workspace, read, write, caps, ttl_seconds}",
+                    }
+                },
                 status_code=400,
             )
         await _audit(audit, admin, "admin.issue", grant.subject)
-        return JSONResponse({"token": token, "id": grant.token_id,
-                             "expires_at": grant.expires_at})
+        return JSONResponse({"token": token, "id": grant.token_id, "expires_at": grant.expires_at})
 
     async def revoke(request: Request) -> Response:
         try:
@@ -104,19 +113,35 @@ def admin_routes(
         try:
             data = await body_of(request)
         except (ValueError, orjson.JSONDecodeError) as exc:
-            return JSONResponse({"error": {"code": "invalid_argument", "message": str(exc),
-                                           "hint": "send {id} or {sub}"}}, status_code=400)
+            return JSONResponse(
+                {
+                    "error": {
+                        "code": "invalid_argument",
+                        "message": str(exc),
+                        "hint": "send {id} or {sub}",
+                    }
+                },
+                status_code=400,
+            )
         if data.get("id"):
-            await revocations.revoke_token(str(data["id"]), float(data.get("expires_at") or 0)
-                                           or None)
+            await revocations.revoke_token(
+                str(data["id"]), float(data.get("expires_at") or 0) or None
+            )
             target = f"id:{data['id']}"
         elif data.get("sub"):
             await revocations.revoke_subject(str(data["sub"]))
             target = f"sub:{data['sub']}"
         else:
-            return JSONResponse({"error": {"code": "invalid_argument",
-                                           "message": "give id or sub",
-                                           "hint": "send {id} or {sub}"}}, status_code=400)
+            return JSONResponse(
+                {
+                    "error": {
+                        "code": "invalid_argument",
+                        "message": "give id or sub",
+                        "hint": "send {id} or {sub}",
+                    }
+                },
+                status_code=400,
+            )
         await _audit(audit, admin, "admin.revoke", target)
         return JSONResponse({"revoked": target})
 
@@ -130,6 +155,14 @@ async def _audit(audit: AuditSink, admin: Grant, tool: str, target: str) -> None
     import time
 
     await audit.record(
-        AuditRecord(at=time.time(), workspace=admin.workspace, subject=admin.subject, tool=tool,
-                    addresses=(target,), outcome="ok", duration_ms=0.0, request_id="admin")
+        AuditRecord(
+            at=time.time(),
+            workspace=admin.workspace,
+            subject=admin.subject,
+            tool=tool,
+            addresses=(target,),
+            outcome="ok",
+            duration_ms=0.0,
+            request_id="admin",
+        )
     )

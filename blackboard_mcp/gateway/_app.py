@@ -90,8 +90,9 @@ def create_app(parts: GatewayParts) -> Starlette:
         max_request_body_size=settings.max_request_bytes,
     )
     mcp_app = BodyLimit(
-        BearerAuth(StreamableHTTPASGIApp(sessions), verifier=parts.verifier,
-                   realm="blackboard-mcp"),
+        BearerAuth(
+            StreamableHTTPASGIApp(sessions), verifier=parts.verifier, realm="blackboard-mcp"
+        ),
         max_bytes=settings.max_request_bytes,
     )
 

@@ -139,5 +139,4 @@ class ToolCaller:
             await self._audit.record(record)
         except Exception:
             # An audit failure must not turn a committed write into an error reply.
-            log.warning("audit record for request %s was not written", request_id,
-                        exc_info=True)
+            log.warning("audit record for request %s was not written", request_id, exc_info=True)

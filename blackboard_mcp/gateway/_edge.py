@@ -21,7 +21,10 @@ log = logging.getLogger(__name__)
 
 
 async def _send_json(
-    send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] = ()  # type: ignore[assignment]
+    send: Send,
+    status: int,
+    body: dict[str, Any],
+    headers: list[tuple[bytes, bytes]] = (),  # type: ignore[assignment]
 ) -> None:
     payload = orjson.dumps(body)
     await send(
@@ -75,8 +78,13 @@ class _BodyTooLarge(Exception):
 
 
 def _too_large(limit: int) -> dict[str, Any]:
-    return {"error": {"code": "too_large", "message": f"request body over {limit} bytes",
-                      "hint": "send less per call, or use source_path for files"}}
+    return {
+        "error": {
+            "code": "too_large",
+            "message": f"request body over {limit} bytes",
+            "hint": "send less per call, or use source_path for files",
+        }
+    }
 
 
 class BearerAuth:
@@ -95,15 +103,20 @@ class BearerAuth:
         current_request_id.set(request_id)
         token = _bearer(scope)
         if token is None:
-            await self._refuse(send, "unauthenticated", "an access token is required",
-                               'Bearer realm="%s"' % self.realm)
+            await self._refuse(
+                send,
+                "unauthenticated",
+                "an access token is required",
+                f'Bearer realm="{self.realm}"',
+            )
             return
         try:
             grant = await self.verifier.verify(token)
         except AuthError as exc:
             log.info("refused token for request %s: %s", request_id, exc.code)
-            await self._refuse(send, exc.code, str(exc),
-                               'Bearer realm="%s", error="invalid_token"' % self.realm)
+            await self._refuse(
+                send, exc.code, str(exc), f'Bearer realm="{self.realm}", error="invalid_token"'
+            )
             return
         reset = current_grant.set(grant)
         try:
@@ -115,8 +128,14 @@ class BearerAuth:
         await _send_json(
             send,
             401,
-            {"error": {"code": "unauthenticated", "reason": code, "message": message,
-                       "hint": "ask the board's admin for a valid token"}},
+            {
+                "error": {
+                    "code": "unauthenticated",
+                    "reason": code,
+                    "message": message,
+                    "hint": "ask the board's admin for a valid token",
+                }
+            },
             [(b"www-authenticate", challenge.encode())],
         )
 

@@ -12,8 +12,15 @@ log = logging.getLogger(__name__)
 
 # Every code a tool error can carry; documented in the README's error table.
 ERROR_CODES = (
-    "invalid_argument", "too_large", "not_found", "conflict", "forbidden",
-    "unauthenticated", "rate_limited", "unavailable", "internal",
+    "invalid_argument",
+    "too_large",
+    "not_found",
+    "conflict",
+    "forbidden",
+    "unauthenticated",
+    "rate_limited",
+    "unavailable",
+    "internal",
 )
 
 
@@ -54,9 +61,7 @@ def tool_error(exc: BaseException, request_id: str) -> dict[str, Any]:
         code = exc.code
         message = getattr(exc, "message", None) or str(exc)
         hint = exc.hint
-        details = {
-            k: v for k, v in getattr(exc, "details", {}).items() if _is_plain(v)
-        }
+        details = {k: v for k, v in getattr(exc, "details", {}).items() if _is_plain(v)}
     else:
         log.error("unexpected error in request %s", request_id, exc_info=exc)
         code = "internal"

@@ -81,12 +81,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="search_keys",
         description=(
-            "Search digests and contents. Search before deriving: empty means nothing "
-            "relates."
+            "Search digests and contents. Search before deriving: empty means nothing relates."
         ),
-        input_schema=_obj(
-            ["q"], q=_S, topic=_S, limit={"type": "integer", "default": 10}
-        ),
+        input_schema=_obj(["q"], q=_S, topic=_S, limit={"type": "integer", "default": 10}),
     ),
     Tool(
         name="link_state",
@@ -96,8 +93,13 @@ TOOLS: tuple[Tool, ...] = (
             src=_S,
             rel={
                 "enum": [
-                    "depends_on", "derived_from", "supersedes", "refines", "cites",
-                    "part_of", "contradicts",
+                    "depends_on",
+                    "derived_from",
+                    "supersedes",
+                    "refines",
+                    "cites",
+                    "part_of",
+                    "contradicts",
                 ]
             },
             dst=_URIS,

@@ -54,7 +54,9 @@ def scope_of(tool: str, args: Mapping[str, Any], grant: Grant) -> CallScope:
         return _scope(grant, reads=addresses, writes=[])
     if tool == "update_state":
         target = parse_address(args.get("uri"))
-        sources = [parse_address(u, argument="sources") for u in _uris(args.get("sources"), "sources")]
+        sources = [
+            parse_address(u, argument="sources") for u in _uris(args.get("sources"), "sources")
+        ]
         return _scope(grant, reads=sources, writes=[target])
     # link_state: the source note gains the link; the targets are read (their names are shown).
     src = parse_address(args.get("src"), argument="src")

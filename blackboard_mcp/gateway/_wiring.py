@@ -47,14 +47,21 @@ def build_parts(settings: Settings) -> GatewayParts:
         revocations=NoRevocations(),
     )
     issuer = (
-        TokenIssuer(signing_key=signing_key, issuer=settings.jwt_issuer,
-                    audience=settings.jwt_audience)
+        TokenIssuer(
+            signing_key=signing_key, issuer=settings.jwt_issuer, audience=settings.jwt_audience
+        )
         if signing_key is not None
         else None
     )
     audit = RedisAuditLog(client=board.client, maxlen=settings.audit_maxlen)
-    return GatewayParts(settings=settings, board=board, verifier=verifier,
-                        revocations=revocations, audit=audit, issuer=issuer)
+    return GatewayParts(
+        settings=settings,
+        board=board,
+        verifier=verifier,
+        revocations=revocations,
+        audit=audit,
+        issuer=issuer,
+    )
 
 
 def app_from_env() -> Starlette:

@@ -56,7 +56,9 @@ def validate_name(name: object, what: str) -> str:
 def parse_address(uri: object, *, argument: str = "uri") -> Address:
     """Parse and validate ``uri``; raise InvalidArgument naming what is wrong."""
     if not isinstance(uri, str):
-        raise InvalidArgument(f"{argument} must be a string like bb://ws/topic/key", argument=argument)
+        raise InvalidArgument(
+            f"{argument} must be a string like bb://ws/topic/key", argument=argument
+        )
     if len(uri) > MAX_URI_LENGTH:
         raise InvalidArgument(
             f"{argument} is {len(uri)} characters; the limit is {MAX_URI_LENGTH}", argument=argument

@@ -67,7 +67,10 @@ class Board:
     @classmethod
     def from_url(cls, url: str, *, limits: BoardLimits | None = None) -> Board:
         client = aioredis.Redis.from_url(
-            url, socket_timeout=5.0, socket_connect_timeout=2.0, health_check_interval=15,
+            url,
+            socket_timeout=5.0,
+            socket_connect_timeout=2.0,
+            health_check_interval=15,
             max_connections=64,
         )
         return cls(client=client, limits=limits)
@@ -104,15 +107,28 @@ class Board:
     ) -> WriteResult:
         if source_path is not None:
             write = self._source_write(
-                author=author, uri=uri, digest=digest, source_path=source_path,
-                other=(body, columns, rows, append), expect_version=expect_version,
-                sources=sources, confidence=confidence,
+                author=author,
+                uri=uri,
+                digest=digest,
+                source_path=source_path,
+                other=(body, columns, rows, append),
+                expect_version=expect_version,
+                sources=sources,
+                confidence=confidence,
             )
         else:
             write = build_write(
-                uri=uri, digest=digest, author=author, body=body, columns=columns, rows=rows,
-                append=append, expect_version=expect_version, sources=sources,
-                confidence=confidence, max_body_bytes=self._limits.max_body_bytes,
+                uri=uri,
+                digest=digest,
+                author=author,
+                body=body,
+                columns=columns,
+                rows=rows,
+                append=append,
+                expect_version=expect_version,
+                sources=sources,
+                confidence=confidence,
+                max_body_bytes=self._limits.max_body_bytes,
             )
         return await write_note(
             self._client, write, counter=self._counter, limits=self._write_limits
@@ -139,8 +155,13 @@ class Board:
             )
         check_digest(digest)
         base = build_write(
-            uri=uri, digest=digest, author=author, expect_version=expect_version,
-            sources=sources, confidence=confidence, max_body_bytes=self._limits.max_body_bytes,
+            uri=uri,
+            digest=digest,
+            author=author,
+            expect_version=expect_version,
+            sources=sources,
+            confidence=confidence,
+            max_body_bytes=self._limits.max_body_bytes,
         )
         summary = summarize_source(
             source_path, root=self._limits.source_root, max_bytes=self._limits.source_max_bytes
@@ -169,8 +190,13 @@ class Board:
         readable: Readable = _everything,
     ) -> dict[str, Any]:
         return await get_state(
-            self._client, self._counter, uris=uris, mode=mode, fields=fields,
-            budget_tokens=budget_tokens, readable=readable,
+            self._client,
+            self._counter,
+            uris=uris,
+            mode=mode,
+            fields=fields,
+            budget_tokens=budget_tokens,
+            readable=readable,
         )
 
     async def list_keys(
@@ -188,9 +214,18 @@ class Board:
         readable: Readable = _everything,
     ) -> dict[str, Any]:
         return await list_keys(
-            self._client, self._counter, workspace=workspace, topic=topic, kind=kind,
-            order=order, limit=limit, mode=mode, fields=fields, budget_tokens=budget_tokens,
-            cursor=cursor, readable=readable,
+            self._client,
+            self._counter,
+            workspace=workspace,
+            topic=topic,
+            kind=kind,
+            order=order,
+            limit=limit,
+            mode=mode,
+            fields=fields,
+            budget_tokens=budget_tokens,
+            cursor=cursor,
+            readable=readable,
         )
 
     async def search_keys(
@@ -203,16 +238,23 @@ class Board:
         readable: Readable = _everything,
     ) -> dict[str, Any]:
         return await search_keys(
-            self._client, self._counter, workspace=workspace, q=q, topic=topic, limit=limit,
+            self._client,
+            self._counter,
+            workspace=workspace,
+            q=q,
+            topic=topic,
+            limit=limit,
             readable=readable,
         )
 
-    async def link_state(
-        self, *, author: str, src: object, rel: object, dst: object
-    ) -> LinkResult:
+    async def link_state(self, *, author: str, src: object, rel: object, dst: object) -> LinkResult:
         source, relation, targets = check_link(src, rel, dst)
         return await write_links(
-            self._client, source, relation, targets, author=author,
+            self._client,
+            source,
+            relation,
+            targets,
+            author=author,
             changelog_maxlen=self._limits.changelog_maxlen,
         )
 
@@ -220,9 +262,7 @@ class Board:
         """The newest entries of the workspace's change log, newest first."""
         async with mapped_redis_errors():
             entries = await self._client.xrevrange(keys.changelog(workspace), count=count)
-        return [
-            {k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries
-        ]
+        return [{k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries]
 
     async def health(self) -> dict[str, Any]:
         """Redis, index, memory and note counts per workspace, for ``blackboard-mcp health``."""
@@ -240,8 +280,10 @@ class Board:
                 for topic in sorted(topics):
                     pipe.zcard(keys.by_name(ws, topic.decode()))
             counts = iter(await pipe.execute())
-        notes = {ws: sum(next(counts) for _ in topics)
-                 for ws, topics in zip(workspaces, topic_sets, strict=True)}
+        notes = {
+            ws: sum(next(counts) for _ in topics)
+            for ws, topics in zip(workspaces, topic_sets, strict=True)
+        }
         return {
             "redis": "ok",
             "index": "ready" if ready else "building",

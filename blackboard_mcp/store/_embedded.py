@@ -97,20 +97,33 @@ class EmbeddedRedis:
             self.port = free_port(self.host)
         args = [
             str(binaries.server),
-            "--bind", self.host,
-            "--port", str(self.port),
-            "--dir", str(self.data_dir),
-            "--appendonly", "yes",
-            "--appendfsync", self.appendfsync,
+            "--bind",
+            self.host,
+            "--port",
+            str(self.port),
+            "--dir",
+            str(self.data_dir),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            self.appendfsync,
             # RDB snapshots are redundant with AOF here and would fork on a 2-core box.
-            "--save", "",
-            "--protected-mode", "yes",
-            "--loglevel", "warning",
-            "--logfile", str(self.data_dir / "redis.log"),
-            "--loadmodule", str(binaries.search_module),
-            "--loadmodule", str(binaries.json_module),
+            "--save",
+            "",
+            "--protected-mode",
+            "yes",
+            "--loglevel",
+            "warning",
+            "--logfile",
+            str(self.data_dir / "redis.log"),
+            "--loadmodule",
+            str(binaries.search_module),
+            "--loadmodule",
+            str(binaries.json_module),
         ]
-        log.info("starting embedded Redis on %s:%d, data in %s", self.host, self.port, self.data_dir)
+        log.info(
+            "starting embedded Redis on %s:%d, data in %s", self.host, self.port, self.data_dir
+        )
         self._process = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )

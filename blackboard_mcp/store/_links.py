@@ -16,7 +16,13 @@ Relation = Literal[
     "depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"
 ]
 RELATIONS: tuple[Relation, ...] = (
-    "depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"
+    "depends_on",
+    "derived_from",
+    "supersedes",
+    "refines",
+    "cites",
+    "part_of",
+    "contradicts",
 )
 MAX_TARGETS = 64
 
@@ -88,17 +94,16 @@ async def write_links(
         )
         replies = await pipe.execute()
     added = int(replies[0])
-    warnings = [] if added == len(targets) else [
-        f"{len(targets) - added} of these links already existed"
-    ]
-    return {"src": source.uri, "rel": rel, "linked": [t.uri for t in targets],
-            "warnings": warnings}
+    warnings = (
+        [] if added == len(targets) else [f"{len(targets) - added} of these links already existed"]
+    )
+    return {"src": source.uri, "rel": rel, "linked": [t.uri for t in targets], "warnings": warnings}
 
 
 def decode_links(
     workspace: str, outgoing: set[bytes], incoming: set[bytes]
 ) -> list[dict[str, str]]:
-    """Both directions as ``{"rel", "to"}`` / ``{"rel", "from"}`` items, sorted for stable output."""
+    """Both directions as ``{rel, to}`` / ``{rel, from}`` items, sorted for stable output."""
     out: list[dict[str, str]] = []
     for raw in sorted(outgoing):
         rel, member = raw.decode().split("\t", 1)

@@ -20,9 +20,27 @@ MAX_AUTHOR_CHARS = 128
 
 # Every field a note hash holds. Reads ask for subsets of these with HMGET.
 NOTE_FIELDS = (
-    "uri", "ws", "topic", "kind", "digest", "body", "blob", "size", "version", "author",
-    "created", "updated", "sources", "confidence", "seq", "est_tokens", "digest_tokens",
-    "body_tokens", "columns", "nrows", "origin",
+    "uri",
+    "ws",
+    "topic",
+    "kind",
+    "digest",
+    "body",
+    "blob",
+    "size",
+    "version",
+    "author",
+    "created",
+    "updated",
+    "sources",
+    "confidence",
+    "seq",
+    "est_tokens",
+    "digest_tokens",
+    "body_tokens",
+    "columns",
+    "nrows",
+    "origin",
 )
 
 

@@ -22,9 +22,9 @@ from ._views import (
     LIST_MODES,
     Readable,
     build_candidate,
-    iso_time,
     check_fields,
     check_mode,
+    iso_time,
     needs_body,
 )
 
@@ -60,8 +60,7 @@ async def _fetch(
         if values[0] is None:
             out.append((None, set(), set()))
             continue
-        out.append(({f: _text(v) for f, v in zip(fields, values, strict=True)},
-                    outgoing, incoming))
+        out.append(({f: _text(v) for f, v in zip(fields, values, strict=True)}, outgoing, incoming))
     # Offloaded bodies: a second round trip, only for the notes that need it.
     blobs = [(i, n["blob"]) for i, (n, _, _) in enumerate(out) if n and n.get("blob")]
     if with_body and blobs:
@@ -82,7 +81,8 @@ def _filter_links(
     links = decode_links(workspace, outgoing, incoming)
     prefix = len(f"bb://{workspace}/")
     return [
-        link for link in links
+        link
+        for link in links
         if readable((link.get("to") or link["from"])[prefix:].split("/", 1)[0])
     ]
 
@@ -110,7 +110,11 @@ def _budgeted(
         links = _filter_links(address.workspace, outgoing, incoming, readable)
         read.warnings.extend(link_warnings(address.uri, links))
         candidate = build_candidate(
-            note, mode=mode, fields=fields, body=note.get("body", ""), links=links,
+            note,
+            mode=mode,
+            fields=fields,
+            body=note.get("body", ""),
+            links=links,
             warnings=read.warnings,
         )
         read.offer(candidate, ENVELOPE_RESERVE)
@@ -147,8 +151,15 @@ async def get_state(
             client, addresses, checked_mode, needs_body(checked_mode, checked_fields)
         )
         cursor = await _cursor(client, addresses[0].workspace)
-    read = _budgeted(counter, budget, addresses, fetched, mode=checked_mode,
-                     fields=checked_fields, readable=readable)
+    read = _budgeted(
+        counter,
+        budget,
+        addresses,
+        fetched,
+        mode=checked_mode,
+        fields=checked_fields,
+        readable=readable,
+    )
     return read.response(cursor)
 
 
@@ -187,8 +198,13 @@ async def list_keys(
                 "pass topic= to narrow it"
             )
         members, more = await _select(
-            client, workspace, topics, kind=kind, order=checked_order,
-            limit=checked_limit, since=since,
+            client,
+            workspace,
+            topics,
+            kind=kind,
+            order=checked_order,
+            limit=checked_limit,
+            since=since,
         )
         addresses = [Address(workspace, t, p) for t, p, _ in members]
         fetched = await _fetch(
@@ -196,11 +212,19 @@ async def list_keys(
         )
         now = await _cursor(client, workspace)
     if checked_mode == "table":
-        response = _table_response(counter, budget, addresses, fetched, checked_fields,
-                                   readable, workspace)
+        response = _table_response(
+            counter, budget, addresses, fetched, checked_fields, readable, workspace
+        )
     else:
-        read = _budgeted(counter, budget, addresses, fetched, mode=checked_mode,
-                         fields=checked_fields, readable=readable)
+        read = _budgeted(
+            counter,
+            budget,
+            addresses,
+            fetched,
+            mode=checked_mode,
+            fields=checked_fields,
+            readable=readable,
+        )
         read.warnings[:0] = warnings
         response = read.response(now)
     if warnings and checked_mode == "table":
@@ -229,8 +253,9 @@ def _check_limit(value: object) -> int:
     if value is None:
         return 20
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
-        raise InvalidArgument(f"limit must be a whole number from 1 to {MAX_LIMIT}",
-                              argument="limit")
+        raise InvalidArgument(
+            f"limit must be a whole number from 1 to {MAX_LIMIT}", argument="limit"
+        )
     return value
 
 
@@ -257,11 +282,13 @@ async def _select(
         return [], False
     pipe = client.pipeline(transaction=False)
     for topic in topics:
-        recent_key = (keys.by_kind(workspace, topic, str(kind)) if kind
-                      else keys.by_recent(workspace, topic))
+        recent_key = (
+            keys.by_kind(workspace, topic, str(kind)) if kind else keys.by_recent(workspace, topic)
+        )
         if since is not None:
-            pipe.zrangebyscore(recent_key, f"({since}", "+inf", start=0, num=limit + 1,
-                               withscores=True)
+            pipe.zrangebyscore(
+                recent_key, f"({since}", "+inf", start=0, num=limit + 1, withscores=True
+            )
         elif kind and order != "recent":
             pipe.zrevrange(recent_key, 0, KIND_WINDOW - 1, withscores=True)
         elif order == "recent":
@@ -284,8 +311,14 @@ async def _select(
         rows.sort(key=lambda r: (r[0], r[1]))
     elif kind:
         versions = await _versions(client, workspace, rows)
-        rows = [r for _, r in heapq.nsmallest(limit + 1, zip(versions, rows, strict=True),
-                                               key=lambda vr: (-vr[0], vr[1][0], vr[1][1]))]
+        rows = [
+            r
+            for _, r in heapq.nsmallest(
+                limit + 1,
+                zip(versions, rows, strict=True),
+                key=lambda vr: (-vr[0], vr[1][0], vr[1][1]),
+            )
+        ]
     else:
         rows.sort(key=lambda r: (-r[2], r[0], r[1]))
     return rows[:limit], len(rows) > limit
@@ -301,8 +334,9 @@ async def _versions(
 
 
 def _escape_cell(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace(
-        "\r", "\\r")
+    return (
+        value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    )
 
 
 TABLE_COLUMNS = ("uri", "digest", "version", "est_tokens")
@@ -338,8 +372,9 @@ def _table_response(
             continue
         lines.append(line)
         spent += cost
-    read = BudgetedRead(budget=budget, counter=counter, omitted_uris=omitted,
-                        warnings=warnings, spent=spent)
+    read = BudgetedRead(
+        budget=budget, counter=counter, omitted_uris=omitted, warnings=warnings, spent=spent
+    )
     return read.response(0, {"table": "\n".join(lines)})
 
 
@@ -347,4 +382,3 @@ def _extra_cell(note: dict[str, str], name: str) -> str:
     if name == "updated":
         return iso_time(note.get("updated", ""))
     return note.get(name, "")
-

@@ -18,6 +18,7 @@ from redis.exceptions import ResponseError
 from . import _keys as keys
 from ._addresses import validate_name
 from ._errors import InvalidArgument, TooLarge, Unavailable
+from ._index import ensure_index
 from ._notes import require_text
 from ._redis_errors import mapped_redis_errors
 from ._tokencount import TokenCounter
@@ -47,7 +48,7 @@ def _tag(value: str) -> str:
 
 
 def build_query(workspace: str, topics: list[str], terms: list[str]) -> str:
-    """Filters first, then the words as alternatives; BM25 ranks notes matching more words higher."""
+    """Filters first, then the words as alternatives; notes matching more words rank higher."""
     topic_filter = "|".join(_tag(t) for t in topics)
     words = " | ".join(terms)
     return f"@ws:{{{_tag(workspace)}}} @topic:{{{topic_filter}}} ({words})"
@@ -65,13 +66,15 @@ async def search_keys(
 ) -> dict[str, Any]:
     text = require_text(q, "q")
     if len(text) > MAX_QUERY_CHARS:
-        raise TooLarge(f"q has {len(text)} characters; the limit is {MAX_QUERY_CHARS}",
-                       argument="q")
+        raise TooLarge(
+            f"q has {len(text)} characters; the limit is {MAX_QUERY_CHARS}", argument="q"
+        )
     if limit is None:
         limit = 10
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidArgument(f"limit must be a whole number from 1 to {MAX_LIMIT}",
-                              argument="limit")
+        raise InvalidArgument(
+            f"limit must be a whole number from 1 to {MAX_LIMIT}", argument="limit"
+        )
     terms = query_terms(text)
     warnings: list[str] = []
     async with mapped_redis_errors():
@@ -95,8 +98,12 @@ async def search_keys(
         try:
             result = await client.ft(keys.INDEX_NAME).search(query)
         except ResponseError as exc:
-            # Terms are plain words, so a syntax error here is our bug, not the caller's.
-            raise Unavailable("the search index could not answer this query") from exc
+            if "no such index" not in str(exc).lower():
+                # Terms are plain words, so a syntax error here is our bug, not the caller's.
+                raise Unavailable("the search index could not answer this query") from exc
+            # The index went away (a FLUSHALL, a new empty Redis): rebuild it and retry once.
+            await ensure_index(client)
+            result = await client.ft(keys.INDEX_NAME).search(query)
     items = [
         {"uri": doc.uri, "digest": doc.digest, "score": round(float(doc.score), 4)}
         for doc in result.docs

@@ -51,8 +51,9 @@ def _cell(value: object, where: str) -> str:
             argument="rows",
         )
     if len(text) > MAX_CELL_CHARS:
-        raise TooLarge(f"{where} has {len(text)} characters; the limit is {MAX_CELL_CHARS}",
-                       argument="rows")
+        raise TooLarge(
+            f"{where} has {len(text)} characters; the limit is {MAX_CELL_CHARS}", argument="rows"
+        )
     return text
 
 

@@ -19,14 +19,36 @@ MAX_FIELDS = 32
 
 # Metadata a caller may name in ``fields``; any other name is taken as a table column.
 METADATA_FIELDS = (
-    "kind", "author", "created", "updated", "size", "confidence", "sources", "seq",
-    "columns", "rows", "links", "origin",
+    "kind",
+    "author",
+    "created",
+    "updated",
+    "size",
+    "confidence",
+    "sources",
+    "seq",
+    "columns",
+    "rows",
+    "links",
+    "origin",
 )
 
 # What each mode needs from the note hash (``body`` is the expensive one).
 _BASE = ["uri", "digest", "version", "est_tokens", "kind", "updated", "body_tokens"]
-_FULL = [*_BASE, "body", "blob", "author", "created", "sources", "confidence", "columns",
-         "nrows", "seq", "size", "origin"]
+_FULL = [
+    *_BASE,
+    "body",
+    "blob",
+    "author",
+    "created",
+    "sources",
+    "confidence",
+    "columns",
+    "nrows",
+    "seq",
+    "size",
+    "origin",
+]
 FIELDS_BY_MODE: dict[str, list[str]] = {
     "ref": _BASE,
     "digest": _BASE,
@@ -42,9 +64,7 @@ def check_mode(value: object, allowed: Sequence[Mode]) -> Mode:
     if value is None:
         return "digest"
     if value not in allowed:
-        raise InvalidArgument(
-            f"mode must be one of {', '.join(allowed)}", argument="mode"
-        )
+        raise InvalidArgument(f"mode must be one of {', '.join(allowed)}", argument="mode")
     return value  # type: ignore[return-value]
 
 
@@ -115,8 +135,9 @@ def build_candidate(
             item[name] = metadata.get(name, [] if name in ("sources", "links") else None)
     if columns:
         if not is_table:
-            warnings.append(f"{uri}: {', '.join(columns)} are not metadata fields and it is "
-                            "not a table")
+            warnings.append(
+                f"{uri}: {', '.join(columns)} are not metadata fields and it is not a table"
+            )
         else:
             table = parse_tsv(body)
             missing = [c for c in columns if c not in table.columns]

@@ -77,12 +77,12 @@ async def write_note(
             if write.expect_version == 0:
                 message = f"{write.address.uri} already exists at version {old_version}"
             elif old_version == 0:
-                message = f"{write.address.uri} does not exist (expected version " \
-                          f"{write.expect_version})"
+                message = (
+                    f"{write.address.uri} does not exist (expected version {write.expect_version})"
+                )
             else:
                 message = (
-                    f"{write.address.uri} is at version {old_version}, "
-                    f"not {write.expect_version}"
+                    f"{write.address.uri} is at version {old_version}, not {write.expect_version}"
                 )
             raise Conflict(message, current_version=old_version, current_digest=current)
 
@@ -179,7 +179,9 @@ async def write_note(
             topic=topic,
             member=member,
             kind=kind,
-            op="append" if write.append is not None else ("create" if not old_version else "update"),
+            op="append"
+            if write.append is not None
+            else ("create" if not old_version else "update"),
             uri=write.address.uri,
             version=version,
             author=write.author,
