@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import redis
 import redis.asyncio as aioredis
+from support import TEST_JWT_SECRET, GatewayProcess, start_gateway, stop_gateway
 
 from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis
+
+if TYPE_CHECKING:
+    from blackboard_mcp.auth import TokenIssuer
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +52,28 @@ async def board(redis_url: str, source_root: Path) -> AsyncIterator[Board]:
     await board.start()
     yield board
     await board.close()
+
+
+@pytest.fixture(scope="session")
+def gateway(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
+    process = start_gateway(redis_server.url, tmp_path_factory.mktemp("gateway"))
+    yield process
+    stop_gateway(process)
+
+
+@pytest.fixture(scope="session")
+def issuer() -> TokenIssuer:
+    from blackboard_mcp.auth import TokenIssuer, keys_from_settings
+    from blackboard_mcp.settings import Settings
+
+    signing, _ = keys_from_settings(Settings(jwt_secret=TEST_JWT_SECRET))
+    assert signing is not None
+    return TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
+
+
+@pytest.fixture
+def workspace() -> str:
+    """A fresh workspace per test: gateway tests share one Redis without flushing it."""
+    return "ws-" + uuid.uuid4().hex[:12]
