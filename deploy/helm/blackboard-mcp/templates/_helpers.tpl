@@ -1,0 +1,66 @@
+{{/* Chart name, truncated to the 63 characters a DNS label allows. */}}
+{{- define "blackboard-mcp.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified app name: the release name, plus the chart name unless it already holds it. */}}
+{{- define "blackboard-mcp.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "blackboard-mcp.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "blackboard-mcp.labels" -}}
+helm.sh/chart: {{ include "blackboard-mcp.chart" . }}
+{{ include "blackboard-mcp.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Selector labels of the gateway pods. */}}
+{{- define "blackboard-mcp.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "blackboard-mcp.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: gateway
+{{- end }}
+
+{{/* Selector labels of the optional in-cluster Redis Stack pod. */}}
+{{- define "blackboard-mcp.redisSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "blackboard-mcp.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: redis
+{{- end }}
+
+{{- define "blackboard-mcp.redisName" -}}
+{{- printf "%s-redis" (include "blackboard-mcp.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret holding the signing key and the Redis URL. */}}
+{{- define "blackboard-mcp.secretName" -}}
+{{- default (include "blackboard-mcp.fullname" .) .Values.existingSecret }}
+{{- end }}
+
+{{/* The Redis URL the chart writes into its Secret. */}}
+{{- define "blackboard-mcp.redisUrl" -}}
+{{- if .Values.redisStack.enabled }}
+{{- printf "redis://%s:6379/0" (include "blackboard-mcp.redisName" .) }}
+{{- else }}
+{{- required "redis.url is required (or set redisStack.enabled or existingSecret)" .Values.redis.url }}
+{{- end }}
+{{- end }}
+
+{{- define "blackboard-mcp.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}

