@@ -91,7 +91,7 @@ class ToolCaller:
                 raise RateLimited(
                     f"rate limit reached for {grant.subject}", retry_after=retry_after
                 )
-            handler = self._manifest.handler(requirements.name)
+            handler = self._manifest.handler(tool)
             handler_ran = True
             result = await handler(self._board, grant, args)
             return CallOutcome(result, False)

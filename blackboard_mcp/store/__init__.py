@@ -1,6 +1,7 @@
 """The board's store: notes, versions, links and search on Redis with RediSearch."""
 
 from ._addresses import CATCH_UP_PATH, Address, catch_up_address, is_valid_name, parse_address
+from ._audit_log import RedisAuditLog
 from ._board import Board, BoardLimits
 from ._embedded import EmbeddedBinaries, EmbeddedRedis, find_binaries, free_port
 from ._errors import (
@@ -14,11 +15,16 @@ from ._errors import (
     Unavailable,
 )
 from ._links import RELATIONS
+from ._ratelimit import RedisRateLimiter
+from ._revocations import RedisRevocationList
 from ._tokencount import TiktokenCounter, TokenCounter
 
 __all__ = [
     "CATCH_UP_PATH",
     "RELATIONS",
+    "RedisAuditLog",
+    "RedisRateLimiter",
+    "RedisRevocationList",
     "Address",
     "Board",
     "BoardLimits",

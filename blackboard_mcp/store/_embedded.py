@@ -21,12 +21,21 @@ from types import TracebackType
 from typing import Literal
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from ._errors import EmbeddedRedisError
 
 log = logging.getLogger(__name__)
 
 _MISSING = "install blackboard-mcp[embedded] or set BB_REDIS_URL"
+
+
+def _no_retry() -> Retry:
+    # redis-py retries connection errors with a growing back-off by default. Here a refused
+    # connection is the expected answer (starting up, or just shut down) and is handled by
+    # the caller, so those retries only added seconds to every start and stop.
+    return Retry(NoBackoff(), 0)
 
 
 @dataclass(frozen=True)
@@ -132,7 +141,9 @@ class EmbeddedRedis:
 
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
-        client = redis.Redis(host=self.host, port=self.port, socket_timeout=1.0)
+        client = redis.Redis(
+            host=self.host, port=self.port, socket_timeout=1.0, retry=_no_retry()
+        )
         try:
             while time.monotonic() < deadline:
                 assert self._process is not None
@@ -167,7 +178,9 @@ class EmbeddedRedis:
         if process is None or process.poll() is not None:
             return
         try:
-            client = redis.Redis(host=self.host, port=self.port, socket_timeout=timeout)
+            client = redis.Redis(
+                host=self.host, port=self.port, socket_timeout=timeout, retry=_no_retry()
+            )
             with contextlib.suppress(redis.ConnectionError):
                 client.shutdown(nosave=False)
             client.close()

@@ -189,7 +189,9 @@ async def list_keys(
     warnings: list[str] = []
     async with mapped_redis_errors():
         if topic is not None:
-            topics = [validate_name(topic, "topic")]
+            # The gateway has checked the caller's scopes already; filter anyway, so the
+            # store never lists a topic its ``readable`` predicate refuses.
+            topics = [t for t in [validate_name(topic, "topic")] if readable(t)]
         else:
             known = sorted(t.decode() for t in await client.smembers(keys.topics(workspace)))
             topics = [t for t in known if readable(t)]
@@ -232,7 +234,9 @@ async def list_keys(
     if more:
         response["more"] = True
     # Paging a change feed: the next call passes this cursor to continue after what it saw.
-    if since is not None and more and members:
+    # Rows the budget left out must come back on the next page too, so the cursor stops at
+    # the last row shown whether more rows remain past the limit or only past the budget.
+    if since is not None and members and (more or response["omitted"]):
         shown = len(members) - response["omitted"]
         last_seq = members[shown - 1][2] if shown else since
         response["cursor"] = int(last_seq)

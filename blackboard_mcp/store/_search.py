@@ -30,6 +30,12 @@ MAX_TERM_CHARS = 64
 MAX_LIMIT = 50
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TAG_SPECIAL = re.compile(r"([^A-Za-z0-9_])")
+# RediSearch's default stop words. The index drops them, so a query made only of them would
+# leave nothing but the filters and match every note the caller may read.
+STOP_WORDS = frozenset(
+    "a is the an and are as at be but by for if in into it no not of on or such that their "
+    "then there these they this to was will with".split()
+)
 
 
 def query_terms(q: str) -> list[str]:
@@ -37,6 +43,9 @@ def query_terms(q: str) -> list[str]:
     seen: dict[str, None] = {}
     for match in _WORD.finditer(q):
         word = match.group(0).lower()[:MAX_TERM_CHARS]
+        # A lone "_" is a syntax error to the query parser; underscores alone are no word.
+        if word in STOP_WORDS or not word.strip("_"):
+            continue
         seen.setdefault(word, None)
         if len(seen) == MAX_TERMS:
             break
@@ -79,7 +88,8 @@ async def search_keys(
     warnings: list[str] = []
     async with mapped_redis_errors():
         if topic is not None:
-            topics = [validate_name(topic, "topic")]
+            # Scopes were checked by the gateway; the predicate is applied here as well.
+            topics = [t for t in [validate_name(topic, "topic")] if readable(t)]
         else:
             known = await client.smembers(keys.topics(workspace))
             topics = sorted(t for t in (k.decode() for k in known) if readable(t))

@@ -51,5 +51,5 @@ async def run_transaction(
                     # Another client touched a watched key between our read and EXEC.
                     # The pipeline context resets the connection's WATCH state on exit.
                     pass
-            await asyncio.sleep(random.uniform(0, 0.002 * min(attempt + 1, 8)))
+            await asyncio.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 8)))
     raise Contended(f"the write lost {max_retries + 1} races in a row to other writers")

@@ -1,0 +1,50 @@
+"""Access: per-agent tokens, topic scopes, .tb tool contracts, refusal before dispatch."""
+
+from ._audit import AuditRecord, AuditSink
+from ._dispatch import Authorizer, Manifest
+from ._errors import (
+    AuthError,
+    ContractError,
+    Forbidden,
+    GrantExceedsIssuer,
+    InvalidScope,
+    MissingCapability,
+    MissingMemoryGrant,
+    MissingSecret,
+    NotAdmin,
+    TokenExpired,
+    TokenInvalid,
+    TokenNotYetValid,
+    TokenRevoked,
+    TopicNotReadable,
+    TopicNotWritable,
+    Unauthenticated,
+    UnknownKey,
+    WrongWorkspace,
+)
+from ._grants import Grant
+from ._keys import (
+    SigningKey,
+    VerificationKeys,
+    generate_ed25519_keypair,
+    generate_hs_secret_file,
+    keys_from_settings,
+)
+from ._revocations import NoRevocations, RevocationList
+from ._scopes import check_pattern, pattern_covers, topic_matches
+from ._secrets import SecretResolver, SecretValue
+from ._tb import Contract, ToolRequirements, load_board_contract, parse_contract
+from ._tokens import TokenIssuer, TokenVerifier, issue_for_admin, require_admin
+
+__all__ = [
+    "AuditRecord", "AuditSink", "AuthError", "Authorizer", "Contract", "ContractError",
+    "Forbidden", "Grant", "GrantExceedsIssuer", "InvalidScope", "Manifest",
+    "MissingCapability", "MissingMemoryGrant", "MissingSecret", "NoRevocations", "NotAdmin",
+    "RevocationList", "SecretResolver", "SecretValue", "SigningKey", "TokenExpired",
+    "TokenInvalid", "TokenIssuer", "TokenNotYetValid", "TokenRevoked", "TokenVerifier",
+    "ToolRequirements", "TopicNotReadable", "TopicNotWritable", "Unauthenticated",
+    "UnknownKey", "VerificationKeys", "WrongWorkspace", "check_pattern",
+    "generate_ed25519_keypair", "generate_hs_secret_file", "issue_for_admin",
+    "keys_from_settings", "load_board_contract", "parse_contract", "pattern_covers",
+    "require_admin", "topic_matches",
+]

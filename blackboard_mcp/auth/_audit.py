@@ -1,0 +1,22 @@
+"""Audit records: who called which tool on which addresses, with what outcome."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    at: float
+    workspace: str
+    subject: str
+    tool: str
+    addresses: tuple[str, ...]
+    outcome: str
+    duration_ms: float
+    request_id: str
+
+
+class AuditSink(Protocol):
+    async def record(self, record: AuditRecord) -> None: ...

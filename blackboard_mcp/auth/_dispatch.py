@@ -1,0 +1,88 @@
+"""Binding contract tools to handlers, and refusing a call before its handler runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._errors import (
+    ContractError,
+    MissingCapability,
+    MissingMemoryGrant,
+    MissingSecret,
+    TopicNotReadable,
+    TopicNotWritable,
+    Unauthenticated,
+    WrongWorkspace,
+)
+from ._grants import Grant
+from ._tb import Contract, ToolRequirements
+
+
+class Manifest:
+    """A handler per contract tool: no contract, no registration; no binding, no call."""
+
+    def __init__(self, contract: Contract) -> None:
+        self._contract = contract
+        self._handlers: dict[str, Any] = {}
+
+    def bind(self, mcp_name: str, handler: Any) -> None:
+        if self._contract.by_mcp_name(mcp_name) is None:
+            raise ContractError(f"{mcp_name} has no contract; declare it in the .tb file first")
+        self._handlers[mcp_name] = handler
+
+    def require_complete(self) -> None:
+        unbound = [t.mcp_name for t in self._contract.tools.values()
+                   if t.mcp_name not in self._handlers]
+        if unbound:
+            raise ContractError(f"contract tools without a handler: {', '.join(unbound)}")
+
+    def requirements_for(self, mcp_name: str) -> ToolRequirements:
+        tool = self._contract.by_mcp_name(mcp_name)
+        if tool is None:
+            raise ContractError(f"{mcp_name} has no contract")
+        return tool
+
+    def handler(self, mcp_name: str) -> Any:
+        if mcp_name not in self._handlers:
+            raise ContractError(f"{mcp_name} has no handler bound")
+        return self._handlers[mcp_name]
+
+
+class Authorizer:
+    """The checks, in order; each refusal names what was missing (never a secret's value)."""
+
+    def authorize(
+        self,
+        grant: Grant | None,
+        tool: ToolRequirements,
+        *,
+        arguments_present: set[str],
+        workspace: str,
+        read_topics: set[str],
+        write_topics: set[str],
+    ) -> None:
+        if grant is None:
+            raise Unauthenticated("no access token")
+        if workspace != grant.workspace:
+            raise WrongWorkspace(
+                f"the token is for workspace {grant.workspace!r}, not {workspace!r}")
+        for capability in sorted(tool.capabilities_for(arguments_present)):
+            if not grant.has_capability(capability):
+                raise MissingCapability(
+                    f"{tool.mcp_name} requires capability {capability!r}",
+                    capability=capability)
+        if tool.memory_reads and not grant.read_topics:
+            raise MissingMemoryGrant(f"{tool.mcp_name} reads the board; the token reads nothing")
+        if tool.memory_writes and not grant.write_topics:
+            raise MissingMemoryGrant(
+                f"{tool.mcp_name} writes the board; the token writes nothing")
+        for topic in sorted(read_topics):
+            if not grant.can_read(topic):
+                raise TopicNotReadable(f"the token may not read topic {topic!r}", topic=topic)
+        for topic in sorted(write_topics):
+            if not grant.can_write(topic):
+                raise TopicNotWritable(f"the token may not write topic {topic!r}", topic=topic)
+        for handle in sorted(tool.secrets):
+            if handle not in grant.secrets:
+                raise MissingSecret(f"{tool.mcp_name} needs secret handle {handle}",
+                                    handle=handle)

@@ -1,0 +1,94 @@
+"""Auth's exceptions: each has a stable ``code`` and a ``hint``; none ever carries a secret."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class AuthError(Exception):
+    """Root of everything auth raises on purpose."""
+
+    code: ClassVar[str] = "forbidden"
+    hint: ClassVar[str] = "ask the board's admin for a token that grants this"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class Unauthenticated(AuthError):
+    """No token, or one that cannot be trusted."""
+
+    code = "unauthenticated"
+    hint = "send a valid bearer token"
+
+
+class TokenExpired(Unauthenticated):
+    """The token's exp has passed."""
+
+
+class TokenNotYetValid(Unauthenticated):
+    """The token's nbf or iat is in the future."""
+
+
+class TokenInvalid(Unauthenticated):
+    """Bad signature, algorithm, audience, issuer or claims."""
+
+
+class TokenRevoked(Unauthenticated):
+    """The token id or its subject was revoked."""
+
+
+class UnknownKey(Unauthenticated):
+    """The token names a key id this gateway does not hold."""
+
+
+class Forbidden(AuthError):
+    """The token is valid but does not grant this call."""
+
+
+class WrongWorkspace(Forbidden):
+    """The call addresses another workspace than the token's."""
+
+
+class MissingCapability(Forbidden):
+    """The tool requires a capability the token lacks."""
+
+
+class MissingMemoryGrant(Forbidden):
+    """The tool reads or writes the board and the token has no such topics."""
+
+
+class TopicNotReadable(Forbidden):
+    """A topic the call reads is outside the token's read scopes."""
+
+
+class TopicNotWritable(Forbidden):
+    """A topic the call writes is outside the token's write scopes."""
+
+
+class MissingSecret(Forbidden):
+    """The tool declares a secret handle the token does not hold."""
+
+
+class NotAdmin(Forbidden):
+    """Issuing tokens needs the admin capability."""
+
+
+class GrantExceedsIssuer(Forbidden):
+    """An admin tried to grant more than its own token holds."""
+
+
+class ContractError(AuthError):
+    """A .tb contract is malformed, or a binding does not match it."""
+
+    code = "internal"
+    hint = "fix the contract file named in the message"
+
+
+class InvalidScope(AuthError):
+    """A topic pattern is not a name or a simple glob."""
+
+    code = "invalid_argument"
+    hint = "use topic names or globs like research-* (a-z 0-9 . _ - and *)"

@@ -1,0 +1,44 @@
+"""What a verified token allows: a frozen value the gateway passes to every check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._scopes import topic_matches
+
+
+@dataclass(frozen=True)
+class Grant:
+    subject: str
+    workspace: str
+    read_topics: tuple[str, ...]
+    write_topics: tuple[str, ...]
+    capabilities: frozenset[str]
+    secrets: frozenset[str]
+    token_id: str
+    issued_at: float
+    expires_at: float
+
+    def can_read(self, topic: str) -> bool:
+        return any(topic_matches(p, topic) for p in self.read_topics)
+
+    def can_write(self, topic: str) -> bool:
+        return any(topic_matches(p, topic) for p in self.write_topics)
+
+    def has_capability(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    def describe(self) -> dict[str, Any]:
+        """The claims for a human (``token inspect``): secret handles are names, not values."""
+        return {
+            "sub": self.subject,
+            "ws": self.workspace,
+            "read": list(self.read_topics),
+            "write": list(self.write_topics),
+            "caps": sorted(self.capabilities),
+            "secrets": sorted(self.secrets),
+            "jti": self.token_id,
+            "iat": self.issued_at,
+            "exp": self.expires_at,
+        }

@@ -1,0 +1,184 @@
+"""Issuing and verifying per-agent JWTs with pyjwt; pyjwt's errors are mapped here, once."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import jwt
+
+from ._errors import (
+    GrantExceedsIssuer,
+    NotAdmin,
+    TokenExpired,
+    TokenInvalid,
+    TokenNotYetValid,
+)
+from ._grants import Grant
+from ._keys import SigningKey, VerificationKeys
+from ._revocations import RevocationList
+from ._scopes import check_pattern, pattern_covers
+
+REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud", "sub", "jti"]
+MAX_TOKEN_CHARS = 8192
+
+
+class TokenIssuer:
+    def __init__(self, *, signing_key: SigningKey, issuer: str, audience: str) -> None:
+        self._key = signing_key
+        self._issuer = issuer
+        self._audience = audience
+
+    def issue(
+        self,
+        *,
+        subject: str,
+        workspace: str,
+        read: Sequence[str],
+        write: Sequence[str],
+        capabilities: Sequence[str],
+        secrets: Sequence[str] = (),
+        ttl_seconds: int,
+    ) -> str:
+        for pattern in (*read, *write):
+            check_pattern(pattern)
+        if not subject or not workspace or ttl_seconds <= 0:
+            raise TokenInvalid("a token needs a subject, a workspace and a positive ttl")
+        now = int(time.time())
+        claims = {
+            "iss": self._issuer,
+            "aud": self._audience,
+            "sub": subject,
+            "ws": workspace,
+            "read": list(read),
+            "write": list(write),
+            "caps": sorted(set(capabilities)),
+            "secrets": sorted(set(secrets)),
+            "iat": now,
+            "nbf": now,
+            "exp": now + ttl_seconds,
+            "jti": uuid.uuid4().hex,
+        }
+        return jwt.encode(
+            claims, self._key.key, algorithm=self._key.algorithm, headers={"kid": self._key.kid}
+        )
+
+
+class TokenVerifier:
+    def __init__(
+        self,
+        *,
+        keys: VerificationKeys,
+        issuer: str,
+        audience: str,
+        leeway: int,
+        revocations: RevocationList,
+    ) -> None:
+        self._keys = keys
+        self._issuer = issuer
+        self._audience = audience
+        self._leeway = leeway
+        self._revocations = revocations
+
+    def decode(self, token: str) -> Grant:
+        """Signature and claims only (no I/O)."""
+        if len(token) > MAX_TOKEN_CHARS:
+            raise TokenInvalid("the token is too long")
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as exc:
+            raise TokenInvalid("the token is not a JWT") from exc
+        algorithm, key = self._keys.for_kid(header.get("kid"))
+        try:
+            # The algorithm list comes from the key, never from the token's header.
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key,
+                algorithms=[algorithm],
+                audience=self._audience,
+                issuer=self._issuer,
+                leeway=self._leeway,
+                options={"require": REQUIRED_CLAIMS},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise TokenExpired("the token has expired") from exc
+        except (jwt.ImmatureSignatureError,) as exc:
+            raise TokenNotYetValid("the token is not valid yet") from exc
+        except jwt.PyJWTError as exc:
+            raise TokenInvalid(f"the token was refused: {exc.__class__.__name__}") from exc
+        return _grant(claims)
+
+    async def verify(self, token: str) -> Grant:
+        grant = self.decode(token)
+        if await self._revocations.is_revoked(grant):
+            from ._errors import TokenRevoked
+
+            raise TokenRevoked("this token has been revoked")
+        return grant
+
+
+def _strings(value: object, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TokenInvalid(f"claim {name} must be a list of strings")
+    return tuple(value)
+
+
+def _grant(claims: dict[str, Any]) -> Grant:
+    workspace = claims.get("ws")
+    if not isinstance(workspace, str) or not workspace:
+        raise TokenInvalid("the token has no workspace claim")
+    return Grant(
+        subject=str(claims["sub"]),
+        workspace=workspace,
+        read_topics=_strings(claims.get("read", []), "read"),
+        write_topics=_strings(claims.get("write", []), "write"),
+        capabilities=frozenset(_strings(claims.get("caps", []), "caps")),
+        secrets=frozenset(_strings(claims.get("secrets", []), "secrets")),
+        token_id=str(claims["jti"]),
+        issued_at=float(claims["iat"]),
+        expires_at=float(claims["exp"]),
+    )
+
+
+def require_admin(grant: Grant) -> None:
+    if not grant.has_capability("admin"):
+        raise NotAdmin("issuing tokens needs the admin capability")
+
+
+def issue_for_admin(
+    issuer: TokenIssuer,
+    admin: Grant,
+    *,
+    subject: str,
+    workspace: str,
+    read: list[str],
+    write: list[str],
+    capabilities: list[str],
+    secrets: list[str],
+    ttl_seconds: int,
+) -> tuple[str, Grant]:
+    """An admin can only grant what its own token holds."""
+    require_admin(admin)
+    if workspace != admin.workspace:
+        raise GrantExceedsIssuer(f"the admin token is for workspace {admin.workspace!r}")
+    for wanted, held, what in ((read, admin.read_topics, "read"),
+                               (write, admin.write_topics, "write")):
+        for pattern in wanted:
+            check_pattern(pattern)
+            if not any(pattern_covers(h, pattern) for h in held):
+                raise GrantExceedsIssuer(f"{what} scope {pattern!r} exceeds the admin's own")
+    extra = set(capabilities) - admin.capabilities
+    if extra:
+        raise GrantExceedsIssuer(f"capabilities {sorted(extra)} exceed the admin's own")
+    extra = set(secrets) - admin.secrets
+    if extra:
+        raise GrantExceedsIssuer(f"secret handles {sorted(extra)} exceed the admin's own")
+    remaining = int(admin.expires_at - time.time())
+    if ttl_seconds > remaining:
+        raise GrantExceedsIssuer("the ttl outlives the admin's own token")
+    token = issuer.issue(subject=subject, workspace=workspace, read=read, write=write,
+                         capabilities=capabilities, secrets=secrets, ttl_seconds=ttl_seconds)
+    claims = jwt.decode(token, options={"verify_signature": False})
+    return token, _grant(claims)
