@@ -31,8 +31,9 @@ class Manifest:
         self._handlers[mcp_name] = handler
 
     def require_complete(self) -> None:
-        unbound = [t.mcp_name for t in self._contract.tools.values()
-                   if t.mcp_name not in self._handlers]
+        unbound = [
+            t.mcp_name for t in self._contract.tools.values() if t.mcp_name not in self._handlers
+        ]
         if unbound:
             raise ContractError(f"contract tools without a handler: {', '.join(unbound)}")
 
@@ -65,17 +66,17 @@ class Authorizer:
             raise Unauthenticated("no access token")
         if workspace != grant.workspace:
             raise WrongWorkspace(
-                f"the token is for workspace {grant.workspace!r}, not {workspace!r}")
+                f"the token is for workspace {grant.workspace!r}, not {workspace!r}"
+            )
         for capability in sorted(tool.capabilities_for(arguments_present)):
             if not grant.has_capability(capability):
                 raise MissingCapability(
-                    f"{tool.mcp_name} requires capability {capability!r}",
-                    capability=capability)
+                    f"{tool.mcp_name} requires capability {capability!r}", capability=capability
+                )
         if tool.memory_reads and not grant.read_topics:
             raise MissingMemoryGrant(f"{tool.mcp_name} reads the board; the token reads nothing")
         if tool.memory_writes and not grant.write_topics:
-            raise MissingMemoryGrant(
-                f"{tool.mcp_name} writes the board; the token writes nothing")
+            raise MissingMemoryGrant(f"{tool.mcp_name} writes the board; the token writes nothing")
         for topic in sorted(read_topics):
             if not grant.can_read(topic):
                 raise TopicNotReadable(f"the token may not read topic {topic!r}", topic=topic)
@@ -84,5 +85,4 @@ class Authorizer:
                 raise TopicNotWritable(f"the token may not write topic {topic!r}", topic=topic)
         for handle in sorted(tool.secrets):
             if handle not in grant.secrets:
-                raise MissingSecret(f"{tool.mcp_name} needs secret handle {handle}",
-                                    handle=handle)
+                raise MissingSecret(f"{tool.mcp_name} needs secret handle {handle}", handle=handle)

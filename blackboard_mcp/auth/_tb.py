@@ -44,8 +44,9 @@ class ToolRequirements:
         return re.sub(r"(?<!^)(?=[A-Z])", "_", self.name).lower()
 
     def capabilities_for(self, arguments_present: set[str]) -> frozenset[str]:
-        extra = [caps for arg, caps in self.conditional_capabilities.items()
-                 if arg in arguments_present]
+        extra = [
+            caps for arg, caps in self.conditional_capabilities.items() if arg in arguments_present
+        ]
         return self.capabilities.union(*extra)
 
 
@@ -124,7 +125,7 @@ def parse_contract(text: str, filename: str = "<contract>") -> Contract:
             continue
         draft = drafts[name]
         clause = words[0]
-        rest = line.strip()[len(clause):].strip()
+        rest = line.strip()[len(clause) :].strip()
         if clause == "takes":
             match = re.fullmatch(rf"({_IDENT})\s+as\s+({_IDENT})", rest)
             if not match:
@@ -135,8 +136,7 @@ def parse_contract(text: str, filename: str = "<contract>") -> Contract:
         elif clause == "requires":
             if " when " in rest:
                 caps, argument = rest.split(" when ", 1)
-                draft.conditional.setdefault(argument.strip(), set()).update(
-                    _names(caps, where))
+                draft.conditional.setdefault(argument.strip(), set()).update(_names(caps, where))
             else:
                 draft.caps |= _names(rest, where)
         elif clause == "secrets":
@@ -154,7 +154,8 @@ def parse_contract(text: str, filename: str = "<contract>") -> Contract:
             base = field_type.removeprefix("Optional ").removeprefix("List of ").strip()
             if base not in known:
                 raise ContractError(
-                    f"{filename}: type {type_name}.{field_name} uses undefined type {base}")
+                    f"{filename}: type {type_name}.{field_name} uses undefined type {base}"
+                )
     tools: dict[str, ToolRequirements] = {}
     for name, draft in drafts.items():
         where = f"{filename}:{draft.line}"
@@ -167,10 +168,13 @@ def parse_contract(text: str, filename: str = "<contract>") -> Contract:
             if memory not in memories:
                 raise ContractError(f"{where}: tool {name} uses undefined memory {memory}")
         tools[name] = ToolRequirements(
-            name=name, input_type=draft.takes, output_type=draft.gives,
+            name=name,
+            input_type=draft.takes,
+            output_type=draft.gives,
             capabilities=frozenset(draft.caps),
             conditional_capabilities={k: frozenset(v) for k, v in draft.conditional.items()},
-            secrets=frozenset(draft.secrets), memory_reads=frozenset(draft.reads),
+            secrets=frozenset(draft.secrets),
+            memory_reads=frozenset(draft.reads),
             memory_writes=frozenset(draft.writes),
         )
     return Contract(module, types, frozenset(memories), tools)

@@ -163,8 +163,10 @@ def issue_for_admin(
     require_admin(admin)
     if workspace != admin.workspace:
         raise GrantExceedsIssuer(f"the admin token is for workspace {admin.workspace!r}")
-    for wanted, held, what in ((read, admin.read_topics, "read"),
-                               (write, admin.write_topics, "write")):
+    for wanted, held, what in (
+        (read, admin.read_topics, "read"),
+        (write, admin.write_topics, "write"),
+    ):
         for pattern in wanted:
             check_pattern(pattern)
             if not any(pattern_covers(h, pattern) for h in held):
@@ -178,7 +180,14 @@ def issue_for_admin(
     remaining = int(admin.expires_at - time.time())
     if ttl_seconds > remaining:
         raise GrantExceedsIssuer("the ttl outlives the admin's own token")
-    token = issuer.issue(subject=subject, workspace=workspace, read=read, write=write,
-                         capabilities=capabilities, secrets=secrets, ttl_seconds=ttl_seconds)
+    token = issuer.issue(
+        subject=subject,
+        workspace=workspace,
+        read=read,
+        write=write,
+        capabilities=capabilities,
+        secrets=secrets,
+        ttl_seconds=ttl_seconds,
+    )
     claims = jwt.decode(token, options={"verify_signature": False})
     return token, _grant(claims)

@@ -78,15 +78,20 @@ def _scope(grant: Grant, *, reads: list[Any], writes: list[Any]) -> CallScope:
     )
 
 
+def _required(args: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    # A missing required argument reaches the store as None, which names it in its error.
+    return {**dict.fromkeys(names), **args}
+
+
 Handler = Callable[[Board, Grant, Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
 
 
 async def update_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    return await board.update_state(author=grant.subject, **args)
+    return await board.update_state(author=grant.subject, **_required(args, "uri", "digest"))
 
 
 async def get_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    return await board.get_state(readable=grant.can_read, **args)
+    return await board.get_state(readable=grant.can_read, **_required(args, "uris"))
 
 
 async def list_keys(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -94,11 +99,13 @@ async def list_keys(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapp
 
 
 async def search_keys(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    return await board.search_keys(workspace=grant.workspace, readable=grant.can_read, **args)
+    return await board.search_keys(
+        workspace=grant.workspace, readable=grant.can_read, **_required(args, "q")
+    )
 
 
 async def link_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    return await board.link_state(author=grant.subject, **args)
+    return await board.link_state(author=grant.subject, **_required(args, "src", "rel", "dst"))
 
 
 HANDLERS: dict[str, Handler] = {

@@ -24,9 +24,13 @@ class RedisAuditLog:
             await self._client.xadd(
                 _key(record.workspace),
                 {
-                    "at": record.at, "sub": record.subject, "tool": record.tool,
-                    "addresses": orjson.dumps(list(record.addresses)), "outcome": record.outcome,
-                    "ms": record.duration_ms, "rid": record.request_id,
+                    "at": record.at,
+                    "sub": record.subject,
+                    "tool": record.tool,
+                    "addresses": orjson.dumps(list(record.addresses)),
+                    "outcome": record.outcome,
+                    "ms": record.duration_ms,
+                    "rid": record.request_id,
                 },
                 maxlen=self._maxlen,
                 approximate=True,
@@ -39,10 +43,16 @@ class RedisAuditLog:
         out = []
         for _id, fields in entries:
             f = {k.decode(): v for k, v in fields.items()}
-            out.append(AuditRecord(
-                at=float(f["at"]), workspace=workspace, subject=f["sub"].decode(),
-                tool=f["tool"].decode(), addresses=tuple(orjson.loads(f["addresses"])),
-                outcome=f["outcome"].decode(), duration_ms=float(f["ms"]),
-                request_id=f["rid"].decode(),
-            ))
+            out.append(
+                AuditRecord(
+                    at=float(f["at"]),
+                    workspace=workspace,
+                    subject=f["sub"].decode(),
+                    tool=f["tool"].decode(),
+                    addresses=tuple(orjson.loads(f["addresses"])),
+                    outcome=f["outcome"].decode(),
+                    duration_ms=float(f["ms"]),
+                    request_id=f["rid"].decode(),
+                )
+            )
         return out

@@ -141,9 +141,7 @@ class EmbeddedRedis:
 
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
-        client = redis.Redis(
-            host=self.host, port=self.port, socket_timeout=1.0, retry=_no_retry()
-        )
+        client = redis.Redis(host=self.host, port=self.port, socket_timeout=1.0, retry=_no_retry())
         try:
             while time.monotonic() < deadline:
                 assert self._process is not None

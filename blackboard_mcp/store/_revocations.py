@@ -41,5 +41,6 @@ class RedisRevocationList:
     async def revoke_subject(self, subject: str) -> None:
         # Tokens issued in this same second count as revoked too (iat has 1 s resolution).
         async with mapped_redis_errors():
-            await self._client.set(_SUBJECTS + subject, str(int(time.time())),
-                                   ex=SUBJECT_MARK_SECONDS)
+            await self._client.set(
+                _SUBJECTS + subject, str(int(time.time())), ex=SUBJECT_MARK_SECONDS
+            )

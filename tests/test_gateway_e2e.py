@@ -1,0 +1,303 @@
+"""All five tools end to end: the SDK's client -> the gateway process -> the real Redis."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import orjson
+from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
+
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import EmbeddedRedis
+
+
+async def test_all_five_tools_round_trip_through_the_gateway(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace)
+    note = f"bb://{workspace}/research/findings/one"
+    other = f"bb://{workspace}/research/findings/two"
+    async with mcp_client(gateway.mcp_url, token) as client:
+        err, body = await call(
+            client,
+            "update_state",
+            uri=note,
+            digest="Zebras sleep standing up",
+            body="Observed in the field.",
+            expect_version=0,
+        )
+        assert not err and body["version"] == 1 and body["warnings"] == []
+        err, body = await call(
+            client,
+            "update_state",
+            uri=other,
+            digest="Lions hunt at night",
+            columns=["animal", "hours"],
+            rows=[["lion", 20]],
+            expect_version=0,
+        )
+        assert not err and body["version"] == 1
+        err, body = await call(client, "link_state", src=other, rel="contradicts", dst=[note])
+        assert not err and body["linked"] == [note]
+        err, body = await call(client, "get_state", uris=[note, other], mode="full")
+        assert not err
+        assert [i["version"] for i in body["items"]] == [1, 1]
+        assert body["items"][0]["body"] == "Observed in the field."
+        assert body["items"][1]["table"] == "animal\thours\nlion\t20"
+        assert f"{note} is contradicted by {other}" in body["warnings"]
+        assert body["truncated"] is False and body["cursor"] >= 3
+        err, body = await call(client, "list_keys", topic="research", mode="table")
+        assert not err
+        assert body["table"].splitlines()[0] == "uri\tdigest\tversion\test_tokens"
+        assert len(body["table"].splitlines()) == 3
+        err, body = await call(client, "search_keys", q="zebras")
+        assert not err and [i["uri"] for i in body["items"]] == [note]
+
+
+async def test_a_stale_expect_version_is_a_structured_conflict_and_writes_nothing(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    note = f"bb://{workspace}/plan/current"
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+        await call(client, "update_state", uri=note, digest="v1", body="a", expect_version=0)
+        err, body = await call(
+            client, "update_state", uri=note, digest="v2", body="b", expect_version=5
+        )
+        assert err
+        assert body["error"]["code"] == "conflict"
+        assert body["error"]["current_version"] == 1
+        assert body["error"]["current_digest"] == "v1"
+        assert body["error"]["hint"]
+        _, read = await call(client, "get_state", uris=[note], mode="full")
+        assert read["items"][0]["body"] == "a" and read["items"][0]["version"] == 1
+
+
+async def test_bad_input_gets_invalid_argument_with_a_hint_never_a_trace(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+        cases = [
+            (
+                "update_state",
+                {"uri": f"bb://{workspace}/t/x", "body": "no digest"},
+                "invalid_argument",
+            ),
+            (
+                "update_state",
+                {"uri": f"bb://{workspace}/t/../x", "digest": "d"},
+                "invalid_argument",
+            ),
+            ("update_state", {"uri": f"bb://{workspace}/t/x", "digest": "d" * 5000}, "too_large"),
+            (
+                "get_state",
+                {"uris": [f"bb://{workspace}/t/x"], "mode": "everything"},
+                "invalid_argument",
+            ),
+            ("get_state", {"uri": "typo"}, "invalid_argument"),
+            (
+                "link_state",
+                {"src": f"bb://{workspace}/t/x", "rel": "likes", "dst": [f"bb://{workspace}/t/y"]},
+                "invalid_argument",
+            ),
+            ("search_keys", {"q": "x" * 20_000}, "too_large"),
+        ]
+        for tool, args, code in cases:
+            err, body = await call(client, tool, **args)
+            assert err, (tool, args)
+            assert body["error"]["code"] == code, (tool, args, body)
+            assert "Traceback" not in body["error"]["message"]
+        _, listing = await call(client, "list_keys", topic="t")
+        assert listing["items"] == []
+
+
+async def test_scopes_refuse_before_the_handler_and_never_leak_other_topics(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    secret = f"bb://{workspace}/secret/plan"
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
+        await call(
+            admin,
+            "update_state",
+            uri=secret,
+            digest="the hidden plan about otters",
+            body="x",
+            expect_version=0,
+        )
+    narrow = agent_token(
+        issuer,
+        workspace,
+        read=["public-*"],
+        write=["public-notes"],
+        caps=["board_read", "board_write"],
+    )
+    async with mcp_client(gateway.mcp_url, narrow) as client:
+        err, body = await call(client, "get_state", uris=[secret])
+        assert err and body["error"]["code"] == "forbidden"
+        assert "secret" in body["error"]["message"]
+        err, body = await call(
+            client, "update_state", uri=f"bb://{workspace}/secret/x", digest="d", body="b"
+        )
+        assert err and body["error"]["code"] == "forbidden"
+        err, body = await call(
+            client,
+            "update_state",
+            uri=f"bb://{workspace}/public-notes/f",
+            digest="d",
+            source_path="f.txt",
+        )
+        assert err and body["error"]["code"] == "forbidden"
+        assert "file_read" in body["error"]["message"]
+        err, body = await call(client, "search_keys", q="otters")
+        assert not err and body["items"] == []
+        err, body = await call(client, "get_state", uris=[f"bb://other-{workspace}/public-a/x"])
+        assert err and body["error"]["code"] == "forbidden"
+
+
+async def test_missing_or_bad_tokens_get_http_401_with_www_authenticate(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    request = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with httpx.AsyncClient() as http:
+        plain = await http.post(gateway.mcp_url, content=request, headers=headers)
+        assert plain.status_code == 401
+        assert plain.headers["www-authenticate"].startswith("Bearer")
+        forged = agent_token(issuer, workspace)[:-4] + "AAAA"
+        bad = await http.post(
+            gateway.mcp_url,
+            content=request,
+            headers={**headers, "Authorization": f"Bearer {forged}"},
+        )
+        assert bad.status_code == 401
+        assert 'error="invalid_token"' in bad.headers["www-authenticate"]
+        assert bad.json()["error"]["code"] == "unauthenticated"
+
+
+async def test_a_request_body_over_the_limit_is_refused_before_parsing(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    async with httpx.AsyncClient() as http:
+        response = await http.post(
+            gateway.mcp_url,
+            content=b"{" + b" " * (3 * 1024 * 1024),
+            headers={
+                "Authorization": f"Bearer {agent_token(issuer, workspace)}",
+                "Content-Type": "application/json",
+            },
+        )
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "too_large"
+
+
+async def test_a_revoked_token_is_refused_by_every_gateway_process(
+    gateway: GatewayProcess,
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    tmp_path_factory: object,
+) -> None:
+    import tempfile
+    from pathlib import Path
+
+    second = start_gateway(redis_server.url, Path(tempfile.mkdtemp()))
+    try:
+        admin = issuer.issue(
+            subject="boss",
+            workspace=workspace,
+            read=["*"],
+            write=["*"],
+            capabilities=["admin", "board_read", "board_write"],
+            ttl_seconds=600,
+        )
+        async with httpx.AsyncClient() as http:
+            issued = await http.post(
+                gateway.url + "/admin/tokens",
+                headers={"Authorization": f"Bearer {admin}"},
+                json={
+                    "sub": "worker",
+                    "workspace": workspace,
+                    "read": ["notes"],
+                    "write": ["notes"],
+                    "caps": ["board_read", "board_write"],
+                    "ttl_seconds": 300,
+                },
+            )
+            assert issued.status_code == 200, issued.text
+            worker = issued.json()
+            too_much = await http.post(
+                gateway.url + "/admin/tokens",
+                headers={"Authorization": f"Bearer {admin}"},
+                json={"sub": "x", "workspace": workspace, "caps": ["file_read"]},
+            )
+            assert too_much.status_code == 403
+        uri = f"bb://{workspace}/notes/a"
+        async with mcp_client(second.mcp_url, worker["token"]) as client:
+            err, _ = await call(client, "update_state", uri=uri, digest="d", body="b")
+            assert not err
+        async with httpx.AsyncClient() as http:
+            revoked = await http.post(
+                gateway.url + "/admin/revoke",
+                headers={"Authorization": f"Bearer {admin}"},
+                json={"id": worker["id"]},
+            )
+            assert revoked.status_code == 200
+        async with mcp_client(second.mcp_url, worker["token"]) as client:
+            err, body = await call(client, "get_state", uris=[uri])
+            assert err and body["error"]["code"] == "unauthenticated"
+    finally:
+        stop_gateway(second)
+
+
+async def test_two_gateway_processes_race_cas_on_one_note_without_lost_updates(
+    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+) -> None:
+    import tempfile
+    from pathlib import Path
+
+    second = start_gateway(redis_server.url, Path(tempfile.mkdtemp()))
+    token = agent_token(issuer, workspace)
+    uri = f"bb://{workspace}/counter/n"
+    try:
+        async with mcp_client(gateway.mcp_url, token) as client:
+            await call(
+                client, "update_state", uri=uri, digest="counter", body="0", expect_version=0
+            )
+
+        async def worker(url: str, n: int) -> int:
+            conflicts = 0
+            async with mcp_client(url, token) as client:
+                done = 0
+                while done < n:
+                    _, read = await call(client, "get_state", uris=[uri], mode="full")
+                    item = read["items"][0]
+                    err, body = await call(
+                        client,
+                        "update_state",
+                        uri=uri,
+                        digest="counter",
+                        body=str(int(item["body"]) + 1),
+                        expect_version=item["version"],
+                    )
+                    if err:
+                        assert body["error"]["code"] == "conflict"
+                        conflicts += 1
+                    else:
+                        done += 1
+            return conflicts
+
+        await asyncio.gather(*(worker(u, 10) for u in (gateway.mcp_url, second.mcp_url) * 2))
+        async with mcp_client(second.mcp_url, token) as client:
+            _, read = await call(client, "get_state", uris=[uri], mode="full")
+        assert read["items"][0]["body"] == "40"
+        assert read["items"][0]["version"] == 41
+    finally:
+        stop_gateway(second)
+
+
+async def test_health_readiness_and_metrics_answer(gateway: GatewayProcess) -> None:
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(gateway.url + "/healthz")).status_code == 200
+        assert (await http.get(gateway.url + "/readyz")).json() == {"status": "ready"}
+        metrics = (await http.get(gateway.url + "/metrics")).text
+    assert "bb_tool_calls_total" in metrics
