@@ -103,6 +103,7 @@ async def search_keys(
             .return_fields("uri", "digest")
             .with_scores()
             .paging(0, limit)
+            .scorer("BM25STD")
             .dialect(2)
         )
         try:
@@ -115,7 +116,7 @@ async def search_keys(
             await ensure_index(client)
             result = await client.ft(keys.INDEX_NAME).search(query)
     items = [
-        {"uri": doc.uri, "digest": doc.digest, "score": round(float(doc.score), 4)}
+        {"uri": doc.uri, "digest": doc.digest, "score": float(doc.score)}
         for doc in result.docs
     ]
     return _envelope(counter, items, warnings, cursor)

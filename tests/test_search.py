@@ -1,0 +1,283 @@
+"""search_keys: words only, inside the caller's workspace and readable topics, whatever q holds."""
+
+from __future__ import annotations
+
+import pytest
+from store_support import WS, uri
+
+from blackboard_mcp.store import Board, InvalidArgument, StoreError, TooLarge
+
+AUTHOR = "agent"
+
+
+def found(response: dict[str, object]) -> list[str]:
+    return [item["uri"] for item in response["items"]]  # type: ignore[attr-defined]
+
+
+async def note(
+    board: Board, path: str, digest: str, body: str = "", *, topic: str = "t", ws: str = WS
+) -> None:
+    await board.update_state(
+        author=AUTHOR, uri=uri(path, topic=topic, ws=ws), digest=digest, body=body
+    )
+
+
+async def seed(board: Board) -> None:
+    await note(board, "in-digest", "Kafka consumer lag explained.", "Unrelated words here.")
+    await note(board, "in-body", "Operations notes.", "We measured kafka throughput today.")
+    await note(board, "none", "Nothing relevant.", "Only other words.")
+    await note(board, "hidden", "Kafka secrets: the password.", "kafka kafka", topic="secret")
+    await note(board, "foreign", "Kafka in another workspace.", "kafka", ws="other")
+
+
+async def test_finds_notes_by_digest_and_by_body(board: Board) -> None:
+    await seed(board)
+    response = await board.search_keys(workspace=WS, q="kafka", topic="t")
+    assert set(found(response)) == {uri("in-digest"), uri("in-body")}
+    for item in response["items"]:
+        assert set(item) == {"uri", "digest", "score"}
+        assert item["score"] > 0
+    assert {i["digest"] for i in response["items"]} == {
+        "Kafka consumer lag explained.",
+        "Operations notes.",
+    }
+
+
+async def test_digest_matches_rank_above_body_only_matches(board: Board) -> None:
+    await seed(board)
+    response = await board.search_keys(workspace=WS, q="kafka", topic="t")
+    assert found(response) == [uri("in-digest"), uri("in-body")]
+    assert response["items"][0]["score"] > response["items"][1]["score"]
+
+
+async def test_notes_matching_more_words_rank_higher(board: Board) -> None:
+    await note(board, "one", "Redis tuning.")
+    await note(board, "two", "Redis cluster tuning guide.")
+    response = await board.search_keys(workspace=WS, q="redis cluster guide")
+    assert found(response) == [uri("two"), uri("one")]
+
+
+async def test_search_never_returns_the_body(board: Board) -> None:
+    await seed(board)
+    response = await board.search_keys(workspace=WS, q="throughput")
+    assert response["items"] == [
+        {
+            "uri": uri("in-body"),
+            "digest": "Operations notes.",
+            "score": response["items"][0]["score"],
+        }
+    ]
+
+
+async def test_topic_filter_limits_the_search_to_that_topic(board: Board) -> None:
+    await seed(board)
+    await note(board, "elsewhere", "Kafka elsewhere.", topic="ops")
+    assert found(await board.search_keys(workspace=WS, q="kafka", topic="ops")) == [
+        uri("elsewhere", topic="ops")
+    ]
+
+
+async def test_readable_predicate_applies_inside_the_query(board: Board) -> None:
+    await seed(board)
+    # Many matching notes in the unreadable topic: a filter applied after a limited query
+    # would return fewer than `limit` results; a filter inside the query returns them all.
+    for i in range(12):
+        await note(board, f"h{i}", f"Kafka hidden {i}.", "kafka kafka kafka", topic="secret")
+    for i in range(3):
+        await note(board, f"v{i}", f"Visible {i}.", "kafka")
+    response = await board.search_keys(
+        workspace=WS, q="kafka", limit=5, readable=lambda t: t != "secret"
+    )
+    assert len(response["items"]) == 5
+    assert all("/secret/" not in u for u in found(response))
+    everything = await board.search_keys(workspace=WS, q="kafka", limit=50)
+    assert sum("/secret/" in u for u in found(everything)) == 13
+
+
+async def test_a_named_unreadable_topic_finds_nothing(board: Board) -> None:
+    await seed(board)
+    response = await board.search_keys(
+        workspace=WS, q="kafka", topic="secret", readable=lambda t: t != "secret"
+    )
+    assert response["items"] == []
+
+
+async def test_other_workspaces_are_never_searched(board: Board) -> None:
+    await seed(board)
+    assert "bb://other/" not in str(await board.search_keys(workspace=WS, q="kafka workspace"))
+    assert found(await board.search_keys(workspace="other", q="kafka")) == [
+        uri("foreign", topic="t", ws="other")
+    ]
+
+
+async def test_limit_caps_the_results(board: Board) -> None:
+    for i in range(8):
+        await note(board, f"n{i}", f"Kafka note {i}.")
+    assert len((await board.search_keys(workspace=WS, q="kafka", limit=3))["items"]) == 3
+    assert len((await board.search_keys(workspace=WS, q="kafka"))["items"]) == 8
+
+
+async def test_an_empty_result_is_a_valid_answer(board: Board) -> None:
+    await seed(board)
+    response = await board.search_keys(workspace=WS, q="zeppelin")
+    assert response["items"] == []
+    assert (response["truncated"], response["omitted"], response["omitted_uris"]) == (False, 0, [])
+    assert "warnings" not in response
+    assert response["spent_tokens"] > 0
+
+
+async def test_an_empty_board_answers_with_no_results(board: Board) -> None:
+    assert (await board.search_keys(workspace=WS, q="anything"))["items"] == []
+
+
+@pytest.mark.parametrize(
+    "q", ["", "   ", "*", "-", "|", "()", "%%", "~", "\\", "the", "a an of", "_"]
+)
+async def test_a_query_with_no_searchable_words_is_empty_with_a_warning(
+    board: Board, q: str
+) -> None:
+    await seed(board)
+    response = await board.search_keys(workspace=WS, q=q)
+    assert response["items"] == []
+    assert response["warnings"] == ["q has no searchable words; nothing was searched"]
+
+
+INJECTIONS = [
+    "*",
+    "@topic:{secret}",
+    "@topic:{secret} kafka",
+    "kafka @topic:{secret}",
+    "-kafka",
+    "kafka -nothing",
+    "kafka | password",
+    "kafka|password",
+    '"kafka"',
+    "'kafka'",
+    "{kafka}",
+    "}kafka{",
+    "(kafka)",
+    ")kafka(",
+    "\\kafka",
+    "kafka\\",
+    "%kafka%",
+    "~kafka",
+    "@ws:{other}",
+    "@ws:{other} kafka",
+    "kafka) | (@topic:{secret}",
+    "*) | (@topic:{secret} kafka",
+    '@digest:"kafka"',
+    "kafka => {$weight: 100}",
+    "@ws:{*}",
+    "kafka\x00secret",
+    "ka*",
+    "%%kafka%%",
+    "$param",
+    "kafka\n@topic:{secret}",
+]
+
+
+@pytest.mark.parametrize("q", INJECTIONS)
+async def test_query_syntax_in_q_never_reaches_other_topics_or_workspaces(
+    board: Board, q: str
+) -> None:
+    await seed(board)
+    response = await board.search_keys(workspace=WS, q=q, readable=lambda t: t != "secret")
+    results = found(response)
+    assert all(u.startswith(f"bb://{WS}/t/") for u in results), results
+    assert "password" not in str(response)
+    if "kafka" in q:
+        # Every word of q is searched, so other plain words ("other", "nothing") may add
+        # notes of this topic; the kafka notes are always there.
+        assert {uri("in-digest"), uri("in-body")} <= set(results)
+
+
+@pytest.mark.parametrize("q", INJECTIONS)
+async def test_query_syntax_in_q_raises_nothing_but_our_errors(board: Board, q: str) -> None:
+    await seed(board)
+    try:
+        await board.search_keys(workspace=WS, q=q, topic="t")
+    except StoreError as exc:  # pragma: no cover - any of ours would be a refusal, not a leak
+        assert isinstance(exc, InvalidArgument), exc
+
+
+async def test_query_of_exactly_the_limit_is_allowed(board: Board) -> None:
+    await seed(board)
+    q = ("kafka " * 2000)[:10_000]
+    assert len(q) == 10_000
+    assert set(found(await board.search_keys(workspace=WS, q=q, topic="t"))) == {
+        uri("in-digest"),
+        uri("in-body"),
+    }
+
+
+async def test_query_over_the_limit_is_too_large(board: Board) -> None:
+    with pytest.raises(TooLarge) as info:
+        await board.search_keys(workspace=WS, q="x" * 10_001)
+    assert info.value.details["argument"] == "q"
+    with pytest.raises(TooLarge):
+        await board.search_keys(workspace=WS, q="word " * 2048)  # 10 KB of text
+
+
+async def test_many_distinct_words_are_accepted(board: Board) -> None:
+    await seed(board)
+    q = " ".join(f"w{i}" for i in range(500)) + " kafka"
+    # Only the first 32 distinct words are searched; kafka comes after them.
+    assert (await board.search_keys(workspace=WS, q=q))["items"] == []
+    assert found(await board.search_keys(workspace=WS, q="kafka " + q, topic="t")) != []
+
+
+@pytest.mark.parametrize(
+    ("word", "path"),
+    [
+        ("caf\u00e9", "fr"),
+        ("\u6771\u4eac", "jp"),
+        ("stra\u00dfe", "de"),
+        ("\u0436\u0443\u0440\u043d\u0430\u043b", "ru"),
+    ],
+)
+async def test_unicode_words_are_found(board: Board, word: str, path: str) -> None:
+    await note(board, "fr", "Un caf\u00e9 au lait.")
+    await note(board, "jp", "\u6771\u4eac \u30bf\u30ef\u30fc")
+    await note(board, "de", "Die Stra\u00dfe ist lang.")
+    await note(
+        board,
+        "ru",
+        "\u0436\u0443\u0440\u043d\u0430\u043b \u0441\u043e\u0431\u044b\u0442\u0438\u0439",
+    )
+    assert found(await board.search_keys(workspace=WS, q=word)) == [uri(path)]
+
+
+async def test_search_is_case_insensitive(board: Board) -> None:
+    await seed(board)
+    assert set(found(await board.search_keys(workspace=WS, q="KAFKA", topic="t"))) == {
+        uri("in-digest"),
+        uri("in-body"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "argument"),
+    [
+        ({"q": None}, InvalidArgument, "q"),
+        ({"q": 5}, InvalidArgument, "q"),
+        ({"q": "bad \ud800"}, InvalidArgument, "q"),
+        ({"q": "x", "limit": 0}, InvalidArgument, "limit"),
+        ({"q": "x", "limit": 51}, InvalidArgument, "limit"),
+        ({"q": "x", "limit": True}, InvalidArgument, "limit"),
+        ({"q": "x", "topic": "Bad"}, InvalidArgument, "topic"),
+    ],
+)
+async def test_invalid_search_arguments_are_refused(
+    board: Board, kwargs: dict[str, object], error: type[InvalidArgument], argument: str
+) -> None:
+    with pytest.raises(error) as info:
+        await board.search_keys(workspace=WS, **kwargs)
+    assert info.value.details["argument"] == argument
+
+
+async def test_search_works_after_the_index_was_dropped(board: Board) -> None:
+    await seed(board)
+    await board.client.execute_command("FT.DROPINDEX", "bb-notes-v1")
+    # The index is rebuilt from the notes on the first search that misses it.
+    response = await board.search_keys(workspace=WS, q="kafka", topic="t")
+    assert isinstance(response["items"], list)
