@@ -12,11 +12,20 @@ from blackboard_mcp.auth import TokenIssuer
 
 BUDGET = 600
 SEED_ARGUMENTS = {
-    "update_state": {"uri", "digest", "body", "source_path", "columns", "rows", "append",
-                     "expect_version", "sources", "confidence"},
+    "update_state": {
+        "uri",
+        "digest",
+        "body",
+        "source_path",
+        "columns",
+        "rows",
+        "append",
+        "expect_version",
+        "sources",
+        "confidence",
+    },
     "get_state": {"uris", "mode", "fields", "budget_tokens"},
-    "list_keys": {"topic", "kind", "order", "limit", "mode", "fields", "budget_tokens",
-                  "cursor"},
+    "list_keys": {"topic", "kind", "order", "limit", "mode", "fields", "budget_tokens", "cursor"},
     "search_keys": {"q", "topic", "limit"},
     "link_state": {"src", "rel", "dst"},
 }
