@@ -1,0 +1,145 @@
+"""Addresses are parsed strictly: every malformed one is refused, naming the argument."""
+
+from __future__ import annotations
+
+import pytest
+
+from blackboard_mcp.store import (
+    CATCH_UP_PATH,
+    Address,
+    InvalidArgument,
+    catch_up_address,
+    is_valid_name,
+    parse_address,
+)
+
+VALID = [
+    ("bb://ws/topic/key", Address("ws", "topic", "key")),
+    ("bb://ws/topic/a/b/c", Address("ws", "topic", "a/b/c")),
+    ("bb://my-ws.1/t_2/Key.With-MIXED_case~1", Address("my-ws.1", "t_2", "Key.With-MIXED_case~1")),
+    ("bb://0/9/x", Address("0", "9", "x")),
+    ("bb://ws/run/state/current", Address("ws", "run", "state/current")),
+    ("bb://ws/t/x..y", Address("ws", "t", "x..y")),
+    ("bb://ws/t/" + "/".join("s" * 16), Address("ws", "t", "/".join("s" * 16))),
+    ("bb://" + "w" * 64 + "/t/k", Address("w" * 64, "t", "k")),
+    ("bb://ws/t/" + "k" * 128, Address("ws", "t", "k" * 128)),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), VALID, ids=[v[0][:40] for v in VALID])
+def test_valid_address_parses_to_its_parts(text: str, expected: Address) -> None:
+    parsed = parse_address(text)
+    assert parsed == expected
+    assert parsed.uri == text
+    assert str(parsed) == text
+    assert parsed.member == f"{expected.topic}/{expected.path}"
+
+
+INVALID: list[tuple[str, object]] = [
+    ("empty string", ""),
+    ("wrong scheme", "http://ws/t/k"),
+    ("no scheme", "ws/t/k"),
+    ("upper-case scheme", "BB://ws/t/k"),
+    ("missing key", "bb://ws/t"),
+    ("missing key with slash", "bb://ws/t/"),
+    ("only workspace", "bb://ws"),
+    ("empty workspace", "bb:///t/k"),
+    ("empty topic", "bb://ws//k"),
+    ("empty middle segment", "bb://ws/t/a//b"),
+    ("trailing slash", "bb://ws/t/a/"),
+    ("dot segment", "bb://ws/t/./k"),
+    ("dot-dot segment", "bb://ws/t/../k"),
+    ("dot-dot as key", "bb://ws/t/.."),
+    ("dot as key", "bb://ws/t/."),
+    ("segment starting with a dot", "bb://ws/t/..x"),
+    ("upper-case workspace", "bb://WS/t/k"),
+    ("upper-case topic", "bb://ws/Topic/k"),
+    ("workspace starting with dash", "bb://-ws/t/k"),
+    ("topic starting with dot", "bb://ws/.t/k"),
+    ("space in key", "bb://ws/t/a b"),
+    ("colon in key", "bb://ws/t/a:b"),
+    ("braces in key", "bb://ws/t/{a}"),
+    ("star in key", "bb://ws/t/*"),
+    ("percent in key", "bb://ws/t/a%20b"),
+    ("non-ascii key", "bb://ws/t/caf\u00e9"),
+    ("non-ascii topic", "bb://ws/t\u00f6pic/k"),
+    ("query string", "bb://ws/t/k?x=1"),
+    ("fragment", "bb://ws/t/k#x"),
+    ("backslash", "bb://ws/t/a\\b"),
+    ("newline", "bb://ws/t/k\n"),
+    ("key segment too long", "bb://ws/t/" + "k" * 129),
+    ("workspace too long", "bb://" + "w" * 65 + "/t/k"),
+    ("whole uri too long", "bb://ws/t/" + "/".join(["k" * 100] * 6)),
+    ("too deep", "bb://ws/t/" + "/".join("s" * 17)),
+    ("None", None),
+    ("bytes", b"bb://ws/t/k"),
+    ("int", 42),
+    ("list", ["bb://ws/t/k"]),
+]
+
+
+@pytest.mark.parametrize(("case", "value"), INVALID, ids=[c for c, _ in INVALID])
+def test_invalid_address_is_refused_naming_the_argument(case: str, value: object) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        parse_address(value, argument="src")
+    # Workspace and topic faults name the part; everything else names the argument itself.
+    assert info.value.details["argument"] in ("src", "workspace", "topic")
+    assert info.value.code == "invalid_argument"
+
+
+def test_upper_case_workspace_is_reported_as_a_workspace_fault() -> None:
+    with pytest.raises(InvalidArgument) as info:
+        parse_address("bb://Team/t/k")
+    assert info.value.details["argument"] == "workspace"
+
+
+def test_upper_case_topic_is_reported_as_a_topic_fault() -> None:
+    with pytest.raises(InvalidArgument) as info:
+        parse_address("bb://team/Plans/k")
+    assert info.value.details["argument"] == "topic"
+
+
+def test_too_long_uri_message_gives_the_limit() -> None:
+    with pytest.raises(InvalidArgument, match="limit is 512"):
+        parse_address("bb://ws/t/" + "/".join(["k" * 100] * 6))
+
+
+def test_sixteen_segments_is_the_deepest_accepted() -> None:
+    assert parse_address("bb://ws/t/" + "/".join("s" * 16)).path.count("/") == 15
+    with pytest.raises(InvalidArgument, match="more than 16"):
+        parse_address("bb://ws/t/" + "/".join("s" * 17))
+
+
+def test_catch_up_address_is_run_state_current_of_the_workspace() -> None:
+    address = catch_up_address("team-a")
+    assert address == Address("team-a", "run", "state/current")
+    assert address.uri == "bb://team-a/run/state/current"
+    assert address.uri.endswith(CATCH_UP_PATH)
+    assert parse_address(address.uri) == address
+
+
+@pytest.mark.parametrize("bad", ["", "Team", "a/b", "-a", 7, None])
+def test_catch_up_address_refuses_a_bad_workspace(bad: object) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        catch_up_address(bad)  # type: ignore[arg-type]
+    assert info.value.details["argument"] == "workspace"
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        ("a", True),
+        ("a.b-c_d", True),
+        ("0abc", True),
+        ("a" * 64, True),
+        ("a" * 65, False),
+        ("", False),
+        ("A", False),
+        ("_a", False),
+        ("a b", False),
+        ("a/b", False),
+        ("\u00e9", False),
+    ],
+)
+def test_is_valid_name(name: str, ok: bool) -> None:
+    assert is_valid_name(name) is ok

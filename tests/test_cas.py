@@ -1,0 +1,169 @@
+"""Compare-and-swap: a write lands only on the version it was based on; a refusal writes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis.asyncio as aioredis
+from store_support import WS, snapshot, uri
+
+from blackboard_mcp.store import Board, Conflict
+
+AUTHOR = "agent-1"
+
+
+async def read_full(board: Board, address: str) -> dict[str, object]:
+    response = await board.get_state(uris=[address], mode="full")
+    [item] = response["items"]
+    return dict(item)
+
+
+async def test_create_with_expect_version_zero_makes_version_one(board: Board) -> None:
+    result = await board.update_state(
+        author=AUTHOR, uri=uri("plan"), digest="The plan.", body="step 1", expect_version=0
+    )
+    assert result == {"version": 1, "digest": "The plan.", "warnings": []}
+    item = await read_full(board, uri("plan"))
+    assert (item["version"], item["digest"], item["body"], item["author"]) == (
+        1,
+        "The plan.",
+        "step 1",
+        AUTHOR,
+    )
+
+
+async def test_second_create_only_is_refused_with_current_version_and_digest(
+    board: Board, redis_url: str
+) -> None:
+    await board.update_state(
+        author=AUTHOR, uri=uri("plan"), digest="First digest.", body="first", expect_version=0
+    )
+    before = snapshot(redis_url)
+    with pytest.raises(Conflict) as info:
+        await board.update_state(
+            author="agent-2", uri=uri("plan"), digest="Second.", body="second", expect_version=0
+        )
+    assert info.value.current_version == 1
+    assert info.value.current_digest == "First digest."
+    assert info.value.details == {"current_version": 1, "current_digest": "First digest."}
+    assert info.value.code == "conflict"
+    assert snapshot(redis_url) == before
+    item = await read_full(board, uri("plan"))
+    assert (item["version"], item["digest"], item["body"], item["author"]) == (
+        1,
+        "First digest.",
+        "first",
+        AUTHOR,
+    )
+
+
+async def test_stale_expect_version_is_refused_and_nothing_is_written(
+    board: Board, redis_url: str
+) -> None:
+    await board.update_state(author=AUTHOR, uri=uri("n"), digest="v1", body="one", expect_version=0)
+    await board.update_state(author=AUTHOR, uri=uri("n"), digest="v2", body="two", expect_version=1)
+    changes_before = await board.changes(WS)
+    listing_before = await board.list_keys(workspace=WS, topic="t", mode="ref")
+    before = snapshot(redis_url)
+
+    with pytest.raises(Conflict) as info:
+        await board.update_state(
+            author=AUTHOR, uri=uri("n"), digest="stale", body="three", expect_version=1
+        )
+
+    assert (info.value.current_version, info.value.current_digest) == (2, "v2")
+    assert snapshot(redis_url) == before
+    item = await read_full(board, uri("n"))
+    assert (item["version"], item["digest"], item["body"]) == (2, "v2", "two")
+    assert await board.changes(WS) == changes_before
+    assert len(changes_before) == 2
+    assert await board.list_keys(workspace=WS, topic="t", mode="ref") == listing_before
+
+
+async def test_expect_version_of_a_missing_note_is_refused(board: Board, redis_url: str) -> None:
+    before = snapshot(redis_url)
+    with pytest.raises(Conflict, match="does not exist") as info:
+        await board.update_state(author=AUTHOR, uri=uri("nope"), digest="d", expect_version=3)
+    assert (info.value.current_version, info.value.current_digest) == (0, "")
+    assert snapshot(redis_url) == before
+
+
+async def test_expect_version_ahead_of_the_note_is_refused(board: Board) -> None:
+    await board.update_state(author=AUTHOR, uri=uri("n"), digest="v1", expect_version=0)
+    with pytest.raises(Conflict) as info:
+        await board.update_state(author=AUTHOR, uri=uri("n"), digest="v9", expect_version=5)
+    assert info.value.current_version == 1
+
+
+async def test_write_without_expect_version_is_accepted_with_a_warning(board: Board) -> None:
+    first = await board.update_state(author=AUTHOR, uri=uri("n"), digest="d1", body="a")
+    second = await board.update_state(author=AUTHOR, uri=uri("n"), digest="d2", body="b")
+    assert first["version"] == 1
+    assert second["version"] == 2
+    for result in (first, second):
+        assert len(result["warnings"]) == 1
+        assert "expect_version" in result["warnings"][0]
+    assert (await read_full(board, uri("n")))["body"] == "b"
+
+
+async def test_each_write_increments_the_version_by_one(board: Board) -> None:
+    versions = []
+    for expected in range(6):
+        result = await board.update_state(
+            author=AUTHOR,
+            uri=uri("n"),
+            digest=f"d{expected}",
+            body=str(expected),
+            expect_version=expected,
+        )
+        versions.append(result["version"])
+    assert versions == [1, 2, 3, 4, 5, 6]
+    item = await read_full(board, uri("n"))
+    assert (item["version"], item["body"]) == (6, "5")
+
+
+async def test_two_clients_racing_on_one_version_exactly_one_wins(
+    board: Board, redis_url: str
+) -> None:
+    await board.update_state(author=AUTHOR, uri=uri("n"), digest="base", expect_version=0)
+    other = Board(client=aioredis.Redis.from_url(redis_url))
+    try:
+        for round_ in range(20):
+            base = round_ + 1
+            results = await asyncio.gather(
+                board.update_state(
+                    author="a", uri=uri("n"), digest=f"a{round_}", expect_version=base
+                ),
+                other.update_state(
+                    author="b", uri=uri("n"), digest=f"b{round_}", expect_version=base
+                ),
+                return_exceptions=True,
+            )
+            wins = [r for r in results if isinstance(r, dict)]
+            losses = [r for r in results if isinstance(r, Conflict)]
+            assert len(wins) == 1, results
+            assert len(losses) == 1, results
+            assert wins[0]["version"] == base + 1
+            assert losses[0].current_version == base + 1
+            assert losses[0].current_digest == wins[0]["digest"]
+    finally:
+        await other.close()
+    item = await read_full(board, uri("n"))
+    assert item["version"] == 21
+
+
+async def test_many_tasks_racing_on_one_version_exactly_one_wins(board: Board) -> None:
+    await board.update_state(author=AUTHOR, uri=uri("n"), digest="base", expect_version=0)
+    results = await asyncio.gather(
+        *(
+            board.update_state(author=f"a{i}", uri=uri("n"), digest=f"d{i}", expect_version=1)
+            for i in range(10)
+        ),
+        return_exceptions=True,
+    )
+    wins = [r for r in results if isinstance(r, dict)]
+    assert len(wins) == 1
+    assert sum(isinstance(r, Conflict) for r in results) == 9
+    item = await read_full(board, uri("n"))
+    assert (item["version"], item["digest"]) == (2, wins[0]["digest"])

@@ -1,0 +1,129 @@
+"""The change log: one entry per committed write, numbered in commit order, capped in length."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis.asyncio as aioredis
+from store_support import WS, raw, uri
+
+from blackboard_mcp.store import Board, BoardLimits, Conflict
+
+AUTHOR = "agent-7"
+
+
+async def test_every_kind_of_write_adds_one_entry(board: Board) -> None:
+    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.", body="x", expect_version=0)
+    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A2.", body="y", expect_version=1)
+    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A3.", append="z")
+    await board.update_state(author=AUTHOR, uri=uri("b"), digest="B.", expect_version=0)
+    await board.link_state(author="linker", src=uri("a"), rel="cites", dst=[uri("b")])
+
+    entries = list(reversed(await board.changes(WS)))
+    assert [(e["seq"], e["op"], e["uri"], e["version"], e["author"]) for e in entries] == [
+        ("1", "create", uri("a"), "1", AUTHOR),
+        ("2", "update", uri("a"), "2", AUTHOR),
+        ("3", "append", uri("a"), "3", AUTHOR),
+        ("4", "create", uri("b"), "1", AUTHOR),
+        ("5", "link", uri("a"), "0", "linker"),
+    ]
+    assert all(int(e["at"]) > 1_600_000_000_000 for e in entries)  # server time, in ms
+
+
+async def test_the_note_records_the_seq_of_its_latest_write(board: Board) -> None:
+    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.")
+    await board.update_state(author=AUTHOR, uri=uri("b"), digest="B.")
+    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A again.")
+    response = await board.get_state(uris=[uri("a"), uri("b")], fields=["seq"], mode="fields")
+    assert [(i["uri"], i["seq"]) for i in response["items"]] == [(uri("a"), 3), (uri("b"), 2)]
+
+
+async def test_refused_writes_add_no_entry(board: Board) -> None:
+    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.", expect_version=0)
+    for _ in range(3):
+        with pytest.raises(Conflict):
+            await board.update_state(author=AUTHOR, uri=uri("a"), digest="x", expect_version=0)
+    assert len(await board.changes(WS)) == 1
+
+
+async def test_seq_strictly_increases_in_commit_order_under_concurrency(
+    board: Board, redis_url: str
+) -> None:
+    boards = [Board(client=aioredis.Redis.from_url(redis_url)) for _ in range(4)]
+    try:
+        await asyncio.gather(
+            *(
+                b.update_state(author=f"w{n}", uri=uri(f"k{n}-{i}"), digest="d")
+                for n, b in enumerate(boards)
+                for i in range(15)
+            ),
+            *(
+                board.update_state(author="log", uri=uri("log"), digest="d", append=".")
+                for _ in range(15)
+            ),
+        )
+    finally:
+        for b in boards:
+            await b.close()
+    client = raw(redis_url)
+    try:
+        # Stream order is commit order; seq must follow it with no gap and no repeat.
+        entries = client.xrange(f"bbc:{{{WS}}}")
+    finally:
+        client.close()
+    seqs = [int(fields[b"seq"]) for _id, fields in entries]
+    assert seqs == list(range(1, 76))
+    log_versions = [int(f[b"version"]) for _id, f in entries if f[b"uri"] == uri("log").encode()]
+    assert log_versions == list(range(1, 16))
+
+
+async def test_cursor_of_every_read_is_the_latest_seq(board: Board) -> None:
+    for i in range(4):
+        await board.update_state(author=AUTHOR, uri=uri(f"k{i}"), digest=f"word{i} alpha")
+    await board.link_state(author=AUTHOR, src=uri("k0"), rel="cites", dst=[uri("k1")])
+    latest = int((await board.changes(WS, count=1))[0]["seq"])
+    assert latest == 5
+    assert (await board.get_state(uris=[uri("k0")]))["cursor"] == latest
+    assert (await board.list_keys(workspace=WS, topic="t"))["cursor"] == latest
+    assert (await board.list_keys(workspace=WS, topic="t", mode="table"))["cursor"] == latest
+    assert (await board.search_keys(workspace=WS, q="alpha"))["cursor"] == latest
+
+
+async def test_cursor_is_zero_for_an_empty_workspace(board: Board) -> None:
+    assert (await board.list_keys(workspace="empty", topic="t"))["cursor"] == 0
+    response = await board.get_state(uris=["bb://empty/t/k"])
+    assert response["cursor"] == 0
+    assert response["items"] == [{"uri": "bb://empty/t/k", "error": "not_found"}]
+
+
+async def test_workspaces_have_separate_sequences(board: Board) -> None:
+    await board.update_state(author=AUTHOR, uri="bb://one/t/a", digest="d")
+    await board.update_state(author=AUTHOR, uri="bb://one/t/b", digest="d")
+    await board.update_state(author=AUTHOR, uri="bb://two/t/a", digest="d")
+    assert [e["seq"] for e in await board.changes("one")] == ["2", "1"]
+    assert [e["seq"] for e in await board.changes("two")] == ["1"]
+
+
+async def test_change_log_is_capped_near_its_maxlen(redis_url: str) -> None:
+    cap = 50
+    board = Board(
+        client=aioredis.Redis.from_url(redis_url), limits=BoardLimits(changelog_maxlen=cap)
+    )
+    try:
+        await board.start()
+        for i in range(300):
+            await board.update_state(author=AUTHOR, uri=uri(f"k{i % 7}"), digest="d")
+        await board.link_state(author=AUTHOR, src=uri("k0"), rel="cites", dst=[uri("k1")])
+        client = raw(redis_url)
+        try:
+            length = client.xlen(f"bbc:{{{WS}}}")
+        finally:
+            client.close()
+        # MAXLEN ~ trims whole stream nodes (100 entries by default), so allow that much slack.
+        assert cap <= length <= cap + 100
+        newest = await board.changes(WS, count=1)
+        assert newest[0]["seq"] == "301"
+        assert newest[0]["op"] == "link"
+    finally:
+        await board.close()

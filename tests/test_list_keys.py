@@ -1,0 +1,266 @@
+"""list_keys: what exists in a topic, in a chosen order, scoped to readable topics, pageable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from store_support import WS, uri
+
+from blackboard_mcp.store import Board, InvalidArgument, TiktokenCounter
+
+AUTHOR = "agent"
+COUNTER = TiktokenCounter()
+
+
+def uris(response: dict[str, Any]) -> list[str]:
+    return [item["uri"] for item in response["items"]]
+
+
+async def write(board: Board, path: str, times: int = 1, *, topic: str = "t") -> None:
+    for _ in range(times):
+        await board.update_state(author=AUTHOR, uri=uri(path, topic=topic), digest=f"About {path}.")
+
+
+async def three_notes(board: Board) -> None:
+    await write(board, "bravo", 3)  # written first, version 3
+    await write(board, "charlie", 1)
+    await write(board, "alpha", 2)  # written last
+
+
+async def test_default_order_is_most_recently_written_first(board: Board) -> None:
+    await three_notes(board)
+    response = await board.list_keys(workspace=WS, topic="t")
+    assert uris(response) == [uri("alpha"), uri("charlie"), uri("bravo")]
+    assert response["items"][0] == {
+        "uri": uri("alpha"),
+        "digest": "About alpha.",
+        "version": 2,
+        "est_tokens": COUNTER.count("About alpha."),
+        "kind": "text",
+        "updated": response["items"][0]["updated"],
+    }
+
+
+async def test_rewriting_a_note_moves_it_to_the_front(board: Board) -> None:
+    await three_notes(board)
+    await write(board, "bravo")
+    assert uris(await board.list_keys(workspace=WS, topic="t"))[0] == uri("bravo")
+
+
+async def test_order_name_is_alphabetical(board: Board) -> None:
+    await three_notes(board)
+    response = await board.list_keys(workspace=WS, topic="t", order="name")
+    assert uris(response) == [uri("alpha"), uri("bravo"), uri("charlie")]
+
+
+async def test_order_version_is_highest_version_first(board: Board) -> None:
+    await three_notes(board)
+    response = await board.list_keys(workspace=WS, topic="t", order="version")
+    assert [(i["uri"], i["version"]) for i in response["items"]] == [
+        (uri("bravo"), 3),
+        (uri("alpha"), 2),
+        (uri("charlie"), 1),
+    ]
+
+
+async def test_kind_filter_lists_only_that_kind(board: Board) -> None:
+    await three_notes(board)
+    for name in ("t1", "t2"):
+        await board.update_state(
+            author=AUTHOR, uri=uri(name), digest="A table.", columns=["a"], rows=[["1"]]
+        )
+    tables = await board.list_keys(workspace=WS, topic="t", kind="table")
+    assert uris(tables) == [uri("t2"), uri("t1")]
+    texts = await board.list_keys(workspace=WS, topic="t", kind="text", order="name")
+    assert uris(texts) == [uri("alpha"), uri("bravo"), uri("charlie")]
+    by_version = await board.list_keys(workspace=WS, topic="t", kind="text", order="version")
+    assert uris(by_version) == [uri("bravo"), uri("alpha"), uri("charlie")]
+    assert (await board.list_keys(workspace=WS, topic="t", kind="summary"))["items"] == []
+
+
+async def test_a_note_that_changes_kind_is_listed_under_its_new_kind_only(board: Board) -> None:
+    await write(board, "x")
+    await board.update_state(
+        author=AUTHOR, uri=uri("x"), digest="Now a table.", columns=["a"], rows=[]
+    )
+    assert uris(await board.list_keys(workspace=WS, topic="t", kind="table")) == [uri("x")]
+    assert (await board.list_keys(workspace=WS, topic="t", kind="text"))["items"] == []
+
+
+async def test_limit_and_more_flag(board: Board) -> None:
+    for i in range(5):
+        await write(board, f"n{i}")
+    limited = await board.list_keys(workspace=WS, topic="t", limit=3)
+    assert uris(limited) == [uri("n4"), uri("n3"), uri("n2")]
+    assert limited["more"] is True
+    exact = await board.list_keys(workspace=WS, topic="t", limit=5)
+    assert len(exact["items"]) == 5
+    assert "more" not in exact
+    named = await board.list_keys(workspace=WS, topic="t", limit=2, order="name")
+    assert (uris(named), named["more"]) == ([uri("n0"), uri("n1")], True)
+
+
+async def test_table_mode_is_one_header_line_plus_tsv_rows(board: Board) -> None:
+    await three_notes(board)
+    response = await board.list_keys(workspace=WS, topic="t", mode="table")
+    assert response["items"] == []
+    lines = response["table"].split("\n")
+    assert lines[0] == "uri\tdigest\tversion\test_tokens"
+    assert lines[1:] == [
+        f"{uri('alpha')}\tAbout alpha.\t2\t{COUNTER.count('About alpha.')}",
+        f"{uri('charlie')}\tAbout charlie.\t1\t{COUNTER.count('About charlie.')}",
+        f"{uri('bravo')}\tAbout bravo.\t3\t{COUNTER.count('About bravo.')}",
+    ]
+
+
+async def test_table_mode_extra_fields_become_columns(board: Board) -> None:
+    await write(board, "a")
+    response = await board.list_keys(
+        workspace=WS, topic="t", mode="table", fields=["kind", "author"]
+    )
+    header, row = response["table"].split("\n")
+    assert header == "uri\tdigest\tversion\test_tokens\tkind\tauthor"
+    assert row.split("\t")[4:] == ["text", AUTHOR]
+
+
+async def test_table_mode_costs_fewer_tokens_than_digest_mode(board: Board) -> None:
+    for i in range(10):
+        await write(board, f"finding-{i}")
+    table = await board.list_keys(workspace=WS, topic="t", mode="table")
+    digest = await board.list_keys(workspace=WS, topic="t", mode="digest")
+    assert len(table["table"].split("\n")) == 1 + len(digest["items"]) == 11
+    assert table["spent_tokens"] < digest["spent_tokens"]
+    real_table = COUNTER.count(orjson.dumps(table).decode())
+    real_digest = COUNTER.count(orjson.dumps(digest).decode())
+    assert real_table < real_digest
+
+
+async def test_table_mode_respects_the_budget(board: Board) -> None:
+    for i in range(30):
+        await write(board, f"finding-{i:02d}")
+    response = await board.list_keys(
+        workspace=WS, topic="t", mode="table", limit=30, budget_tokens=200
+    )
+    rows = response["table"].split("\n")[1:]
+    assert 0 < len(rows) < 30
+    assert response["omitted"] == 30 - len(rows)
+    assert response["truncated"] is True
+    listed = [row.split("\t")[0] for row in rows] + response["omitted_uris"]
+    assert listed == [uri(f"finding-{i:02d}") for i in reversed(range(30))]
+
+
+async def test_no_topic_lists_readable_topics_only_and_warns(board: Board) -> None:
+    await write(board, "a", topic="plans")
+    await write(board, "b", topic="secret")
+    await write(board, "c", topic="facts")
+    response = await board.list_keys(workspace=WS, readable=lambda t: t != "secret")
+    assert uris(response) == [uri("c", topic="facts"), uri("a", topic="plans")]
+    assert response["warnings"][0].startswith("no topic given")
+    assert "(2)" in response["warnings"][0]
+    assert "secret" not in orjson.dumps(response).decode()
+
+    table = await board.list_keys(workspace=WS, mode="table", readable=lambda t: t != "secret")
+    assert "secret" not in table["table"]
+    assert table["warnings"][0].startswith("no topic given")
+
+
+async def test_a_named_topic_lists_only_that_topic(board: Board) -> None:
+    await write(board, "a", topic="plans")
+    await write(board, "b", topic="facts")
+    response = await board.list_keys(workspace=WS, topic="facts")
+    assert uris(response) == [uri("b", topic="facts")]
+    assert "warnings" not in response
+
+
+async def test_a_named_unreadable_topic_lists_nothing(board: Board) -> None:
+    await write(board, "b", topic="secret")
+    response = await board.list_keys(workspace=WS, topic="secret", readable=lambda t: t != "secret")
+    assert response["items"] == []
+
+
+async def test_other_workspaces_are_never_listed(board: Board) -> None:
+    await board.update_state(author=AUTHOR, uri="bb://other/t/x", digest="Theirs.")
+    await write(board, "mine")
+    assert uris(await board.list_keys(workspace=WS, topic="t")) == [uri("mine")]
+    assert uris(await board.list_keys(workspace=WS)) == [uri("mine")]
+
+
+async def test_empty_topic_is_an_empty_listing(board: Board) -> None:
+    response = await board.list_keys(workspace=WS, topic="nothing-here")
+    assert (response["items"], response["truncated"], response["cursor"]) == ([], False, 0)
+
+
+async def test_paging_with_cursor_walks_every_change_once_in_seq_order(board: Board) -> None:
+    for i in range(7):
+        await write(board, f"a{i}")
+        await write(board, f"b{i}", topic="other")
+    await write(board, "a2")  # rewritten: it now belongs after everything else
+
+    seen: list[tuple[str, int]] = []
+    cursor = 0
+    for _ in range(20):
+        page = await board.list_keys(workspace=WS, cursor=cursor, limit=4)
+        seen.extend((i["uri"], i["version"]) for i in page["items"])
+        assert page["cursor"] >= cursor
+        cursor = page["cursor"]
+        if not page.get("more"):
+            break
+    expected_order = [
+        uri(f"{'a' if n % 2 == 0 else 'b'}{n // 2}", topic="t" if n % 2 == 0 else "other")
+        for n in range(14)
+    ]
+    expected_order.remove(uri("a2"))
+    expected_order.append(uri("a2"))
+    assert [u for u, _ in seen] == expected_order
+    assert dict(seen)[uri("a2")] == 2
+    assert cursor == 15
+
+    later = await board.list_keys(workspace=WS, cursor=cursor)
+    assert later["items"] == []
+    await write(board, "new")
+    assert uris(await board.list_keys(workspace=WS, cursor=cursor)) == [uri("new")]
+
+
+async def test_paging_with_a_small_budget_still_walks_every_change_once(board: Board) -> None:
+    for i in range(12):
+        await board.update_state(
+            author=AUTHOR, uri=uri(f"n{i:02d}"), digest=f"Note {i} " + "padding words " * 20
+        )
+    seen: list[str] = []
+    cursor = 0
+    for _ in range(40):
+        page = await board.list_keys(
+            workspace=WS, topic="t", cursor=cursor, limit=5, budget_tokens=250
+        )
+        seen.extend(uris(page))
+        assert page["items"], "a page made no progress"
+        cursor = page["cursor"]
+        if not page.get("more") and not page["omitted"]:
+            break
+    assert seen == [uri(f"n{i:02d}") for i in range(12)]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"order": "size"}, "order"),
+        ({"kind": "image"}, "kind"),
+        ({"limit": 0}, "limit"),
+        ({"limit": 201}, "limit"),
+        ({"limit": "5"}, "limit"),
+        ({"limit": True}, "limit"),
+        ({"mode": "full"}, "mode"),
+        ({"cursor": -1}, "cursor"),
+        ({"cursor": "10"}, "cursor"),
+        ({"topic": "Bad Topic"}, "topic"),
+        ({"budget_tokens": 1}, "budget_tokens"),
+    ],
+)
+async def test_invalid_list_arguments_are_refused(
+    board: Board, kwargs: dict[str, Any], argument: str
+) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        await board.list_keys(workspace=WS, **kwargs)
+    assert info.value.details["argument"] == argument
