@@ -54,13 +54,29 @@ async def measure(
 
 def start_gateway(redis_url: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    env = {**os.environ, "BB_REDIS_URL": redis_url, "BB_JWT_SECRET": SECRET,
-           "BB_RATE_LIMIT_PER_MINUTE": "0", "BB_LOG_LEVEL": "WARNING",
-           "BB_DATA_DIR": tempfile.mkdtemp()}
+    env = {
+        **os.environ,
+        "BB_REDIS_URL": redis_url,
+        "BB_JWT_SECRET": SECRET,
+        "BB_RATE_LIMIT_PER_MINUTE": "0",
+        "BB_LOG_LEVEL": "WARNING",
+        "BB_DATA_DIR": tempfile.mkdtemp(),
+    }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port),
-         "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "blackboard_mcp.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -78,24 +94,45 @@ async def run(seconds: float, workers: int) -> None:
         board = Board(client=client)
         await board.start()
         for i in range(200):
-            await board.update_state(author="b", uri=f"bb://{WS}/seed/n{i}",
-                                     digest=f"seed note {i} about topic{i % 10}", body="x" * 300)
+            await board.update_state(
+                author="b",
+                uri=f"bb://{WS}/seed/n{i}",
+                digest=f"seed note {i} about topic{i % 10}",
+                body="x" * 300,
+            )
         proc, url = start_gateway(server.url, workers)
         signing, _ = keys_from_settings(Settings(jwt_secret=SECRET))
         assert signing is not None
-        token = TokenIssuer(signing_key=signing, issuer="blackboard-mcp",
-                            audience="blackboard-mcp").issue(
-            subject="bench", workspace=WS, read=["*"], write=["*"],
-            capabilities=["board_read", "board_write"], ttl_seconds=3600)
+        token = TokenIssuer(
+            signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp"
+        ).issue(
+            subject="bench",
+            workspace=WS,
+            read=["*"],
+            write=["*"],
+            capabilities=["board_read", "board_write"],
+            ttl_seconds=3600,
+        )
         http = httpx.AsyncClient(
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                     "Accept": "application/json, text/event-stream",
-                     "MCP-Protocol-Version": "2025-06-18"},
-            limits=httpx.Limits(max_connections=32), timeout=30)
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2025-06-18",
+            },
+            limits=httpx.Limits(max_connections=32),
+            timeout=30,
+        )
 
         async def via_gateway(tool: str, args: dict[str, object]) -> None:
-            body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                 "params": {"name": tool, "arguments": args}})
+            body = orjson.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": tool, "arguments": args},
+                }
+            )
             response = await http.post(url + "/mcp/", content=body)
             if response.status_code != 200 or response.json()["result"].get("isError"):
                 raise RuntimeError(response.text[:300])
@@ -104,27 +141,39 @@ async def run(seconds: float, workers: int) -> None:
             "update_state": {
                 "raw redis SET": lambda c, i: client.set(f"raw:{c}:{i % 50}", "x" * 300),
                 "store": lambda c, i: board.update_state(
-                    author="b", uri=f"bb://{WS}/w/c{c}-{i % 50}", digest="bench note",
-                    body="x" * 300),
-                "gateway": lambda c, i: via_gateway("update_state", {
-                    "uri": f"bb://{WS}/g/c{c}-{i % 50}", "digest": "bench note",
-                    "body": "x" * 300}),
+                    author="b",
+                    uri=f"bb://{WS}/w/c{c}-{i % 50}",
+                    digest="bench note",
+                    body="x" * 300,
+                ),
+                "gateway": lambda c, i: via_gateway(
+                    "update_state",
+                    {
+                        "uri": f"bb://{WS}/g/c{c}-{i % 50}",
+                        "digest": "bench note",
+                        "body": "x" * 300,
+                    },
+                ),
             },
             "get_state": {
                 "raw redis GET": lambda c, i: client.get(f"raw:{c}:{i % 50}"),
                 "store": lambda c, i: board.get_state(uris=[f"bb://{WS}/seed/n{i % 200}"]),
                 "gateway": lambda c, i: via_gateway(
-                    "get_state", {"uris": [f"bb://{WS}/seed/n{i % 200}"]}),
+                    "get_state", {"uris": [f"bb://{WS}/seed/n{i % 200}"]}
+                ),
             },
             "search_keys": {
                 "store": lambda c, i: board.search_keys(workspace=WS, q=f"topic{i % 10}"),
                 "gateway": lambda c, i: via_gateway("search_keys", {"q": f"topic{i % 10}"}),
             },
         }
-        print(f"gateway workers: {workers}; {seconds}s per cell; 2-core machine, load "
-              "generator in the same machine")
-        print(f"{'tool':<13} {'path':<14} {'clients':>7} {'calls/s':>9} {'p50 ms':>8} "
-              f"{'p99 ms':>8}")
+        print(
+            f"gateway workers: {workers}; {seconds}s per cell; 2-core machine, load "
+            "generator in the same machine"
+        )
+        print(
+            f"{'tool':<13} {'path':<14} {'clients':>7} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8}"
+        )
         ratios: list[str] = []
         try:
             for tool, paths in ops.items():
@@ -133,10 +182,14 @@ async def run(seconds: float, workers: int) -> None:
                     for path, op in paths.items():
                         rate, p50, p99 = await measure(op, clients, seconds)
                         rates[path] = rate
-                        print(f"{tool:<13} {path:<14} {clients:>7} {rate:>9.0f} {p50:>8.2f} "
-                              f"{p99:>8.2f}")
-                    ratios.append(f"{tool} x{clients}: store/gateway = "
-                                  f"{rates['store'] / rates['gateway']:.2f}x")
+                        print(
+                            f"{tool:<13} {path:<14} {clients:>7} {rate:>9.0f} {p50:>8.2f} "
+                            f"{p99:>8.2f}"
+                        )
+                    ratios.append(
+                        f"{tool} x{clients}: store/gateway = "
+                        f"{rates['store'] / rates['gateway']:.2f}x"
+                    )
         finally:
             await http.aclose()
             proc.terminate()
