@@ -23,10 +23,28 @@ TOPICS = ["research", "plans", "data", "reviews", "run"]
 async def run(notes: int) -> None:
     rng = random.Random(11)
     counter = TiktokenCounter()
-    vocabulary = (
-        "latency cache shard replica index budget token agent plan finding risk "
-        "metric table review design query write read merge conflict"
-    ).split()
+    vocabulary = [
+        "latency",
+        "cache",
+        "shard",
+        "replica",
+        "index",
+        "budget",
+        "token",
+        "agent",
+        "plan",
+        "finding",
+        "risk",
+        "metric",
+        "table",
+        "review",
+        "design",
+        "query",
+        "write",
+        "read",
+        "merge",
+        "conflict",
+    ]
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
         board = Board(client=aioredis.Redis.from_url(server.url))
         await board.start()

@@ -193,7 +193,7 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
             else:
                 await revocations.revoke_subject(args.sub)
         finally:
-            await client.aclose()
+            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
     asyncio.run(run())
     print(f"revoked {'token ' + args.id if args.id else 'subject ' + args.sub}")
@@ -215,7 +215,7 @@ def cmd_audit_tail(args: argparse.Namespace) -> int:
                     f"{rec.duration_ms:.1f}ms\t{','.join(rec.addresses)}"
                 )
         finally:
-            await client.aclose()
+            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
     asyncio.run(run())
     return 0

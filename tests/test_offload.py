@@ -1,4 +1,4 @@
-"""Bodies over 10 KB live in content-addressed blobs: shared, reference-counted, still searchable."""
+"""Bodies over 10 KB live in content-addressed blobs: shared, ref-counted, still searchable."""
 
 from __future__ import annotations
 

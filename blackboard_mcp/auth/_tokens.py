@@ -104,7 +104,7 @@ class TokenVerifier:
             )
         except jwt.ExpiredSignatureError as exc:
             raise TokenExpired("the token has expired") from exc
-        except (jwt.ImmatureSignatureError,) as exc:
+        except jwt.ImmatureSignatureError as exc:
             raise TokenNotYetValid("the token is not valid yet") from exc
         except jwt.PyJWTError as exc:
             raise TokenInvalid(f"the token was refused: {exc.__class__.__name__}") from exc

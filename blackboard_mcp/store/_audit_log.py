@@ -15,7 +15,7 @@ def _key(workspace: str) -> str:
 
 
 class RedisAuditLog:
-    def __init__(self, *, client: aioredis.Redis, maxlen: int) -> None:
+    def __init__(self, *, client: aioredis.Redis[bytes], maxlen: int) -> None:
         self._client = client
         self._maxlen = maxlen
 

@@ -50,7 +50,7 @@ class Board:
     def __init__(
         self,
         *,
-        client: aioredis.Redis,
+        client: aioredis.Redis[bytes],
         limits: BoardLimits | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
@@ -76,7 +76,7 @@ class Board:
         return cls(client=client, limits=limits)
 
     @property
-    def client(self) -> aioredis.Redis:
+    def client(self) -> aioredis.Redis[bytes]:
         return self._client
 
     @property
@@ -88,7 +88,7 @@ class Board:
         await ensure_index(self._client)
 
     async def close(self) -> None:
-        await self._client.aclose()
+        await self._client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
     async def update_state(
         self,

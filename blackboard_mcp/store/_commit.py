@@ -30,7 +30,7 @@ return seq
 
 
 def queue_commit(
-    pipe: Pipeline,
+    pipe: Pipeline[bytes],
     *,
     workspace: str,
     topic: str,

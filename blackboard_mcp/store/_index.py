@@ -28,11 +28,11 @@ SCHEMA = (
 )
 
 
-async def ensure_index(client: aioredis.Redis, name: str = keys.INDEX_NAME) -> bool:
+async def ensure_index(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAME) -> bool:
     """Create the index unless it exists. Returns True when it was created now."""
     async with mapped_redis_errors():
         try:
-            await client.ft(name).info()
+            await client.ft(name).info()  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
             return False
         except ResponseError as exc:
             if "no such index" not in str(exc).lower() and "unknown index" not in str(exc).lower():
@@ -40,7 +40,7 @@ async def ensure_index(client: aioredis.Redis, name: str = keys.INDEX_NAME) -> b
         try:
             await client.ft(name).create_index(
                 SCHEMA,
-                definition=IndexDefinition(prefix=[keys.NOTE_PREFIX], index_type=IndexType.HASH),
+                definition=IndexDefinition(prefix=[keys.NOTE_PREFIX], index_type=IndexType.HASH),  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
                 # Notes are small summaries; stop-word removal would make "the plan" match
                 # everything with "plan" and nothing else, which is what we want anyway,
                 # so keep RediSearch's defaults.
@@ -54,11 +54,11 @@ async def ensure_index(client: aioredis.Redis, name: str = keys.INDEX_NAME) -> b
     return True
 
 
-async def index_ready(client: aioredis.Redis, name: str = keys.INDEX_NAME) -> bool:
+async def index_ready(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAME) -> bool:
     """True when the index exists and has finished its initial scan."""
     async with mapped_redis_errors():
         try:
-            info = await client.ft(name).info()
+            info = await client.ft(name).info()  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
         except ResponseError:
             return False
     indexing = info.get("indexing", 0)

@@ -53,11 +53,11 @@ def check_link(src: object, rel: object, dst: object) -> tuple[Address, Relation
             raise InvalidArgument("a note cannot be linked to itself", argument="dst")
         if target not in targets:
             targets.append(target)
-    return source, rel, targets  # type: ignore[return-value]
+    return source, rel, targets
 
 
 async def write_links(
-    client: aioredis.Redis,
+    client: aioredis.Redis[bytes],
     source: Address,
     rel: Relation,
     targets: list[Address],

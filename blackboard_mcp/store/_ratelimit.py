@@ -12,7 +12,7 @@ from ._redis_errors import mapped_redis_errors
 class RedisRateLimiter:
     """Fixed one-minute windows: one INCR and one EXPIRE in a single round trip."""
 
-    def __init__(self, *, client: aioredis.Redis, per_minute: int) -> None:
+    def __init__(self, *, client: aioredis.Redis[bytes], per_minute: int) -> None:
         self._client = client
         self._per_minute = per_minute
 

@@ -42,7 +42,7 @@ def _text(value: bytes | None) -> str:
 
 
 async def _fetch(
-    client: aioredis.Redis, addresses: Sequence[Address], mode: str, with_body: bool
+    client: aioredis.Redis[bytes], addresses: Sequence[Address], mode: str, with_body: bool
 ) -> list[tuple[dict[str, str] | None, set[bytes], set[bytes]]]:
     """One pipeline for the note fields and both link sets of every address."""
     fields = FIELDS_BY_MODE[mode]
@@ -87,7 +87,7 @@ def _filter_links(
     ]
 
 
-async def _cursor(client: aioredis.Redis, workspace: str) -> int:
+async def _cursor(client: aioredis.Redis[bytes], workspace: str) -> int:
     return int(await client.get(keys.sequence(workspace)) or 0)
 
 
@@ -122,7 +122,7 @@ def _budgeted(
 
 
 async def get_state(
-    client: aioredis.Redis,
+    client: aioredis.Redis[bytes],
     counter: TokenCounter,
     *,
     uris: object,
@@ -164,7 +164,7 @@ async def get_state(
 
 
 async def list_keys(
-    client: aioredis.Redis,
+    client: aioredis.Redis[bytes],
     counter: TokenCounter,
     *,
     workspace: str,
@@ -250,7 +250,7 @@ def _check_order(value: object) -> Order:
         return "recent"
     if value not in ORDERS:
         raise InvalidArgument(f"order must be one of {', '.join(ORDERS)}", argument="order")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _check_limit(value: object) -> int:
@@ -272,7 +272,7 @@ def _check_cursor(value: object) -> int | None:
 
 
 async def _select(
-    client: aioredis.Redis,
+    client: aioredis.Redis[bytes],
     workspace: str,
     topics: list[str],
     *,
@@ -329,7 +329,7 @@ async def _select(
 
 
 async def _versions(
-    client: aioredis.Redis, workspace: str, rows: list[tuple[str, str, float]]
+    client: aioredis.Redis[bytes], workspace: str, rows: list[tuple[str, str, float]]
 ) -> list[int]:
     pipe = client.pipeline(transaction=False)
     for topic, path, _ in rows:
@@ -377,9 +377,12 @@ def _table_response(
         lines.append(line)
         spent += cost
     read = BudgetedRead(
-        budget=budget, counter=counter, omitted_uris=omitted, warnings=warnings,
+        budget=budget,
+        counter=counter,
+        omitted_uris=omitted,
+        warnings=warnings,
         # The table travels outside the items, so the envelope count below includes it.
-        spent=0
+        spent=0,
     )
     return read.response(0, {"table": "\n".join(lines)})
 

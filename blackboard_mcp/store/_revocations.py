@@ -19,7 +19,7 @@ SUBJECT_MARK_SECONDS = 366 * 86400
 
 
 class RedisRevocationList:
-    def __init__(self, *, client: aioredis.Redis) -> None:
+    def __init__(self, *, client: aioredis.Redis[bytes]) -> None:
         self._client = client
 
     async def is_revoked(self, grant: Any) -> bool:

@@ -33,8 +33,41 @@ _TAG_SPECIAL = re.compile(r"([^A-Za-z0-9_])")
 # RediSearch's default stop words. The index drops them, so a query made only of them would
 # leave nothing but the filters and match every note the caller may read.
 STOP_WORDS = frozenset(
-    "a is the an and are as at be but by for if in into it no not of on or such that their "
-    "then there these they this to was will with".split()
+    [
+        "a",
+        "is",
+        "the",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
 )
 
 
@@ -64,7 +97,7 @@ def build_query(workspace: str, topics: list[str], terms: list[str]) -> str:
 
 
 async def search_keys(
-    client: aioredis.Redis,
+    client: aioredis.Redis[bytes],
     counter: TokenCounter,
     *,
     workspace: str,
@@ -99,7 +132,7 @@ async def search_keys(
         if not terms or not topics:
             return _envelope(counter, [], warnings, cursor)
         query = (
-            Query(build_query(workspace, topics, terms))
+            Query(build_query(workspace, topics, terms))  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
             .return_fields("uri", "digest")
             .with_scores()
             .paging(0, limit)
@@ -107,17 +140,16 @@ async def search_keys(
             .dialect(2)
         )
         try:
-            result = await client.ft(keys.INDEX_NAME).search(query)
+            result = await client.ft(keys.INDEX_NAME).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
         except ResponseError as exc:
             if "no such index" not in str(exc).lower():
                 # Terms are plain words, so a syntax error here is our bug, not the caller's.
                 raise Unavailable("the search index could not answer this query") from exc
             # The index went away (a FLUSHALL, a new empty Redis): rebuild it and retry once.
             await ensure_index(client)
-            result = await client.ft(keys.INDEX_NAME).search(query)
+            result = await client.ft(keys.INDEX_NAME).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
     items = [
-        {"uri": doc.uri, "digest": doc.digest, "score": float(doc.score)}
-        for doc in result.docs
+        {"uri": doc.uri, "digest": doc.digest, "score": float(doc.score)} for doc in result.docs
     ]
     return _envelope(counter, items, warnings, cursor)
 

@@ -23,11 +23,11 @@ T = TypeVar("T")
 
 # The body reads under WATCH (the pipeline is in immediate mode), calls ``pipe.multi()``,
 # queues its writes and returns a function that turns EXEC's replies into the result.
-TransactionBody = Callable[[Pipeline], Awaitable[Callable[[list[Any]], T]]]
+TransactionBody = Callable[["Pipeline[bytes]"], Awaitable[Callable[[list[Any]], T]]]
 
 
 async def run_transaction(
-    client: aioredis.Redis,
+    client: aioredis.Redis[bytes],
     watch: Sequence[str],
     body: TransactionBody[T],
     *,

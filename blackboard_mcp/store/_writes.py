@@ -44,7 +44,7 @@ def _decode(value: bytes | str | None) -> str:
 
 
 async def write_note(
-    client: aioredis.Redis,
+    client: aioredis.Redis[bytes],
     write: NoteWrite,
     *,
     counter: TokenCounter,
@@ -67,7 +67,7 @@ async def write_note(
     fixed_text = _fixed_content(write)
     fixed_tokens = counter.count(fixed_text) if fixed_text is not None else 0
 
-    async def body(pipe: Pipeline) -> Callable[[list[Any]], WriteResult]:
+    async def body(pipe: Pipeline[bytes]) -> Callable[[list[Any]], WriteResult]:
         old = await pipe.hmget(note_key, ["version", "digest", "blob", "kind"])
         old_version = int(old[0]) if old[0] is not None else 0
         old_blob = _decode(old[2])
@@ -123,7 +123,7 @@ async def write_note(
             blob_counts = [int(c or 0) for c in await pipe.hmget(refs_key, names)]
 
         version = old_version + 1
-        record: dict[str, str | int | float] = {
+        record: dict[str | bytes, bytes | float | int | str] = {
             "uri": write.address.uri,
             "ws": ws,
             "topic": write.address.topic,
