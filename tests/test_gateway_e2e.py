@@ -301,3 +301,74 @@ async def test_health_readiness_and_metrics_answer(gateway: GatewayProcess) -> N
         assert (await http.get(gateway.url + "/readyz")).json() == {"status": "ready"}
         metrics = (await http.get(gateway.url + "/metrics")).text
     assert "bb_tool_calls_total" in metrics
+
+
+async def test_get_and_delete_on_the_endpoint_get_405_since_no_session_is_kept(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    headers = {
+        "Authorization": f"Bearer {agent_token(issuer, workspace)}",
+        "Accept": "text/event-stream",
+    }
+    async with httpx.AsyncClient(timeout=5.0) as http:
+        for method in ("GET", "DELETE"):
+            for url in (gateway.mcp_url, gateway.mcp_url.rstrip("/")):
+                response = await http.request(method, url, headers=headers)
+                assert response.status_code == 405, (method, url)
+                assert response.headers["allow"] == "POST"
+                assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+async def test_both_protocol_eras_are_served_by_the_same_endpoint(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    """Handshake-era clients (2025-06-18) and single-exchange ones (2026-07-28) both work."""
+    uri = f"bb://{workspace}/eras/note"
+    headers = {
+        "Authorization": f"Bearer {agent_token(issuer, workspace)}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    handshake = {"MCP-Protocol-Version": "2025-06-18"}
+    single = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+    def request(tool: str, arguments: dict[str, object], *, modern: bool) -> bytes:
+        params: dict[str, object] = {"name": tool, "arguments": arguments}
+        if modern:
+            params["_meta"] = meta
+        return orjson.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        created = await http.post(
+            gateway.mcp_url,
+            content=request(
+                "update_state", {"uri": uri, "digest": "d1", "body": "b"}, modern=False
+            ),
+            headers={**headers, **handshake},
+        )
+        assert created.status_code == 200
+        assert created.json()["result"]["structuredContent"]["version"] == 1
+        read = await http.post(
+            gateway.mcp_url,
+            content=request("get_state", {"uris": [uri]}, modern=True),
+            headers={**headers, **single, "Mcp-Name": "get_state"},
+        )
+        assert read.status_code == 200
+        [item] = read.json()["result"]["structuredContent"]["items"]
+        assert (item["uri"], item["digest"], item["version"]) == (uri, "d1", 1)
+        stale = await http.post(
+            gateway.mcp_url,
+            content=request(
+                "update_state",
+                {"uri": uri, "digest": "d2", "body": "c", "expect_version": 0},
+                modern=True,
+            ),
+            headers={**headers, **single, "Mcp-Name": "update_state"},
+        )
+        result = stale.json()["result"]
+        assert result["isError"] is True
+        assert result["structuredContent"]["error"]["code"] == "conflict"

@@ -1,6 +1,6 @@
 """Access: per-agent tokens, topic scopes, .tb tool contracts, refusal before dispatch."""
 
-from ._audit import AuditRecord, AuditSink
+from ._audit import AuditRecord, AuditSink, BatchAuditSink
 from ._dispatch import Authorizer, Manifest
 from ._errors import (
     AuthError,
@@ -41,6 +41,7 @@ __all__ = [
     "AuditSink",
     "AuthError",
     "Authorizer",
+    "BatchAuditSink",
     "Contract",
     "ContractError",
     "Forbidden",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,3 +21,9 @@ class AuditRecord:
 
 class AuditSink(Protocol):
     async def record(self, record: AuditRecord) -> None: ...
+
+
+class BatchAuditSink(AuditSink, Protocol):
+    async def record_many(self, records: Sequence[AuditRecord]) -> None:
+        """Store ``records`` in order, in as few round trips as the sink can."""
+        ...

@@ -24,9 +24,11 @@ class Manifest:
     def __init__(self, contract: Contract) -> None:
         self._contract = contract
         self._handlers: dict[str, Any] = {}
+        # Looked up on every call: index by MCP name once rather than derive names each time.
+        self._requirements = {t.mcp_name: t for t in contract.tools.values()}
 
     def bind(self, mcp_name: str, handler: Any) -> None:
-        if self._contract.by_mcp_name(mcp_name) is None:
+        if mcp_name not in self._requirements:
             raise ContractError(f"{mcp_name} has no contract; declare it in the .tb file first")
         self._handlers[mcp_name] = handler
 
@@ -38,7 +40,7 @@ class Manifest:
             raise ContractError(f"contract tools without a handler: {', '.join(unbound)}")
 
     def requirements_for(self, mcp_name: str) -> ToolRequirements:
-        tool = self._contract.by_mcp_name(mcp_name)
+        tool = self._requirements.get(mcp_name)
         if tool is None:
             raise ContractError(f"{mcp_name} has no contract")
         return tool

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,15 +76,35 @@ class TokenVerifier:
         audience: str,
         leeway: int,
         revocations: RevocationList,
+        cache_size: int = 4096,
     ) -> None:
         self._keys = keys
         self._issuer = issuer
         self._audience = audience
         self._leeway = leeway
         self._revocations = revocations
+        self._cache_size = cache_size
+        # Verified tokens by their exact text. An agent sends the same token on every call,
+        # and checking its signature and claims again each time was a measurable part of a
+        # call's cost. Only the expiry can change a verdict later; it is checked on each hit.
+        self._verified: OrderedDict[str, Grant] = OrderedDict()
 
     def decode(self, token: str) -> Grant:
         """Signature and claims only (no I/O)."""
+        grant = self._verified.get(token)
+        if grant is not None:
+            if time.time() <= grant.expires_at + self._leeway:
+                self._verified.move_to_end(token)
+                return grant
+            del self._verified[token]
+        grant = self._decode_uncached(token)
+        if self._cache_size > 0:
+            self._verified[token] = grant
+            if len(self._verified) > self._cache_size:
+                self._verified.popitem(last=False)
+        return grant
+
+    def _decode_uncached(self, token: str) -> Grant:
         if len(token) > MAX_TOKEN_CHARS:
             raise TokenInvalid("the token is too long")
         try:

@@ -15,8 +15,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from blackboard_mcp.auth import (
-    AuditSink,
     Authorizer,
+    BatchAuditSink,
     Manifest,
     RevocationList,
     TokenIssuer,
@@ -24,11 +24,12 @@ from blackboard_mcp.auth import (
     load_board_contract,
 )
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import Board, RedisRateLimiter
+from blackboard_mcp.store import Board, RedisCallAdmission, RedisRateLimiter
 
 from ._admin import admin_routes
+from ._audit_buffer import BufferedAudit
 from ._calls import ToolCaller
-from ._edge import BearerAuth, BodyLimit
+from ._edge import BearerAuth, BodyLimit, PostOnly
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
 from ._tools import HANDLERS
@@ -44,7 +45,7 @@ class GatewayParts:
     board: Board
     verifier: TokenVerifier
     revocations: RevocationList
-    audit: AuditSink
+    audit: BatchAuditSink
     issuer: TokenIssuer | None = None
 
 
@@ -71,15 +72,18 @@ def create_app(parts: GatewayParts) -> Starlette:
         manifest.bind(name, handler)
     manifest.require_complete()
     metrics = GatewayMetrics()
+    audit = BufferedAudit(sink=parts.audit)
     caller = ToolCaller(
         board=parts.board,
         manifest=manifest,
         authorizer=Authorizer(),
-        revocations=parts.revocations,
-        audit=parts.audit,
-        limiter=RedisRateLimiter(
-            client=parts.board.client, per_minute=settings.rate_limit_per_minute
+        admission=RedisCallAdmission(
+            client=parts.board.client,
+            limiter=RedisRateLimiter(
+                client=parts.board.client, per_minute=settings.rate_limit_per_minute
+            ),
         ),
+        audit=audit,
         metrics=metrics,
     )
     sessions = StreamableHTTPSessionManager(
@@ -89,11 +93,13 @@ def create_app(parts: GatewayParts) -> Starlette:
         security_settings=_transport_security(settings),
         max_request_body_size=settings.max_request_bytes,
     )
-    mcp_app = BodyLimit(
-        BearerAuth(
-            StreamableHTTPASGIApp(sessions), verifier=parts.verifier, realm="blackboard-mcp"
-        ),
-        max_bytes=settings.max_request_bytes,
+    mcp_app = PostOnly(
+        BodyLimit(
+            BearerAuth(
+                StreamableHTTPASGIApp(sessions), verifier=parts.verifier, realm="blackboard-mcp"
+            ),
+            max_bytes=settings.max_request_bytes,
+        )
     )
 
     async def healthz(_request: Request) -> Response:
@@ -115,7 +121,7 @@ def create_app(parts: GatewayParts) -> Starlette:
             # Start anyway: /readyz reports the problem and calls answer `unavailable`
             # until Redis is back, which is better than a crash loop.
             log.warning("could not prepare the search index at start-up", exc_info=True)
-        async with sessions.run():
+        async with audit.running(), sessions.run():
             yield
         await parts.board.close()
 

@@ -14,11 +14,10 @@ from blackboard_mcp.auth import (
     Authorizer,
     Grant,
     Manifest,
-    RevocationList,
     TokenRevoked,
     Unauthenticated,
 )
-from blackboard_mcp.store import Board, RedisRateLimiter
+from blackboard_mcp.store import Board, RedisCallAdmission
 
 from ._errors import RateLimited, UnknownArgument, UnknownTool, tool_error
 from ._metrics import GatewayMetrics
@@ -43,17 +42,15 @@ class ToolCaller:
         board: Board,
         manifest: Manifest,
         authorizer: Authorizer,
-        revocations: RevocationList,
+        admission: RedisCallAdmission,
         audit: AuditSink,
-        limiter: RedisRateLimiter,
         metrics: GatewayMetrics,
     ) -> None:
         self._board = board
         self._manifest = manifest
         self._authorizer = authorizer
-        self._revocations = revocations
+        self._admission = admission
         self._audit = audit
-        self._limiter = limiter
         self._metrics = metrics
 
     async def call(
@@ -76,7 +73,8 @@ class ToolCaller:
             present = {k for k, v in arguments.items() if v is not None}
             args = {k: arguments[k] for k in present}
             scope = scope_of(tool, args, grant)
-            if await self._revocations.is_revoked(grant):
+            admission = await self._admission.admit(grant)
+            if admission.revoked:
                 raise TokenRevoked("this token has been revoked")
             self._authorizer.authorize(
                 grant,
@@ -86,10 +84,9 @@ class ToolCaller:
                 read_topics=set(scope.read_topics),
                 write_topics=set(scope.write_topics),
             )
-            retry_after = await self._limiter.hit(grant.subject)
-            if retry_after is not None:
+            if admission.retry_after is not None:
                 raise RateLimited(
-                    f"rate limit reached for {grant.subject}", retry_after=retry_after
+                    f"rate limit reached for {grant.subject}", retry_after=admission.retry_after
                 )
             handler = self._manifest.handler(tool)
             handler_ran = True

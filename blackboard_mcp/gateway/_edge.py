@@ -41,6 +41,35 @@ async def _send_json(
     await send({"type": "http.response.body", "body": payload})
 
 
+class PostOnly:
+    """Answer GET and DELETE on the MCP endpoint with 405, as the transport allows.
+
+    The gateway keeps no sessions, so it has no server-initiated messages to stream and no
+    session to delete. Left to the SDK, a GET opened an event stream that stayed idle for
+    the client's whole life, one held connection per client.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("GET", "DELETE"):
+            await _send_json(
+                send,
+                405,
+                {
+                    "error": {
+                        "code": "method_not_allowed",
+                        "message": "this endpoint keeps no sessions: POST requests only",
+                        "hint": "send JSON-RPC requests with POST",
+                    }
+                },
+                [(b"allow", b"POST")],
+            )
+            return
+        await self.app(scope, receive, send)
+
+
 class BodyLimit:
     """Refuse request bodies over ``max_bytes`` before anything parses them."""
 

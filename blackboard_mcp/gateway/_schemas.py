@@ -108,6 +108,7 @@ TOOLS: tuple[Tool, ...] = (
 )
 
 TOOL_NAMES = tuple(t.name for t in TOOLS)
+INPUT_SCHEMAS: dict[str, dict[str, Any]] = {t.name: t.input_schema for t in TOOLS}
 ARGUMENTS: dict[str, frozenset[str]] = {
     t.name: frozenset(t.input_schema["properties"]) for t in TOOLS
 }

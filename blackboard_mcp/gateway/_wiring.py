@@ -70,4 +70,6 @@ def app_from_env() -> Starlette:
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
+    # In stateless mode the SDK logs "Terminating session: None" at INFO for every request.
+    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
     return create_app(build_parts(settings))

@@ -1,6 +1,7 @@
 """The board's store: notes, versions, links and search on Redis with RediSearch."""
 
 from ._addresses import CATCH_UP_PATH, Address, catch_up_address, is_valid_name, parse_address
+from ._admission import Admission, RedisCallAdmission
 from ._audit_log import RedisAuditLog
 from ._board import Board, BoardLimits
 from ._embedded import EmbeddedBinaries, EmbeddedRedis, find_binaries, free_port
@@ -23,6 +24,7 @@ __all__ = [
     "CATCH_UP_PATH",
     "RELATIONS",
     "Address",
+    "Admission",
     "Board",
     "BoardLimits",
     "Conflict",
@@ -33,6 +35,7 @@ __all__ = [
     "InvalidArgument",
     "NotFound",
     "RedisAuditLog",
+    "RedisCallAdmission",
     "RedisRateLimiter",
     "RedisRevocationList",
     "StoreError",

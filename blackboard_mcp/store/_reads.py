@@ -41,10 +41,18 @@ def _text(value: bytes | None) -> str:
     return value.decode() if value is not None else ""
 
 
+Fetched = list[tuple[dict[str, str] | None, set[bytes], set[bytes]]]
+
+
 async def _fetch(
-    client: aioredis.Redis[bytes], addresses: Sequence[Address], mode: str, with_body: bool
-) -> list[tuple[dict[str, str] | None, set[bytes], set[bytes]]]:
-    """One pipeline for the note fields and both link sets of every address."""
+    client: aioredis.Redis[bytes],
+    workspace: str,
+    addresses: Sequence[Address],
+    mode: str,
+    with_body: bool,
+) -> tuple[Fetched, int]:
+    """One pipeline for the note fields and both link sets of every address, and the
+    workspace's change sequence number (the read's cursor)."""
     fields = FIELDS_BY_MODE[mode]
     if not with_body:
         fields = [f for f in fields if f != "body"]
@@ -53,8 +61,10 @@ async def _fetch(
         pipe.hmget(keys.note(address.workspace, address.member), fields)
         pipe.smembers(keys.links_out(address.workspace, address.member))
         pipe.smembers(keys.links_in(address.workspace, address.member))
+    pipe.get(keys.sequence(workspace))
     replies = await pipe.execute()
-    out: list[tuple[dict[str, str] | None, set[bytes], set[bytes]]] = []
+    cursor = int(replies.pop() or 0)
+    out: Fetched = []
     for i in range(len(addresses)):
         values, outgoing, incoming = replies[3 * i : 3 * i + 3]
         if values[0] is None:
@@ -71,7 +81,7 @@ async def _fetch(
             note = out[i][0]
             assert note is not None
             note["body"] = _text(content)
-    return out
+    return out, cursor
 
 
 def _filter_links(
@@ -87,15 +97,11 @@ def _filter_links(
     ]
 
 
-async def _cursor(client: aioredis.Redis[bytes], workspace: str) -> int:
-    return int(await client.get(keys.sequence(workspace)) or 0)
-
-
 def _budgeted(
     counter: TokenCounter,
     budget: int,
     addresses: Sequence[Address],
-    fetched: list[tuple[dict[str, str] | None, set[bytes], set[bytes]]],
+    fetched: Fetched,
     *,
     mode: Any,
     fields: Sequence[str],
@@ -147,10 +153,13 @@ async def get_state(
         raise InvalidArgument("mode=fields needs fields=[...]", argument="fields")
     budget = check_budget(budget_tokens)
     async with mapped_redis_errors():
-        fetched = await _fetch(
-            client, addresses, checked_mode, needs_body(checked_mode, checked_fields)
+        fetched, cursor = await _fetch(
+            client,
+            addresses[0].workspace,
+            addresses,
+            checked_mode,
+            needs_body(checked_mode, checked_fields),
         )
-        cursor = await _cursor(client, addresses[0].workspace)
     read = _budgeted(
         counter,
         budget,
@@ -209,10 +218,9 @@ async def list_keys(
             since=since,
         )
         addresses = [Address(workspace, t, p) for t, p, _ in members]
-        fetched = await _fetch(
-            client, addresses, "full" if checked_mode == "table" else checked_mode, False
+        fetched, now = await _fetch(
+            client, workspace, addresses, "full" if checked_mode == "table" else checked_mode, False
         )
-        now = await _cursor(client, workspace)
     if checked_mode == "table":
         response = _table_response(
             counter, budget, addresses, fetched, checked_fields, readable, workspace
@@ -350,7 +358,7 @@ def _table_response(
     counter: TokenCounter,
     budget: int,
     addresses: list[Address],
-    fetched: list[tuple[dict[str, str] | None, set[bytes], set[bytes]]],
+    fetched: Fetched,
     fields: Sequence[str],
     readable: Readable,
     workspace: str,

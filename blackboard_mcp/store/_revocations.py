@@ -1,12 +1,14 @@
 """Revoked token ids and subjects, in Redis so that every gateway sees a revocation at once.
 
-No local cache: each call costs one round trip (two EXISTS-like reads, pipelined).
+No local cache: a revocation must take effect on the very next call of every gateway. The
+check is queued on a pipeline (see ``_admission``) so it shares a round trip with the rate
+limit.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 
@@ -18,19 +20,39 @@ _SUBJECTS = "bbrv:subjects:"
 SUBJECT_MARK_SECONDS = 366 * 86400
 
 
+class TokenIdentity(Protocol):
+    """What revocation needs of a verified token."""
+
+    @property
+    def token_id(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def issued_at(self) -> float: ...
+
+
+def queue_revocation_check(pipe: Any, token: TokenIdentity) -> None:
+    """Queue the two reads that tell whether ``token`` is revoked (two replies)."""
+    pipe.exists(_TOKENS + token.token_id)
+    pipe.get(_SUBJECTS + token.subject)
+
+
+def revoked_from_replies(token: TokenIdentity, token_revoked: Any, subject_at: Any) -> bool:
+    if token_revoked:
+        return True
+    return subject_at is not None and float(subject_at) >= float(token.issued_at)
+
+
 class RedisRevocationList:
     def __init__(self, *, client: aioredis.Redis[bytes]) -> None:
         self._client = client
 
-    async def is_revoked(self, grant: Any) -> bool:
+    async def is_revoked(self, grant: TokenIdentity) -> bool:
         async with mapped_redis_errors():
             pipe = self._client.pipeline(transaction=False)
-            pipe.exists(_TOKENS + grant.token_id)
-            pipe.get(_SUBJECTS + grant.subject)
+            queue_revocation_check(pipe, grant)
             token_revoked, subject_at = await pipe.execute()
-        if token_revoked:
-            return True
-        return subject_at is not None and float(subject_at) >= float(grant.issued_at)
+        return revoked_from_replies(grant, token_revoked, subject_at)
 
     async def revoke_token(self, token_id: str, expires_at: float | None) -> None:
         # The entry can go when the token would have expired anyway.
