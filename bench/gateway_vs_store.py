@@ -1,8 +1,22 @@
-"""Calls/s and p50/p99 of update_state, get_state and search_keys: raw redis-py, the store
-directly, and through the gateway (MCP over HTTP), with 1 and 16 concurrent clients, in one
-run on one embedded Redis. Prints a table and the gateway/store ratio.
+"""What the gateway costs on top of the store: update_state, get_state and search_keys as raw
+redis-py, the store called directly, and through the gateway (MCP over HTTP) in both
+protocol eras, with 1 and 16 concurrent clients, in one run on one embedded Redis.
 
-    python bench/gateway_vs_store.py [--seconds 3] [--workers 1]
+    python bench/gateway_vs_store.py [--seconds 3] [--workers 1,2] [--clients 1,16]
+
+For each cell it prints calls/s, p50/p99 latency and the CPU spent per call by the process
+doing the work (the bench process for raw and store, the gateway's processes for the
+gateway), then the store/gateway ratios. "sdk floor" is the MCP SDK alone with the same
+transport settings and a tool that does nothing (bench/_sdk_floor_server.py): what any
+gateway built on the SDK pays per call before doing anything.
+Gateway clients send raw JSON-RPC ``tools/call``
+POSTs on kept-alive connections (the gateway is stateless, so no handshake is needed):
+``2025-06-18`` is a handshake-era client such as the TypeScript SDK, ``2026-07-28`` a
+single-exchange one such as the Python SDK's default.
+
+The load generator runs on the same two cores as the gateway and Redis. Calls/s therefore
+understate what the gateway does on a machine of its own; CPU per call does not depend on
+who else is running, and is the figure to compare.
 """
 
 from __future__ import annotations
@@ -16,11 +30,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import orjson
 import redis.asyncio as aioredis
+from _rawhttp import RawHttpConnection, process_tree_cpu_seconds
 
 from blackboard_mcp.auth import TokenIssuer, keys_from_settings
 from blackboard_mcp.settings import Settings
@@ -28,11 +44,21 @@ from blackboard_mcp.store import Board, EmbeddedRedis, free_port
 
 SECRET = "bench-secret-" + "y" * 40
 WS = "bench"
+BODY = "x" * 300
+ERAS = ("2025-06-18", "2026-07-28")
+
+Op = Callable[[int, int], Awaitable[object]]
 
 
-async def measure(
-    op: Callable[[int, int], Awaitable[object]], clients: int, seconds: float
-) -> tuple[float, float, float]:
+@dataclass
+class Cell:
+    rate: float
+    p50_ms: float
+    p99_ms: float
+    cpu_ms_per_call: float
+
+
+async def measure(op: Op, clients: int, seconds: float, cpu: Callable[[], float]) -> Cell:
     latencies: list[float] = []
     stop = time.perf_counter() + seconds
 
@@ -44,15 +70,48 @@ async def measure(
             latencies.append(time.perf_counter() - t0)
             i += 1
 
+    cpu0 = cpu()
     t0 = time.perf_counter()
     await asyncio.gather(*(client(c) for c in range(clients)))
     elapsed = time.perf_counter() - t0
+    spent = cpu() - cpu0
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    return len(latencies) / elapsed, statistics.median(latencies) * 1000, p99 * 1000
+    return Cell(
+        len(latencies) / elapsed,
+        statistics.median(latencies) * 1000,
+        p99 * 1000,
+        spent / len(latencies) * 1000,
+    )
 
 
-def start_gateway(redis_url: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+def wait_for_port(proc: subprocess.Popen[bytes], port: int) -> None:
+    import socket
+
+    for _ in range(300):
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("server did not start")
+
+
+def start_sdk_floor() -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    script = Path(__file__).with_name("_sdk_floor_server.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for_port(proc, port)
+    return proc, port
+
+
+def start_gateway(redis_url: str, workers: int) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     env = {
         **os.environ,
@@ -62,33 +121,90 @@ def start_gateway(redis_url: str, workers: int) -> tuple[subprocess.Popen[bytes]
         "BB_LOG_LEVEL": "WARNING",
         "BB_DATA_DIR": tempfile.mkdtemp(),
     }
+    command = [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "blackboard_mcp.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-        ],
+        [*command, "--workers", str(workers)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return proc, url
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc, port
         except httpx.HTTPError:
             time.sleep(0.1)
     proc.kill()
     raise SystemExit("gateway did not start")
 
 
-async def run(seconds: float, workers: int) -> None:
+class GatewayClients:
+    """One kept-alive connection per simulated client, speaking one protocol era."""
+
+    def __init__(self, port: int, token: str, era: str) -> None:
+        self._era = era
+        self._connections: dict[int, RawHttpConnection] = {}
+        self._port = port
+        self._headers = {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": era,
+        }
+
+    async def call(self, cid: int, tool: str, arguments: dict[str, object]) -> None:
+        connection = self._connections.get(cid)
+        if connection is None:
+            connection = RawHttpConnection("127.0.0.1", self._port, self._headers)
+            self._connections[cid] = connection
+        params: dict[str, object] = {"name": tool, "arguments": arguments}
+        extra = ""
+        if self._era == "2026-07-28":
+            params["_meta"] = {
+                "io.modelcontextprotocol/protocolVersion": self._era,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+            extra = f"Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\n"
+        body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+        status, reply = await connection.post("/mcp/", body, extra)
+        if status != 200 or orjson.loads(reply)["result"].get("isError"):
+            raise RuntimeError(reply[:300].decode(errors="replace"))
+
+    async def close(self) -> None:
+        for connection in self._connections.values():
+            await connection.close()
+        self._connections.clear()
+
+
+def issue_token() -> str:
+    signing, _ = keys_from_settings(Settings(jwt_secret=SECRET))
+    assert signing is not None
+    issuer = TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
+    return issuer.issue(
+        subject="bench",
+        workspace=WS,
+        read=["*"],
+        write=["*"],
+        capabilities=["board_read", "board_write"],
+        ttl_seconds=3600,
+    )
+
+
+def gateway_ops(gw: GatewayClients, tag: str) -> dict[str, Op]:
+    return {
+        "update_state": lambda c, i: gw.call(
+            c,
+            "update_state",
+            {"uri": f"bb://{WS}/{tag}/c{c}-{i % 50}", "digest": "bench note", "body": BODY},
+        ),
+        "get_state": lambda c, i: gw.call(
+            c, "get_state", {"uris": [f"bb://{WS}/seed/n{(c * 7 + i) % 200}"]}
+        ),
+        "search_keys": lambda c, i: gw.call(c, "search_keys", {"q": f"topic{i % 10}"}),
+    }
+
+
+async def run(seconds: float, worker_counts: list[int], client_counts: list[int]) -> None:
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
         client = aioredis.Redis.from_url(server.url, max_connections=64)
         board = Board(client=client)
@@ -98,112 +214,116 @@ async def run(seconds: float, workers: int) -> None:
                 author="b",
                 uri=f"bb://{WS}/seed/n{i}",
                 digest=f"seed note {i} about topic{i % 10}",
-                body="x" * 300,
+                body=BODY,
             )
-        proc, url = start_gateway(server.url, workers)
-        signing, _ = keys_from_settings(Settings(jwt_secret=SECRET))
-        assert signing is not None
-        token = TokenIssuer(
-            signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp"
-        ).issue(
-            subject="bench",
-            workspace=WS,
-            read=["*"],
-            write=["*"],
-            capabilities=["board_read", "board_write"],
-            ttl_seconds=3600,
-        )
-        http = httpx.AsyncClient(
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": "2025-06-18",
-            },
-            limits=httpx.Limits(max_connections=32),
-            timeout=30,
-        )
-
-        async def via_gateway(tool: str, args: dict[str, object]) -> None:
-            body = orjson.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "tools/call",
-                    "params": {"name": tool, "arguments": args},
-                }
-            )
-            response = await http.post(url + "/mcp/", content=body)
-            if response.status_code != 200 or response.json()["result"].get("isError"):
-                raise RuntimeError(response.text[:300])
-
-        ops: dict[str, dict[str, Callable[[int, int], Awaitable[object]]]] = {
+        token = issue_token()
+        paths: dict[str, dict[str, tuple[Op, Callable[[], float]]]] = {
             "update_state": {
-                "raw redis SET": lambda c, i: client.set(f"raw:{c}:{i % 50}", "x" * 300),
-                "store": lambda c, i: board.update_state(
-                    author="b",
-                    uri=f"bb://{WS}/w/c{c}-{i % 50}",
-                    digest="bench note",
-                    body="x" * 300,
+                "raw redis SET": (
+                    lambda c, i: client.set(f"raw:{c}:{i % 50}", BODY),
+                    time.process_time,
                 ),
-                "gateway": lambda c, i: via_gateway(
-                    "update_state",
-                    {
-                        "uri": f"bb://{WS}/g/c{c}-{i % 50}",
-                        "digest": "bench note",
-                        "body": "x" * 300,
-                    },
+                "store": (
+                    lambda c, i: board.update_state(
+                        author="b", uri=f"bb://{WS}/w/c{c}-{i % 50}", digest="bench", body=BODY
+                    ),
+                    time.process_time,
                 ),
             },
             "get_state": {
-                "raw redis GET": lambda c, i: client.get(f"raw:{c}:{i % 50}"),
-                "store": lambda c, i: board.get_state(uris=[f"bb://{WS}/seed/n{i % 200}"]),
-                "gateway": lambda c, i: via_gateway(
-                    "get_state", {"uris": [f"bb://{WS}/seed/n{i % 200}"]}
+                "raw redis GET": (
+                    lambda c, i: client.get(f"raw:{c}:{i % 50}"),
+                    time.process_time,
+                ),
+                "store": (
+                    lambda c, i: board.get_state(uris=[f"bb://{WS}/seed/n{(c * 7 + i) % 200}"]),
+                    time.process_time,
                 ),
             },
             "search_keys": {
-                "store": lambda c, i: board.search_keys(workspace=WS, q=f"topic{i % 10}"),
-                "gateway": lambda c, i: via_gateway("search_keys", {"q": f"topic{i % 10}"}),
+                "store": (
+                    lambda c, i: board.search_keys(workspace=WS, q=f"topic{i % 10}"),
+                    time.process_time,
+                ),
             },
         }
-        print(
-            f"gateway workers: {workers}; {seconds}s per cell; 2-core machine, load "
-            "generator in the same machine"
-        )
-        print(
-            f"{'tool':<13} {'path':<14} {'clients':>7} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8}"
-        )
-        ratios: list[str] = []
+        gateways: list[tuple[subprocess.Popen[bytes], GatewayClients]] = []
         try:
-            for tool, paths in ops.items():
-                for clients in (1, 16):
-                    rates: dict[str, float] = {}
-                    for path, op in paths.items():
-                        rate, p50, p99 = await measure(op, clients, seconds)
-                        rates[path] = rate
-                        print(
-                            f"{tool:<13} {path:<14} {clients:>7} {rate:>9.0f} {p50:>8.2f} "
-                            f"{p99:>8.2f}"
+            floor, floor_port = start_sdk_floor()
+            for era in ERAS:
+                gw = GatewayClients(floor_port, token, era)
+                gateways.append((floor, gw))
+                pid = floor.pid
+                for tool, op in gateway_ops(gw, "floor").items():
+                    if tool != "search_keys":
+                        paths[tool][f"sdk floor {era}"] = (
+                            op,
+                            lambda pid=pid: process_tree_cpu_seconds(pid),
                         )
-                    ratios.append(
-                        f"{tool} x{clients}: store/gateway = "
-                        f"{rates['store'] / rates['gateway']:.2f}x"
-                    )
+            for workers in worker_counts:
+                proc, port = start_gateway(server.url, workers)
+                for era in ERAS:
+                    gw = GatewayClients(port, token, era)
+                    gateways.append((proc, gw))
+                    name = f"gw {era} w{workers}"
+                    pid = proc.pid
+                    for tool, op in gateway_ops(gw, f"g{workers}{era[:4]}").items():
+                        paths[tool][name] = (op, lambda pid=pid: process_tree_cpu_seconds(pid))
+            print(
+                f"{seconds}s per cell; 2-core machine; load generator, gateway and Redis share it"
+            )
+            print(
+                f"{'tool':<13} {'path':<22} {'clients':>7} {'calls/s':>8} {'p50 ms':>7} "
+                f"{'p99 ms':>7} {'cpu ms/call':>11}"
+            )
+            ratios: list[str] = []
+            for tool, by_path in paths.items():
+                for clients in client_counts:
+                    cells: dict[str, Cell] = {}
+                    for path, (op, cpu) in by_path.items():
+                        await measure(op, clients, min(0.5, seconds), cpu)  # warm up
+                        cell = await measure(op, clients, seconds, cpu)
+                        cells[path] = cell
+                        # uvicorn drops connections idle for 5 s: start each cell afresh.
+                        for _, gw in gateways:
+                            await gw.close()
+                        print(
+                            f"{tool:<13} {path:<22} {clients:>7} {cell.rate:>8.0f} "
+                            f"{cell.p50_ms:>7.2f} {cell.p99_ms:>7.2f} "
+                            f"{cell.cpu_ms_per_call:>11.3f}"
+                        )
+                    store = cells["store"]
+                    for path, cell in cells.items():
+                        if not path.startswith(("raw", "store")):
+                            ratios.append(
+                                f"{tool:<13} x{clients:<3} {path:<22} store/gateway calls/s "
+                                f"{store.rate / cell.rate:5.2f}x   gateway/store cpu per call "
+                                f"{cell.cpu_ms_per_call / store.cpu_ms_per_call:5.2f}x"
+                            )
+            print()
+            print("\n".join(ratios))
         finally:
-            await http.aclose()
-            proc.terminate()
-            proc.wait()
+            for proc, gw in gateways:
+                await gw.close()
+                if proc.poll() is None:
+                    proc.terminate()
+                    proc.wait()
             await board.close()
-        print("\n".join(ratios))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", default="1", help="comma-separated worker counts")
+    parser.add_argument("--clients", default="1,16", help="comma-separated client counts")
     args = parser.parse_args()
-    asyncio.run(run(args.seconds, args.workers))
+    asyncio.run(
+        run(
+            args.seconds,
+            [int(w) for w in args.workers.split(",")],
+            [int(c) for c in args.clients.split(",")],
+        )
+    )
 
 
 if __name__ == "__main__":
