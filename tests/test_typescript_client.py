@@ -243,11 +243,10 @@ def test_link_state_supersedes_and_the_old_note_then_carries_a_warning(run: Run)
     assert read["cursor"] == 4
 
 
-def test_the_client_saw_no_transport_error_but_closing_its_idle_event_stream(run: Run) -> None:
-    # After initialize the SDK opens the optional GET event stream; the stateless gateway
-    # keeps it open (it could answer 405), so close() aborts it and the SDK reports that.
-    unexpected = [e for e in run.out["transportErrors"] if "AbortError" not in e["message"]]
-    assert unexpected == []
+def test_the_client_saw_no_transport_error(run: Run) -> None:
+    # After initialize the SDK asks for the optional GET event stream; the stateless gateway
+    # answers 405, which the SDK accepts quietly, so no idle stream is held or aborted.
+    assert run.out["transportErrors"] == []
 
 
 def test_without_a_token_the_sdk_surfaces_the_gateways_http_401(run: Run) -> None:
