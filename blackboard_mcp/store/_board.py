@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import redis
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from . import _keys as keys
 from ._index import ensure_index, index_ready
@@ -72,6 +75,13 @@ class Board:
             socket_connect_timeout=2.0,
             health_check_interval=15,
             max_connections=64,
+            # Pooled connections opened before a Redis restart are dead; without a retry each
+            # one failed a call with `unavailable` the first time it was picked, long after
+            # Redis was back. One retry on a fresh connection, for connection errors only
+            # (never timeouts, whose command may have run). A watched transaction is not
+            # retried by redis-py: it raises WatchError and run_transaction starts it over,
+            # reading again.
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
         )
         return cls(client=client, limits=limits)
 
