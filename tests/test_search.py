@@ -281,3 +281,19 @@ async def test_search_works_after_the_index_was_dropped(board: Board) -> None:
     # The index is rebuilt from the notes on the first search that misses it.
     response = await board.search_keys(workspace=WS, q="kafka", topic="t")
     assert isinstance(response["items"], list)
+
+
+@pytest.mark.parametrize("q", ["ismissing", "ISMISSING", "otter ismissing"])
+async def test_words_the_query_parser_reserves_are_searched_as_plain_words(
+    board: Board, q: str
+) -> None:
+    await note(board, "reserved", "The ismissing flag of otters.", "otter census")
+    await note(board, "other", "Nothing relevant.", "Only other words.")
+    response = await board.search_keys(workspace=WS, q=q)
+    assert found(response) == [uri("reserved")]
+
+
+async def test_stemming_still_applies_to_ordinary_words(board: Board) -> None:
+    await note(board, "runner", "She was running late.", "")
+    response = await board.search_keys(workspace=WS, q="runs")
+    assert found(response) == [uri("runner")]

@@ -7,6 +7,7 @@ text holds (``*``, ``@topic:{x}``, ``-``, ``|``, quotes, braces), it can only ad
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -23,6 +24,8 @@ from ._notes import require_text
 from ._redis_errors import mapped_redis_errors
 from ._tokencount import TokenCounter
 from ._views import Readable
+
+log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 10_000
 MAX_TERMS = 32
@@ -85,15 +88,38 @@ def query_terms(q: str) -> list[str]:
     return list(seen)
 
 
+# Words the query parser (dialect 2) reads as syntax even alone and in parentheses; found by
+# the property tests (RediSearch 2.10 added ismissing() and answers "Syntax error" to the
+# bare word). Quoted, they are plain words; other words stay unquoted, because a quoted word
+# is matched exactly and loses stemming ("runs" would no longer find "running").
+RESERVED_WORDS = frozenset(["ismissing"])
+
+
 def _tag(value: str) -> str:
     return _TAG_SPECIAL.sub(r"\\\1", value)
 
 
-def build_query(workspace: str, topics: list[str], terms: list[str]) -> str:
+def build_query(
+    workspace: str, topics: list[str], terms: list[str], *, quote_all: bool = False
+) -> str:
     """Filters first, then the words as alternatives; notes matching more words rank higher."""
     topic_filter = "|".join(_tag(t) for t in topics)
-    words = " | ".join(terms)
+    words = " | ".join(f'"{t}"' if quote_all or t in RESERVED_WORDS else t for t in terms)
     return f"@ws:{{{_tag(workspace)}}} @topic:{{{topic_filter}}} ({words})"
+
+
+def _query(
+    workspace: str, topics: list[str], terms: list[str], limit: int, quote_all: bool
+) -> Query:
+    query: Query = (
+        Query(build_query(workspace, topics, terms, quote_all=quote_all))  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+        .return_fields("uri", "digest")
+        .with_scores()
+        .paging(0, limit)
+        .scorer("BM25STD")
+        .dialect(2)
+    )
+    return query
 
 
 async def search_keys(
@@ -131,22 +157,21 @@ async def search_keys(
         cursor = int(await client.get(keys.sequence(workspace)) or 0)
         if not terms or not topics:
             return _envelope(counter, [], warnings, cursor)
-        query = (
-            Query(build_query(workspace, topics, terms))  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
-            .return_fields("uri", "digest")
-            .with_scores()
-            .paging(0, limit)
-            .scorer("BM25STD")
-            .dialect(2)
-        )
+        query = _query(workspace, topics, terms, limit, quote_all=False)
         try:
             result = await client.ft(keys.INDEX_NAME).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
         except ResponseError as exc:
-            if "no such index" not in str(exc).lower():
-                # Terms are plain words, so a syntax error here is our bug, not the caller's.
+            message = str(exc).lower()
+            if "syntax error" in message:
+                # A word this server's parser reserves that RESERVED_WORDS does not know yet
+                # (another RediSearch version): quoted, every word is plain text.
+                log.warning("search query refused by the parser, retrying quoted: %s", exc)
+                query = _query(workspace, topics, terms, limit, quote_all=True)
+            elif "no such index" in message:
+                # The index went away (a FLUSHALL, a new empty Redis): rebuild it and retry.
+                await ensure_index(client)
+            else:
                 raise Unavailable("the search index could not answer this query") from exc
-            # The index went away (a FLUSHALL, a new empty Redis): rebuild it and retry once.
-            await ensure_index(client)
             result = await client.ft(keys.INDEX_NAME).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
     items = [
         {"uri": doc.uri, "digest": doc.digest, "score": float(doc.score)} for doc in result.docs
