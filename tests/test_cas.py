@@ -6,9 +6,10 @@ import asyncio
 
 import pytest
 import redis.asyncio as aioredis
-from store_support import WS, snapshot, uri
+from store_support import WS, raw, snapshot, uri
 
 from blackboard_mcp.store import Board, Conflict
+from blackboard_mcp.store._keys import INDEX_NAME
 
 AUTHOR = "agent-1"
 
@@ -167,3 +168,23 @@ async def test_many_tasks_racing_on_one_version_exactly_one_wins(board: Board) -
     assert sum(isinstance(r, Conflict) for r in results) == 9
     item = await read_full(board, uri("n"))
     assert (item["version"], item["digest"]) == (2, wins[0]["digest"])
+
+
+def _indexed_documents(url: str) -> int:
+    """How many times the search index has (re)indexed a hash so far."""
+    client = raw(url)
+    try:
+        info = client.ft(INDEX_NAME).info()
+    finally:
+        client.close()
+    return int(info["max_doc_id"])
+
+
+async def test_each_write_indexes_its_note_once(board: Board, redis_url: str) -> None:
+    # The note, its sequence number and its times go in one HSET; each extra command on the
+    # hash would make the search index read and index the whole note again.
+    before = _indexed_documents(redis_url)
+    await board.update_state(author=AUTHOR, uri=uri("n"), digest="one", body="b", expect_version=0)
+    await board.update_state(author=AUTHOR, uri=uri("n"), digest="two", body="c", expect_version=1)
+    await board.update_state(author=AUTHOR, uri=uri("n"), digest="three", append=" more")
+    assert _indexed_documents(redis_url) - before == 3

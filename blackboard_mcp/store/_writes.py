@@ -123,7 +123,7 @@ async def write_note(
             blob_counts = [int(c or 0) for c in await pipe.hmget(refs_key, names)]
 
         version = old_version + 1
-        record: dict[str | bytes, bytes | float | int | str] = {
+        record: dict[str, bytes | float | int | str] = {
             "uri": write.address.uri,
             "ws": ws,
             "topic": write.address.topic,
@@ -154,7 +154,6 @@ async def write_note(
                 record["confidence"] = write.confidence
 
         pipe.multi()
-        pipe.hset(note_key, mapping=record)
         if new_blob != old_blob:
             if new_blob:
                 pipe.set(keys.blob(ws, new_blob), encoded, nx=True)
@@ -186,6 +185,8 @@ async def write_note(
             version=version,
             author=write.author,
             changelog_maxlen=limits.changelog_maxlen,
+            note_fields=record,
+            is_new=not old_version,
         )
 
         def finish(_replies: list[Any]) -> WriteResult:
