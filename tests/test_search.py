@@ -297,3 +297,16 @@ async def test_stemming_still_applies_to_ordinary_words(board: Board) -> None:
     await note(board, "runner", "She was running late.", "")
     response = await board.search_keys(workspace=WS, q="runs")
     assert found(response) == [uri("runner")]
+
+
+async def test_every_topic_search_finds_what_a_topic_filtered_one_does(board: Board) -> None:
+    # every_topic leaves the topic filter out of the query; an equivalent predicate keeps it.
+    await seed(board)
+    unfiltered = await board.search_keys(workspace=WS, q="kafka", limit=50)
+    filtered = await board.search_keys(
+        workspace=WS, q="kafka", limit=50, readable=lambda _topic: True
+    )
+    assert sorted(found(unfiltered)) == sorted(found(filtered))
+    assert sorted(found(unfiltered)) == sorted(
+        [uri("in-digest"), uri("in-body"), uri("hidden", topic="secret")]
+    )

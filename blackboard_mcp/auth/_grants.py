@@ -20,6 +20,10 @@ class Grant:
     issued_at: float
     expires_at: float
 
+    @property
+    def reads_every_topic(self) -> bool:
+        return "*" in self.read_topics
+
     def can_read(self, topic: str) -> bool:
         return any(topic_matches(p, topic) for p in self.read_topics)
 

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blackboard_mcp.auth import Grant
-from blackboard_mcp.store import Board, InvalidArgument, is_valid_name, parse_address
+from blackboard_mcp.store import (
+    Board,
+    InvalidArgument,
+    Readable,
+    every_topic,
+    is_valid_name,
+    parse_address,
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,11 @@ def _required(args: Mapping[str, Any], *names: str) -> dict[str, Any]:
     return {**dict.fromkeys(names), **args}
 
 
+def _readable(grant: Grant) -> Readable:
+    # The store recognises this very predicate and searches without a topic filter.
+    return every_topic if grant.reads_every_topic else grant.can_read
+
+
 Handler = Callable[[Board, Grant, Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
 
 
@@ -100,7 +112,7 @@ async def list_keys(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapp
 
 async def search_keys(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
     return await board.search_keys(
-        workspace=grant.workspace, readable=grant.can_read, **_required(args, "q")
+        workspace=grant.workspace, readable=_readable(grant), **_required(args, "q")
     )
 
 

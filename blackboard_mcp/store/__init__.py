@@ -19,6 +19,7 @@ from ._links import RELATIONS
 from ._ratelimit import RedisRateLimiter
 from ._revocations import RedisRevocationList
 from ._tokencount import TiktokenCounter, TokenCounter
+from ._views import Readable, every_topic
 
 __all__ = [
     "CATCH_UP_PATH",
@@ -34,6 +35,7 @@ __all__ = [
     "EmbeddedRedisError",
     "InvalidArgument",
     "NotFound",
+    "Readable",
     "RedisAuditLog",
     "RedisCallAdmission",
     "RedisRateLimiter",
@@ -44,6 +46,7 @@ __all__ = [
     "TooLarge",
     "Unavailable",
     "catch_up_address",
+    "every_topic",
     "find_binaries",
     "free_port",
     "is_valid_name",

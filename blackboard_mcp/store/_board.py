@@ -21,14 +21,10 @@ from ._redis_errors import mapped_redis_errors
 from ._search import search_keys
 from ._source import summarize_source
 from ._tokencount import TiktokenCounter, TokenCounter
-from ._views import Readable
+from ._views import Readable, every_topic
 from ._writes import WriteLimits, WriteResult, write_note
 
 log = logging.getLogger(__name__)
-
-
-def _everything(_topic: str) -> bool:
-    return True
 
 
 @dataclass(frozen=True)
@@ -197,7 +193,7 @@ class Board:
         mode: object = None,
         fields: object = None,
         budget_tokens: object = None,
-        readable: Readable = _everything,
+        readable: Readable = every_topic,
     ) -> dict[str, Any]:
         return await get_state(
             self._client,
@@ -221,7 +217,7 @@ class Board:
         fields: object = None,
         budget_tokens: object = None,
         cursor: object = None,
-        readable: Readable = _everything,
+        readable: Readable = every_topic,
     ) -> dict[str, Any]:
         return await list_keys(
             self._client,
@@ -245,7 +241,7 @@ class Board:
         q: object,
         topic: object = None,
         limit: object = None,
-        readable: Readable = _everything,
+        readable: Readable = every_topic,
     ) -> dict[str, Any]:
         return await search_keys(
             self._client,

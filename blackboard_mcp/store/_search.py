@@ -23,7 +23,7 @@ from ._index import ensure_index
 from ._notes import require_text
 from ._redis_errors import mapped_redis_errors
 from ._tokencount import TokenCounter
-from ._views import Readable
+from ._views import Readable, every_topic
 
 log = logging.getLogger(__name__)
 
@@ -100,16 +100,21 @@ def _tag(value: str) -> str:
 
 
 def build_query(
-    workspace: str, topics: list[str], terms: list[str], *, quote_all: bool = False
+    workspace: str, topics: list[str] | None, terms: list[str], *, quote_all: bool = False
 ) -> str:
-    """Filters first, then the words as alternatives; notes matching more words rank higher."""
-    topic_filter = "|".join(_tag(t) for t in topics)
+    """Filters first, then the words as alternatives; notes matching more words rank higher.
+
+    ``topics=None`` searches every topic of the workspace (a caller who may read them all).
+    """
     words = " | ".join(f'"{t}"' if quote_all or t in RESERVED_WORDS else t for t in terms)
+    if topics is None:
+        return f"@ws:{{{_tag(workspace)}}} ({words})"
+    topic_filter = "|".join(_tag(t) for t in topics)
     return f"@ws:{{{_tag(workspace)}}} @topic:{{{topic_filter}}} ({words})"
 
 
 def _query(
-    workspace: str, topics: list[str], terms: list[str], limit: int, quote_all: bool
+    workspace: str, topics: list[str] | None, terms: list[str], limit: int, quote_all: bool
 ) -> Query:
     query: Query = (
         Query(build_query(workspace, topics, terms, quote_all=quote_all))  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
@@ -145,17 +150,26 @@ async def search_keys(
         )
     terms = query_terms(text)
     warnings: list[str] = []
+    if not terms:
+        warnings.append("q has no searchable words; nothing was searched")
     async with mapped_redis_errors():
+        pipe = client.pipeline(transaction=False)
+        pipe.get(keys.sequence(workspace))
+        topics: list[str] | None
         if topic is not None:
             # Scopes were checked by the gateway; the predicate is applied here as well.
             topics = [t for t in [validate_name(topic, "topic")] if readable(t)]
+            [sequence] = await pipe.execute()
+        elif readable is every_topic:
+            # Nothing to leave out: no topic filter, which would double the query's cost.
+            topics = None
+            [sequence] = await pipe.execute()
         else:
-            known = await client.smembers(keys.topics(workspace))
+            pipe.smembers(keys.topics(workspace))
+            sequence, known = await pipe.execute()
             topics = sorted(t for t in (k.decode() for k in known) if readable(t))
-        if not terms:
-            warnings.append("q has no searchable words; nothing was searched")
-        cursor = int(await client.get(keys.sequence(workspace)) or 0)
-        if not terms or not topics:
+        cursor = int(sequence or 0)
+        if not terms or topics == []:
             return _envelope(counter, [], warnings, cursor)
         query = _query(workspace, topics, terms, limit, quote_all=False)
         try:

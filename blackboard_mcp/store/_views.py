@@ -60,6 +60,15 @@ FIELDS_BY_MODE: dict[str, list[str]] = {
 Readable = Callable[[str], bool]
 
 
+def every_topic(_topic: str) -> bool:
+    """The ``Readable`` of a caller who may read every topic of the workspace.
+
+    Pass this very function (not an equivalent one) and search leaves its topic filter out
+    of the query, which halves the cost of a search that matches many notes.
+    """
+    return True
+
+
 def check_mode(value: object, allowed: Sequence[Mode]) -> Mode:
     if value is None:
         return "digest"
