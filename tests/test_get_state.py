@@ -354,3 +354,36 @@ async def test_links_and_warnings_into_unreadable_topics_are_hidden(board: Board
     )
     assert fields["items"][0]["links"] == []
     assert "warnings" not in fields
+
+
+async def test_sources_in_topics_the_reader_may_not_read_are_counted_not_named(
+    board: Board,
+) -> None:
+    await board.update_state(author=AUTHOR, uri=uri("plan", topic="vault"), digest="d", body="b")
+    await board.update_state(author=AUTHOR, uri=uri("open", topic="pub"), digest="d", body="b")
+    await board.update_state(
+        author=AUTHOR,
+        uri=uri("summary", topic="pub"),
+        digest="A summary.",
+        body="text",
+        sources=[uri("plan", topic="vault"), uri("open", topic="pub")],
+    )
+    everything = await board.get_state(uris=[uri("summary", topic="pub")], mode="full")
+    assert everything["items"][0]["sources"] == [
+        uri("plan", topic="vault"),
+        uri("open", topic="pub"),
+    ]
+    assert "sources_hidden" not in everything["items"][0]
+
+    for mode, fields in (("full", None), ("fields", ["sources"])):
+        response = await board.get_state(
+            uris=[uri("summary", topic="pub")],
+            mode=mode,
+            fields=fields,
+            readable=lambda t: t == "pub",
+        )
+        [item] = response["items"]
+        assert item["sources"] == [uri("open", topic="pub")]
+        assert "vault" not in orjson.dumps(response).decode()
+        if mode == "full":
+            assert item["sources_hidden"] == 1

@@ -122,6 +122,7 @@ def _budgeted(
             body=note.get("body", ""),
             links=links,
             warnings=read.warnings,
+            readable=readable,
         )
         read.offer(candidate, ENVELOPE_RESERVE)
     return read

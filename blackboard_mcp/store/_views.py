@@ -108,6 +108,7 @@ def build_candidate(
     body: str,
     links: list[dict[str, str]],
     warnings: list[str],
+    readable: Readable,
 ) -> Candidate:
     """The item for one note in ``mode``; ``body`` is the full content if the mode needs it."""
     uri = note["uri"]
@@ -132,12 +133,12 @@ def build_candidate(
         item["table"] = body
         return Candidate(uri, item, "table", body_tokens)
     if mode == "full":
-        item.update(_metadata(note, links))
+        item.update(_metadata(note, links, readable))
         key = "table" if is_table else "body"
         item[key] = body
         return Candidate(uri, item, key, body_tokens)
     # mode == "fields"
-    metadata = _metadata(note, links)
+    metadata = _metadata(note, links, readable)
     columns = [f for f in fields if f not in METADATA_FIELDS]
     for name in fields:
         if name in METADATA_FIELDS:
@@ -158,7 +159,14 @@ def build_candidate(
     return Candidate(uri, item)
 
 
-def _metadata(note: dict[str, str], links: list[dict[str, str]]) -> dict[str, Any]:
+def _topic_of(uri: str) -> str:
+    # Stored sources are validated addresses: bb://<workspace>/<topic>/<path>.
+    return uri.split("/", 4)[3]
+
+
+def _metadata(
+    note: dict[str, str], links: list[dict[str, str]], readable: Readable
+) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "kind": note["kind"],
         "author": note.get("author", ""),
@@ -168,8 +176,13 @@ def _metadata(note: dict[str, str], links: list[dict[str, str]]) -> dict[str, An
         "seq": int(note.get("seq") or 0),
     }
     sources = orjson.loads(note["sources"]) if note.get("sources") else []
-    if sources:
-        meta["sources"] = sources
+    # A source in a topic the reader may not read would leak that note's name; the reader
+    # learns only that such sources exist.
+    shown = [s for s in sources if readable(_topic_of(s))]
+    if shown:
+        meta["sources"] = shown
+    if len(shown) < len(sources):
+        meta["sources_hidden"] = len(sources) - len(shown)
     if links:
         meta["links"] = links
     if note.get("confidence"):
