@@ -387,3 +387,16 @@ async def test_sources_in_topics_the_reader_may_not_read_are_counted_not_named(
         assert "vault" not in orjson.dumps(response).decode()
         if mode == "full":
             assert item["sources_hidden"] == 1
+
+
+async def test_missing_uris_count_against_the_budget_like_any_item(board: Board) -> None:
+    missing = [uri(f"gone-{i}") for i in range(30)]
+    response = await board.get_state(uris=missing, budget_tokens=100)
+    shown = [item["uri"] for item in response["items"]]
+    assert all(item["error"] == "not_found" for item in response["items"])
+    assert shown + response["omitted_uris"] == missing
+    assert 0 < len(shown) < 30
+    assert response["truncated"] is True and response["omitted"] == 30 - len(shown)
+    generous = await board.get_state(uris=missing, budget_tokens=5000)
+    assert [item["uri"] for item in generous["items"]] == missing
+    assert generous["truncated"] is False

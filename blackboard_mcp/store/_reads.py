@@ -10,7 +10,7 @@ import redis.asyncio as aioredis
 
 from . import _keys as keys
 from ._addresses import Address, parse_address, validate_name
-from ._budget import ENVELOPE_RESERVE, BudgetedRead, check_budget
+from ._budget import ENVELOPE_RESERVE, BudgetedRead, Candidate, check_budget
 from ._errors import InvalidArgument
 from ._links import decode_links, link_warnings
 from ._notes import KINDS
@@ -110,8 +110,10 @@ def _budgeted(
     read = BudgetedRead(budget=budget, counter=counter)
     for address, (note, outgoing, incoming) in zip(addresses, fetched, strict=True):
         if note is None:
-            read.items.append({"uri": address.uri, "error": "not_found"})
-            read.spent += counter.count(address.uri) + 8
+            # Reported per uri, and under the budget like any other item.
+            read.offer(
+                Candidate(address.uri, {"uri": address.uri, "error": "not_found"}), ENVELOPE_RESERVE
+            )
             continue
         links = _filter_links(address.workspace, outgoing, incoming, readable)
         read.warnings.extend(link_warnings(address.uri, links))
