@@ -40,7 +40,6 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Sequence
@@ -50,21 +49,18 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 import httpx2
+from _gateway_process import bench_issuer, bench_token, start_gateway
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from pydantic import SecretStr
 
-from blackboard_mcp.auth import TokenIssuer, keys_from_settings
-from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import EmbeddedRedis, free_port
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import EmbeddedRedis
 
 REFERENCE_PACKAGE = "@modelcontextprotocol/server-memory"
 REFERENCE_VERSION = "2026.8.31"
 DEFAULT_CACHE = Path(__file__).resolve().parent / "out" / "reference"
-SECRET = "compare-secret-" + "z" * 40
 WS = "cmp"
 COUNTER = "shared-counter"
 COUNT_RE = re.compile(r"^count=(\d+)$")
@@ -208,57 +204,8 @@ def file_entities(memory_file: Path) -> tuple[dict[str, list[str]], int]:
 # --- blackboard-mcp: gateway and tokens ---------------------------------------------------------
 
 
-def start_gateway(
-    redis_url: str, workers: int, data_dir: Path
-) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "BB_REDIS_URL": redis_url,
-        "BB_JWT_SECRET": SECRET,
-        # The reference has no rate limit; the gateway's default (6,000 calls/min per agent)
-        # would throttle the busiest writers, so it is off here.
-        "BB_RATE_LIMIT_PER_MINUTE": "0",
-        "BB_LOG_LEVEL": "WARNING",
-        "BB_DATA_DIR": str(data_dir),
-    }
-    command = [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)]
-    proc = subprocess.Popen(
-        [*command, "--workers", str(workers)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit("the gateway exited during start")
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return proc, url + "/mcp/"
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("the gateway did not start")
-
-
-def token_issuer() -> TokenIssuer:
-    signing, _ = keys_from_settings(Settings(jwt_secret=SecretStr(SECRET)))
-    assert signing is not None
-    return TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
-
-
-def agent_token(issuer: TokenIssuer, subject: str) -> str:
-    return issuer.issue(
-        subject=subject,
-        workspace=WS,
-        read=["*"],
-        write=["*"],
-        capabilities=["board_read", "board_write"],
-        ttl_seconds=6 * 3600,
-    )
+def writer_token(issuer: TokenIssuer, i: int) -> str:
+    return bench_token(workspace=WS, subject=f"writer-{i}", issuer=issuer)
 
 
 # --- both boards through the SDK client ---------------------------------------------------------
@@ -541,12 +488,18 @@ def facts_scenario(
     )
 
     jobs = [
-        WriterJob(Blackboard(bb_url, agent_token(issuer, f"writer-{i}")), "facts", i, w, space)
+        WriterJob(
+            Blackboard(bb_url, bench_token(workspace=WS, subject=f"writer-{i}", issuer=issuer)),
+            "facts",
+            i,
+            w,
+            space,
+        )
         for i in range(n)
     ]
     results, seconds = run_writers(jobs)
     acked, errors, _, first = summarise(results)
-    reader = Blackboard(bb_url, agent_token(issuer, "reader"))
+    reader = Blackboard(bb_url, bench_token(workspace=WS, subject="reader", issuer=issuer))
     uris = [fact_uri(space, i, j) for i in range(n) for j in range(w)]
     present = asyncio.run(blackboard_present(reader, uris))
     rows.append(WriteRow("blackboard", n, n * w, acked, present, None, errors, seconds, first))
@@ -610,11 +563,17 @@ def counter_scenario(
         note += "; " + first
     rows.append(CounterRow("reference", n, n * k, acked, final, errors, retries, seconds, note))
 
-    reader = Blackboard(bb_url, agent_token(issuer, "reader"))
+    reader = Blackboard(bb_url, bench_token(workspace=WS, subject="reader", issuer=issuer))
     uri = counter_uri(space)
     asyncio.run(blackboard_counter(reader, uri, 0))
     jobs = [
-        WriterJob(Blackboard(bb_url, agent_token(issuer, f"writer-{i}")), "counter", i, k, space)
+        WriterJob(
+            Blackboard(bb_url, bench_token(workspace=WS, subject=f"writer-{i}", issuer=issuer)),
+            "counter",
+            i,
+            k,
+            space,
+        )
         for i in range(n)
     ]
     results, seconds = run_writers(jobs)
@@ -642,7 +601,7 @@ async def latency_scenario(
 ) -> tuple[list[LatencyRow], int]:
     space = "lat"
     target = Reference(ref.node, ref.script, str(work / "latency.jsonl"))
-    board = Blackboard(bb_url, agent_token(issuer, "latency"))
+    board = Blackboard(bb_url, bench_token(workspace=WS, subject="latency", issuer=issuer))
     names = [f"fact-{i:04d}" for i in range(facts)]
     uris = [f"bb://{WS}/{space}/fact-{i:04d}" for i in range(facts)]
     async with connect(target) as rc, connect(board) as bc:
@@ -837,9 +796,12 @@ def main() -> None:
         work = Path(tmp)
         (work / "ref").mkdir()
         with EmbeddedRedis(data_dir=work / "redis") as redis_server:
-            proc, bb_url = start_gateway(redis_server.url, args.gateway_workers, work / "gw")
+            proc, port = start_gateway(
+                redis_server.url, workers=args.gateway_workers, data_dir=work / "gw"
+            )
+            bb_url = f"http://127.0.0.1:{port}/mcp/"
             try:
-                issuer = token_issuer()
+                issuer = bench_issuer()
                 ref = Reference(node, script, "")
                 writes: list[WriteRow] = []
                 counters: list[CounterRow] = []

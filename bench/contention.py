@@ -55,6 +55,7 @@ from typing import Literal, Protocol
 import httpx
 import orjson
 import redis.asyncio as aioredis
+from _gateway_process import bench_token, start_gateway
 
 from blackboard_mcp.store import (
     Board,
@@ -62,7 +63,6 @@ from blackboard_mcp.store import (
     Contended,
     EmbeddedRedis,
     TiktokenCounter,
-    free_port,
 )
 
 WORKSPACE = "contention"
@@ -70,7 +70,6 @@ DIGEST = "A counter that every agent increments."
 SCENARIOS: dict[str, int | None] = {"hot": 1, "spread": None}  # None: --notes
 BARRIER_TIMEOUT = 120.0
 RESULT_TIMEOUT = 120.0
-SECRET = "bench-secret-" + "c" * 40
 DEFAULT_PLOT = Path(__file__).resolve().parent / "plots" / "contention.png"
 
 Via = Literal["store", "gateway"]
@@ -561,48 +560,6 @@ def plot(cells: Sequence[Cell], path: Path, title: str) -> None:
     plt.close(figure)
 
 
-def start_gateway(redis_url: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "BB_REDIS_URL": redis_url,
-        "BB_JWT_SECRET": SECRET,
-        "BB_RATE_LIMIT_PER_MINUTE": "0",
-        "BB_LOG_LEVEL": "WARNING",
-        "BB_DATA_DIR": tempfile.mkdtemp(),
-    }
-    command = [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("the gateway did not start")
-
-
-def gateway_token() -> str:
-    from pydantic import SecretStr
-
-    from blackboard_mcp.auth import TokenIssuer, keys_from_settings
-    from blackboard_mcp.settings import Settings
-
-    signing, _ = keys_from_settings(Settings(jwt_secret=SecretStr(SECRET)))
-    assert signing is not None
-    issuer = TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
-    return issuer.issue(
-        subject="bench-agent",
-        workspace=WORKSPACE,
-        read=["*"],
-        write=["*"],
-        capabilities=["board_read", "board_write"],
-        ttl_seconds=3600,
-    )
-
-
 async def run(args: argparse.Namespace) -> int:
     counts: list[int] = args.processes
     cells: list[Cell] = []
@@ -612,8 +569,11 @@ async def run(args: argparse.Namespace) -> int:
         gateway: subprocess.Popen[bytes] | None = None
         target = Target(via="store", redis_url=server.url)
         if args.via == "gateway":
-            gateway, url = start_gateway(server.url)
-            target = Target("gateway", server.url, gateway_url=url, token=gateway_token())
+            gateway, port = start_gateway(server.url)
+            url = f"http://127.0.0.1:{port}"
+            target = Target(
+                "gateway", server.url, gateway_url=url, token=bench_token(workspace=WORKSPACE)
+            )
         t0 = time.perf_counter()
         pool = Pool.start(max(counts), counts, target, args.start_method)
         print(

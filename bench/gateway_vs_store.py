@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import functools
 import statistics
 import subprocess
 import sys
@@ -33,16 +33,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import orjson
 import redis.asyncio as aioredis
+from _gateway_process import bench_token, start_gateway
 from _rawhttp import RawHttpConnection, process_tree_cpu_seconds
 
-from blackboard_mcp.auth import TokenIssuer, keys_from_settings
-from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import Board, EmbeddedRedis, free_port
 
-SECRET = "bench-secret-" + "y" * 40
 WS = "bench"
 BODY = "x" * 300
 ERAS = ("2025-06-18", "2026-07-28")
@@ -111,33 +108,6 @@ def start_sdk_floor() -> tuple[subprocess.Popen[bytes], int]:
     return proc, port
 
 
-def start_gateway(redis_url: str, workers: int) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "BB_REDIS_URL": redis_url,
-        "BB_JWT_SECRET": SECRET,
-        "BB_RATE_LIMIT_PER_MINUTE": "0",
-        "BB_LOG_LEVEL": "WARNING",
-        "BB_DATA_DIR": tempfile.mkdtemp(),
-    }
-    command = [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)]
-    proc = subprocess.Popen(
-        [*command, "--workers", str(workers)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _ in range(300):
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc, port
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("gateway did not start")
-
-
 class GatewayClients:
     """One kept-alive connection per simulated client, speaking one protocol era."""
 
@@ -176,20 +146,6 @@ class GatewayClients:
         self._connections.clear()
 
 
-def issue_token() -> str:
-    signing, _ = keys_from_settings(Settings(jwt_secret=SECRET))
-    assert signing is not None
-    issuer = TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
-    return issuer.issue(
-        subject="bench",
-        workspace=WS,
-        read=["*"],
-        write=["*"],
-        capabilities=["board_read", "board_write"],
-        ttl_seconds=3600,
-    )
-
-
 def gateway_ops(gw: GatewayClients, tag: str) -> dict[str, Op]:
     return {
         "update_state": lambda c, i: gw.call(
@@ -216,7 +172,7 @@ async def run(seconds: float, worker_counts: list[int], client_counts: list[int]
                 digest=f"seed note {i} about topic{i % 10}",
                 body=BODY,
             )
-        token = issue_token()
+        token = bench_token(workspace=WS)
         paths: dict[str, dict[str, tuple[Op, Callable[[], float]]]] = {
             "update_state": {
                 "raw redis SET": (
@@ -258,17 +214,17 @@ async def run(seconds: float, worker_counts: list[int], client_counts: list[int]
                     if tool != "search_keys":
                         paths[tool][f"sdk floor {era}"] = (
                             op,
-                            lambda pid=pid: process_tree_cpu_seconds(pid),
+                            functools.partial(process_tree_cpu_seconds, pid),
                         )
             for workers in worker_counts:
-                proc, port = start_gateway(server.url, workers)
+                proc, port = start_gateway(server.url, workers=workers)
                 for era in ERAS:
                     gw = GatewayClients(port, token, era)
                     gateways.append((proc, gw))
                     name = f"gw {era} w{workers}"
                     pid = proc.pid
                     for tool, op in gateway_ops(gw, f"g{workers}{era[:4]}").items():
-                        paths[tool][name] = (op, lambda pid=pid: process_tree_cpu_seconds(pid))
+                        paths[tool][name] = (op, functools.partial(process_tree_cpu_seconds, pid))
             print(
                 f"{seconds}s per cell; 2-core machine; load generator, gateway and Redis share it"
             )

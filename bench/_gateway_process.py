@@ -1,0 +1,84 @@
+"""A `blackboard-mcp serve` process for a benchmark, and tokens it accepts.
+
+Every bench that goes through the gateway starts it the same way: on a free port, against
+the bench's own Redis, with the rate limit off (a bench is one subject making thousands of
+calls a minute) and a signing secret known to the bench.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+from pydantic import SecretStr
+
+from blackboard_mcp.auth import TokenIssuer, keys_from_settings
+from blackboard_mcp.settings import Settings
+from blackboard_mcp.store import free_port
+
+BENCH_SECRET = "bench-secret-" + "b" * 40
+
+
+def start_gateway(
+    redis_url: str, *, workers: int = 1, data_dir: Path | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the gateway and wait until /healthz answers; returns the process and its port."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "BB_REDIS_URL": redis_url,
+        "BB_JWT_SECRET": BENCH_SECRET,
+        "BB_RATE_LIMIT_PER_MINUTE": "0",
+        "BB_LOG_LEVEL": "WARNING",
+        "BB_DATA_DIR": str(data_dir or tempfile.mkdtemp()),
+    }
+    command = [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)]
+    proc = subprocess.Popen(
+        [*command, "--workers", str(workers)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("the gateway exited during start")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc, port
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("the gateway did not start")
+
+
+def bench_issuer() -> TokenIssuer:
+    signing, _ = keys_from_settings(Settings(jwt_secret=SecretStr(BENCH_SECRET)))
+    assert signing is not None
+    return TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
+
+
+def bench_token(
+    *,
+    workspace: str,
+    subject: str = "bench",
+    capabilities: Sequence[str] = ("board_read", "board_write"),
+    ttl_seconds: int = 6 * 3600,
+    issuer: TokenIssuer | None = None,
+) -> str:
+    """A token for every topic of ``workspace``."""
+    return (issuer or bench_issuer()).issue(
+        subject=subject,
+        workspace=workspace,
+        read=["*"],
+        write=["*"],
+        capabilities=list(capabilities),
+        ttl_seconds=ttl_seconds,
+    )
