@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from ._errors import InvalidArgument
-from ._tokencount import TokenCounter
+from ._tokencount import TokenCounter, count_as_json_string
 
 MIN_BUDGET = 16
 MAX_BUDGET = 100_000
@@ -96,8 +96,13 @@ class BudgetedRead:
             self.truncated = True
             self.omitted_uris.append(candidate.uri)
             return
-        head = clean_cut(text, room - small_cost, self.counter)
-        shown = self.counter.count(head)
+        limit = room - small_cost
+        head = clean_cut(text, limit, self.counter)
+        shown = count_as_json_string(self.counter, head)
+        if shown > limit:
+            # Escapes (newlines, tabs, quotes) cost more than the raw text the cut measured.
+            head = clean_cut(text, 2 * limit - shown, self.counter)
+            shown = count_as_json_string(self.counter, head)
         item = dict(candidate.item)
         item[candidate.big_field] = head
         item["cut"] = {"shown_tokens": shown, "total_tokens": candidate.big_tokens}

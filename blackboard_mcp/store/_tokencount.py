@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Protocol
 
+import orjson
+
 
 class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
@@ -43,6 +45,15 @@ class TiktokenCounter:
         if len(tokens) <= max_tokens:
             return text
         return str(self._encoding.decode(tokens[: max(0, max_tokens)]))
+
+
+def count_as_json_string(counter: TokenCounter, text: str) -> int:
+    """Tokens of ``text`` as a read returns it: inside a JSON string, escapes and all.
+
+    A table's tabs and newlines, or a body's quotes, cost more tokens escaped (``\t``,
+    ``\n``, ``\"``) than raw; counting the raw text under-reported what a read costs.
+    """
+    return counter.count(orjson.dumps(text).decode()[1:-1])
 
 
 @functools.cache

@@ -15,7 +15,7 @@ from . import _keys as keys
 from ._commit import queue_commit
 from ._errors import Conflict, InvalidArgument, TooLarge
 from ._notes import NoteWrite
-from ._tokencount import TokenCounter
+from ._tokencount import TokenCounter, count_as_json_string
 from ._tx import run_transaction
 
 # An offloaded body keeps this much of its text beside the note for the search index, so
@@ -65,7 +65,7 @@ async def write_note(
     # Token counting happens once here, outside the transaction, except for appends whose
     # final text depends on what is stored.
     fixed_text = _fixed_content(write)
-    fixed_tokens = counter.count(fixed_text) if fixed_text is not None else 0
+    fixed_tokens = count_as_json_string(counter, fixed_text) if fixed_text is not None else 0
 
     async def body(pipe: Pipeline[bytes]) -> Callable[[list[Any]], WriteResult]:
         old = await pipe.hmget(note_key, ["version", "digest", "blob", "kind"])
@@ -104,7 +104,7 @@ async def write_note(
                     argument="append",
                     hint="start a new note and link it with link_state(rel='part_of')",
                 )
-            content_tokens = counter.count(content)
+            content_tokens = count_as_json_string(counter, content)
             kind = "text" if not old_version else old_kind
         else:
             content = fixed_text or ""
