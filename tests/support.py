@@ -43,7 +43,11 @@ class GatewayProcess:
 
 
 def start_gateway(
-    redis_url: str, workdir: Path, *, extra_env: dict[str, str] | None = None
+    redis_url: str,
+    workdir: Path,
+    *,
+    extra_env: dict[str, str] | None = None,
+    workers: int = 1,
 ) -> GatewayProcess:
     port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -60,7 +64,16 @@ def start_gateway(
     log_path = workdir / f"gateway-{port}.log"
     log_file = log_path.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "blackboard_mcp.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+        ],
         env=env,
         stdout=log_file,
         stderr=subprocess.STDOUT,

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.store import EmbeddedRedis, free_port
 
 
 async def test_all_five_tools_round_trip_through_the_gateway(
@@ -372,3 +378,63 @@ async def test_both_protocol_eras_are_served_by_the_same_endpoint(
         result = stale.json()["result"]
         assert result["isError"] is True
         assert result["structuredContent"]["error"]["code"] == "conflict"
+
+
+@pytest.mark.slow
+async def test_several_workers_serve_one_board_with_no_session_affinity(
+    redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str, tmp_path: Path
+) -> None:
+    gateway = start_gateway(redis_server.url, tmp_path / "gw", workers=2)
+    token = agent_token(issuer, workspace)
+    uri = f"bb://{workspace}/workers/counter"
+    try:
+        # Fresh connections each time, so the kernel spreads them over both workers.
+        for version in range(1, 13):
+            async with mcp_client(gateway.mcp_url, token) as client:
+                err, body = await call(
+                    client,
+                    "update_state",
+                    uri=uri,
+                    digest=f"count {version}",
+                    body=str(version),
+                    expect_version=version - 1,
+                )
+                assert not err and body["version"] == version, body
+        async with mcp_client(gateway.mcp_url, token) as client:
+            err, body = await call(client, "get_state", uris=[uri], mode="full")
+        assert not err and body["items"][0]["body"] == "12"
+        async with httpx.AsyncClient() as http:
+            metrics = (await http.get(gateway.url + "/metrics")).text
+        assert "bb_tool_calls_total" in metrics
+    finally:
+        stop_gateway(gateway)
+
+
+async def test_the_health_command_reports_the_board_and_fails_when_redis_is_gone(
+    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace)
+    async with mcp_client(gateway.mcp_url, token) as client:
+        for n in range(3):
+            await call(client, "update_state", uri=f"bb://{workspace}/h/n{n}", digest="d", body="b")
+
+    def health(redis_url: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "blackboard_mcp.cli", "health", "--url", gateway.url],
+            env={**os.environ, "BB_REDIS_URL": redis_url},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    good = health(redis_server.url)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "gateway /readyz: 200" in good.stdout
+    report = json.loads(good.stdout[good.stdout.index("{") :])
+    assert report["redis"] == "ok" and report["index"] == "ready"
+    assert report["notes"][workspace] == 3
+    assert report["used_memory_bytes"] > 0
+
+    bad = health(f"redis://127.0.0.1:{free_port()}/0")
+    assert bad.returncode == 1
+    assert '"redis": "unavailable"' in bad.stdout
