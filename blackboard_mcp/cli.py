@@ -94,6 +94,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"blackboard-mcp: signing key created at {settings.jwt_secret_file}")
             print(f"blackboard-mcp: admin token for workspace {args.workspace!r} (shown once):")
             print(token, flush=True)
+        json_logs = settings.log_format == "json"
+        if json_logs:
+            from blackboard_mcp.gateway import configure_logging
+
+            # uvicorn's own lines go through the same JSON handler rather than its text one.
+            configure_logging(settings.log_level, "json")
         uvicorn.run(
             "blackboard_mcp.gateway:app_from_env",
             factory=True,
@@ -101,6 +107,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=args.port,
             workers=args.workers,
             log_level=settings.log_level.lower(),
+            log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
             access_log=False,
         )
     return 0

@@ -52,3 +52,4 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = 6000
     allowed_hosts: list[str] = Field(default_factory=list)
     log_level: str = "INFO"
+    log_format: Literal["text", "json"] = "text"

@@ -6,11 +6,20 @@ import asyncio
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import orjson
 import redis.asyncio as aioredis
-from support import TEST_JWT_SECRET, GatewayProcess, agent_token, call, mcp_client
+from support import (
+    TEST_JWT_SECRET,
+    GatewayProcess,
+    agent_token,
+    call,
+    mcp_client,
+    start_gateway,
+    stop_gateway,
+)
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog
@@ -101,3 +110,52 @@ async def test_every_call_of_a_burst_is_audited_exactly_once(
         await client.aclose()
     assert sorted(r.request_id for r in records) == ids
     assert {(r.tool, r.outcome) for r in records} == {("list_keys", "ok")}
+
+
+async def test_json_logs_carry_request_ids_and_outcomes_but_no_token_or_arguments(
+    redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str, tmp_path: Path
+) -> None:
+    gateway = start_gateway(redis_server.url, tmp_path / "gw", extra_env={"BB_LOG_FORMAT": "json"})
+    token = agent_token(issuer, workspace, read=["open"], write=["open"])
+    secret_text = "body-text-that-must-not-be-logged"
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            for request_id, tool, arguments in [
+                (
+                    "req-ok",
+                    "update_state",
+                    {"uri": f"bb://{workspace}/open/a", "digest": "d", "body": secret_text},
+                ),
+                ("req-refused", "get_state", {"uris": [f"bb://{workspace}/closed/x"]}),
+            ]:
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": tool, "arguments": arguments},
+                }
+                response = await http.post(
+                    gateway.mcp_url,
+                    content=orjson.dumps(body),
+                    headers={
+                        "Authorization": f"Bearer {token}",
+                        "Content-Type": "application/json",
+                        "Accept": "application/json, text/event-stream",
+                        "MCP-Protocol-Version": "2025-06-18",
+                        "X-Request-Id": request_id,
+                    },
+                )
+                assert response.status_code == 200
+    finally:
+        stop_gateway(gateway)
+    lines = [line for line in gateway.log_text().splitlines() if line.startswith("{")]
+    records = [orjson.loads(line) for line in lines]
+    assert records, gateway.log_text()
+    refused = [r for r in records if r.get("request_id") == "req-refused"]
+    assert len(refused) == 1
+    assert refused[0]["tool"] == "get_state" and refused[0]["outcome"] == "forbidden"
+    assert refused[0]["sub"] == "agent-1" and refused[0]["level"] == "INFO"
+    # A successful call is logged at DEBUG only; the audit stream has every call.
+    assert not [r for r in records if r.get("request_id") == "req-ok"]
+    text = gateway.log_text()
+    assert token not in text and secret_text not in text

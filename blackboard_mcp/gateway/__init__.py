@@ -2,6 +2,7 @@
 
 from ._app import GatewayParts, create_app
 from ._errors import ERROR_CODES, GatewayError, RateLimited, UnknownArgument, UnknownTool
+from ._logs import JsonFormatter, configure_logging
 from ._schemas import TOOL_NAMES, TOOLS
 from ._wiring import app_from_env, board_limits, build_parts
 
@@ -11,11 +12,13 @@ __all__ = [
     "TOOL_NAMES",
     "GatewayError",
     "GatewayParts",
+    "JsonFormatter",
     "RateLimited",
     "UnknownArgument",
     "UnknownTool",
     "app_from_env",
     "board_limits",
     "build_parts",
+    "configure_logging",
     "create_app",
 ]

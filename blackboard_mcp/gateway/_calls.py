@@ -104,6 +104,24 @@ class ToolCaller:
             elapsed = time.perf_counter() - started
             self._metrics.calls.labels(tool, outcome).inc()
             self._metrics.latency.labels(tool).observe(elapsed)
+            # Refusals and errors at INFO, the rest at DEBUG: the audit stream has every call,
+            # and a log line per successful call is a cost paid on the hot path.
+            level = logging.DEBUG if outcome == "ok" else logging.INFO
+            if log.isEnabledFor(level):
+                log.log(
+                    level,
+                    "tool call %s %s",
+                    tool,
+                    outcome,
+                    extra={
+                        "request_id": request_id,
+                        "sub": grant.subject if grant else None,
+                        "ws": grant.workspace if grant else None,
+                        "tool": tool,
+                        "outcome": outcome,
+                        "ms": round(elapsed * 1000, 3),
+                    },
+                )
             await self._record(grant, tool, scope, outcome, elapsed, request_id)
 
     def _requirements(self, tool: str) -> Any:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 from starlette.applications import Starlette
 
 from blackboard_mcp.auth import NoRevocations, TokenIssuer, TokenVerifier, keys_from_settings
@@ -17,6 +15,7 @@ from blackboard_mcp.store import (
 )
 
 from ._app import GatewayParts, create_app
+from ._logs import configure_logging
 
 
 def board_limits(settings: Settings) -> BoardLimits:
@@ -66,10 +65,5 @@ def build_parts(settings: Settings) -> GatewayParts:
 
 def app_from_env() -> Starlette:
     settings = Settings()
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-    # In stateless mode the SDK logs "Terminating session: None" at INFO for every request.
-    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
+    configure_logging(settings.log_level, settings.log_format)
     return create_app(build_parts(settings))
