@@ -17,7 +17,7 @@ from blackboard_mcp import __version__
 
 from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
-from ._schemas import INPUT_SCHEMAS, TOOLS
+from ._schemas import HEADER_SCHEMAS, TOOLS
 
 INSTRUCTIONS = (
     "A shared board of versioned notes. Search before deriving; read digests first; "
@@ -46,7 +46,7 @@ def build_mcp_server(caller: ToolCaller) -> Server[Any]:
         instructions=INSTRUCTIONS,
         # Without this the SDK runs the whole tools/list handler on every 2026-07-28 call to
         # find the schema it checks Mcp-Param headers against: a fifth of such a call's cost.
-        get_tool_input_schema=INPUT_SCHEMAS.get,
+        get_tool_input_schema=HEADER_SCHEMAS.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

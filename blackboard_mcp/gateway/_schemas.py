@@ -109,6 +109,12 @@ TOOLS: tuple[Tool, ...] = (
 
 TOOL_NAMES = tuple(t.name for t in TOOLS)
 INPUT_SCHEMAS: dict[str, dict[str, Any]] = {t.name: t.input_schema for t in TOOLS}
+# The schemas that declare an ``x-mcp-header`` (an argument mirrored in an ``Mcp-Param-*``
+# HTTP header, which the SDK checks on 2026-07-28 calls). None does today, so the SDK has
+# nothing to check and is spared walking each schema on every call.
+HEADER_SCHEMAS: dict[str, dict[str, Any]] = {
+    name: schema for name, schema in INPUT_SCHEMAS.items() if "x-mcp-header" in repr(schema)
+}
 ARGUMENTS: dict[str, frozenset[str]] = {
     t.name: frozenset(t.input_schema["properties"]) for t in TOOLS
 }
