@@ -2,7 +2,7 @@
 redis-py, the store called directly, and through the gateway (MCP over HTTP) in both
 protocol eras, with 1 and 16 concurrent clients, in one run on one embedded Redis.
 
-    python bench/gateway_vs_store.py [--seconds 3] [--workers 1,2] [--clients 1,16]
+    python bench/gateway_vs_store.py [--seconds 3] [--workers 1,2] [--clients 1,16] [--repeat 3]
 
 For each cell it prints calls/s, p50/p99 latency and the CPU spent per call by the process
 doing the work (the bench process for raw and store, the gateway's processes for the
@@ -80,6 +80,10 @@ async def measure(op: Op, clients: int, seconds: float, cpu: Callable[[], float]
         p99 * 1000,
         spent / len(latencies) * 1000,
     )
+
+
+def median_cell(cells: list[Cell]) -> Cell:
+    return sorted(cells, key=lambda cell: cell.rate)[len(cells) // 2]
 
 
 def wait_for_port(proc: subprocess.Popen[bytes], port: int) -> None:
@@ -160,7 +164,9 @@ def gateway_ops(gw: GatewayClients, tag: str) -> dict[str, Op]:
     }
 
 
-async def run(seconds: float, worker_counts: list[int], client_counts: list[int]) -> None:
+async def run(
+    seconds: float, worker_counts: list[int], client_counts: list[int], repeat: int
+) -> None:
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
         client = aioredis.Redis.from_url(server.url, max_connections=64)
         board = Board(client=client)
@@ -226,7 +232,8 @@ async def run(seconds: float, worker_counts: list[int], client_counts: list[int]
                     for tool, op in gateway_ops(gw, f"g{workers}{era[:4]}").items():
                         paths[tool][name] = (op, functools.partial(process_tree_cpu_seconds, pid))
             print(
-                f"{seconds}s per cell; 2-core machine; load generator, gateway and Redis share it"
+                f"{seconds}s per cell, median of {repeat} interleaved rounds; 2-core machine; "
+                "load generator, gateway and Redis share it"
             )
             print(
                 f"{'tool':<13} {'path':<22} {'clients':>7} {'calls/s':>8} {'p50 ms':>7} "
@@ -235,14 +242,18 @@ async def run(seconds: float, worker_counts: list[int], client_counts: list[int]
             ratios: list[str] = []
             for tool, by_path in paths.items():
                 for clients in client_counts:
-                    cells: dict[str, Cell] = {}
-                    for path, (op, cpu) in by_path.items():
-                        await measure(op, clients, min(0.5, seconds), cpu)  # warm up
-                        cell = await measure(op, clients, seconds, cpu)
-                        cells[path] = cell
-                        # uvicorn drops connections idle for 5 s: start each cell afresh.
-                        for _, gw in gateways:
-                            await gw.close()
+                    # Rounds interleave the paths, so a slow spell of the machine falls on all
+                    # of them alike; each path's round of median calls/s is the one shown.
+                    rounds: dict[str, list[Cell]] = {path: [] for path in by_path}
+                    for _ in range(repeat):
+                        for path, (op, cpu) in by_path.items():
+                            await measure(op, clients, min(0.5, seconds), cpu)  # warm up
+                            rounds[path].append(await measure(op, clients, seconds, cpu))
+                            # uvicorn drops connections idle for 5 s: start each afresh.
+                            for _, gw in gateways:
+                                await gw.close()
+                    cells = {path: median_cell(measured) for path, measured in rounds.items()}
+                    for path, cell in cells.items():
                         print(
                             f"{tool:<13} {path:<22} {clients:>7} {cell.rate:>8.0f} "
                             f"{cell.p50_ms:>7.2f} {cell.p99_ms:>7.2f} "
@@ -272,12 +283,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--workers", default="1", help="comma-separated worker counts")
     parser.add_argument("--clients", default="1,16", help="comma-separated client counts")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds per cell")
     args = parser.parse_args()
     asyncio.run(
         run(
             args.seconds,
             [int(w) for w in args.workers.split(",")],
             [int(c) for c in args.clients.split(",")],
+            args.repeat,
         )
     )
 
