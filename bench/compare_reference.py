@@ -204,8 +204,20 @@ def file_entities(memory_file: Path) -> tuple[dict[str, list[str]], int]:
 # --- blackboard-mcp: gateway and tokens ---------------------------------------------------------
 
 
-def writer_token(issuer: TokenIssuer, i: int) -> str:
-    return bench_token(workspace=WS, subject=f"writer-{i}", issuer=issuer)
+def blackboard_writers(
+    bb_url: str, issuer: TokenIssuer, scenario: Scenario, n: int, count: int, space: str
+) -> list[WriterJob]:
+    """N writer jobs against the gateway, each with a token of its own subject."""
+    return [
+        WriterJob(
+            Blackboard(bb_url, bench_token(workspace=WS, subject=f"writer-{i}", issuer=issuer)),
+            scenario,
+            i,
+            count,
+            space,
+        )
+        for i in range(n)
+    ]
 
 
 # --- both boards through the SDK client ---------------------------------------------------------
@@ -487,16 +499,7 @@ def facts_scenario(
         )
     )
 
-    jobs = [
-        WriterJob(
-            Blackboard(bb_url, bench_token(workspace=WS, subject=f"writer-{i}", issuer=issuer)),
-            "facts",
-            i,
-            w,
-            space,
-        )
-        for i in range(n)
-    ]
+    jobs = blackboard_writers(bb_url, issuer, "facts", n, w, space)
     results, seconds = run_writers(jobs)
     acked, errors, _, first = summarise(results)
     reader = Blackboard(bb_url, bench_token(workspace=WS, subject="reader", issuer=issuer))
@@ -566,16 +569,7 @@ def counter_scenario(
     reader = Blackboard(bb_url, bench_token(workspace=WS, subject="reader", issuer=issuer))
     uri = counter_uri(space)
     asyncio.run(blackboard_counter(reader, uri, 0))
-    jobs = [
-        WriterJob(
-            Blackboard(bb_url, bench_token(workspace=WS, subject=f"writer-{i}", issuer=issuer)),
-            "counter",
-            i,
-            k,
-            space,
-        )
-        for i in range(n)
-    ]
+    jobs = blackboard_writers(bb_url, issuer, "counter", n, k, space)
     results, seconds = run_writers(jobs)
     acked, errors, retries, first = summarise(results)
     final = asyncio.run(blackboard_counter(reader, uri, None))
