@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     workers: int = 1
     max_request_bytes: int = 2 * 1024 * 1024
     rate_limit_per_minute: int = 6000
+    # Plain tools/call requests skip the SDK's per-request machinery (gateway/_direct.py);
+    # false sends every request through the SDK, e.g. to get its OpenTelemetry spans.
+    direct_tool_calls: bool = True
     allowed_hosts: list[str] = Field(default_factory=list)
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"

@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp
 
 from blackboard_mcp.auth import (
     Authorizer,
@@ -29,6 +30,7 @@ from blackboard_mcp.store import Board, RedisCallAdmission, RedisRateLimiter
 from ._admin import admin_routes
 from ._audit_buffer import BufferedAudit
 from ._calls import ToolCaller
+from ._direct import DirectToolCalls
 from ._edge import BearerAuth, BodyLimit, PostOnly
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
@@ -86,18 +88,23 @@ def create_app(parts: GatewayParts) -> Starlette:
         audit=audit,
         metrics=metrics,
     )
+    server = build_mcp_server(caller)
+    security = _transport_security(settings)
     sessions = StreamableHTTPSessionManager(
-        app=build_mcp_server(caller),
+        app=server,
         json_response=True,
         stateless=True,
-        security_settings=_transport_security(settings),
+        security_settings=security,
         max_request_body_size=settings.max_request_bytes,
     )
+    protocol_app: ASGIApp = StreamableHTTPASGIApp(sessions)
+    if settings.direct_tool_calls:
+        protocol_app = DirectToolCalls(
+            protocol_app, caller=caller, server=server, security=security, metrics=metrics
+        )
     mcp_app = PostOnly(
         BodyLimit(
-            BearerAuth(
-                StreamableHTTPASGIApp(sessions), verifier=parts.verifier, realm="blackboard-mcp"
-            ),
+            BearerAuth(protocol_app, verifier=parts.verifier, realm="blackboard-mcp"),
             max_bytes=settings.max_request_bytes,
         )
     )

@@ -33,5 +33,12 @@ class GatewayMetrics:
             registry=self.registry,
         )
 
+        self.direct_calls = Counter(
+            "bb_direct_tool_calls",
+            "Tool calls answered without the SDK's per-request machinery (the rest of "
+            "bb_tool_calls went through the SDK).",
+            registry=self.registry,
+        )
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

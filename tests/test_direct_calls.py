@@ -1,0 +1,394 @@
+"""The gateway's direct path for tools/call answers exactly as the SDK's path would.
+
+Two real gateway processes on one Redis: the session's (direct tool calls on, the default)
+and one started with ``BB_DIRECT_TOOL_CALLS=false``, where every request goes through the
+SDK. Each example is one raw POST sent to both; the answers must agree in HTTP status,
+content type and body (as JSON, since key order and number spelling may differ). The
+requests vary everything the SDK looks at before a tool runs: protocol version header (both
+eras, unknown, duplicated), the 2026-07-28 envelope and routing headers, Accept and
+Content-Type, the JSON-RPC envelope, the call's params and arguments. Plain requests must
+take the direct path (counted by ``bb_direct_tool_calls``); that is what makes the
+comparison a test of it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import redis
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from support import GatewayProcess, agent_token, start_gateway, stop_gateway
+
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import EmbeddedRedis
+
+MODERN = "2026-07-28"
+HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+INFO_KEY = "io.modelcontextprotocol/clientInfo"
+READ_TOOLS = ("get_state", "list_keys", "search_keys")
+DIRECT_COUNTER = re.compile(rb"^bb_direct_tool_calls_total (\S+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One POST: its headers (a list, so that a header can repeat) and its body."""
+
+    headers: list[tuple[str, str]]
+    body: bytes
+    plain: bool  # built with no deviation at all: must take the direct path
+
+
+@pytest.fixture(scope="module")
+def sdk_gateway(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
+    process = start_gateway(
+        redis_server.url,
+        tmp_path_factory.mktemp("sdk-gateway"),
+        extra_env={"BB_DIRECT_TOOL_CALLS": "false"},
+    )
+    yield process
+    stop_gateway(process)
+
+
+@pytest.fixture(scope="module")
+def board_token(issuer: TokenIssuer, gateway: GatewayProcess) -> tuple[str, str]:
+    """A workspace with a few notes in it, and a token that may read and write all of it."""
+    workspace = "ws-direct-" + uuid.uuid4().hex[:8]
+    token = agent_token(issuer, workspace, sub="direct-" + uuid.uuid4().hex[:8])
+    for i in range(6):
+        answer = post(
+            gateway,
+            plain_exchange(
+                token,
+                "update_state",
+                {
+                    "uri": f"bb://{workspace}/notes/n{i}",
+                    "digest": f"seeded note {i} about apples",
+                    "body": f"body {i}",
+                },
+                version=MODERN if i % 2 else "2025-06-18",
+            ),
+        )
+        assert answer.status_code == 200 and not answer.json()["result"]["isError"]
+    return workspace, token
+
+
+def envelope_meta(version: str) -> dict[str, Any]:
+    return {VERSION_KEY: version, CAPABILITIES_KEY: {}, INFO_KEY: {"name": "t", "version": "1"}}
+
+
+def plain_exchange(
+    token: str, tool: str, arguments: dict[str, Any], *, version: str, request_id: Any = 1
+) -> Exchange:
+    params: dict[str, Any] = {"name": tool, "arguments": arguments}
+    headers = [
+        ("authorization", f"Bearer {token}"),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", version),
+    ]
+    if version == MODERN:
+        params["_meta"] = envelope_meta(version)
+        headers += [("mcp-method", "tools/call"), ("mcp-name", tool)]
+    body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+    return Exchange(headers, orjson.dumps(body), plain=True)
+
+
+# One kept-alive client for the module: a connection per request would dominate its time.
+_http = httpx.Client(timeout=10.0)
+
+
+def post(gateway: GatewayProcess, exchange: Exchange) -> httpx.Response:
+    return _http.post(
+        gateway.mcp_url, content=exchange.body, headers=httpx.Headers(exchange.headers)
+    )
+
+
+def direct_calls(gateway: GatewayProcess) -> float:
+    found = DIRECT_COUNTER.search(_http.get(gateway.url + "/metrics").content)
+    return float(found.group(1)) if found else 0.0
+
+
+def same_answer(direct: httpx.Response, sdk: httpx.Response) -> None:
+    assert direct.status_code == sdk.status_code, (direct.text, sdk.text)
+    assert direct.headers.get("content-type") == sdk.headers.get("content-type")
+    assert "mcp-session-id" not in direct.headers
+    if sdk.headers.get("content-type") == "application/json" and sdk.content:
+        assert direct.json() == sdk.json()
+    else:
+        assert direct.content == sdk.content
+
+
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**62), 2**62), st.text(max_size=8)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@st.composite
+def tool_arguments(draw: st.DrawFn, workspace: str) -> tuple[str, Any, bool]:
+    """A tool name and arguments: mostly real reads, sometimes nonsense; never a valid write."""
+    choice = draw(st.sampled_from(["get_state", "list_keys", "search_keys", "bad_write", "odd"]))
+    if choice == "get_state":
+        uris = draw(
+            st.lists(
+                st.sampled_from(
+                    [f"bb://{workspace}/notes/n{i}" for i in range(8)]
+                    + ["bb://other/notes/n1", "not an address", f"bb://{workspace}/x/.."]
+                ),
+                max_size=4,
+            )
+        )
+        args: dict[str, Any] = {"uris": uris}
+        if draw(st.booleans()):
+            args["mode"] = draw(st.sampled_from(["digest", "ref", "fields", "bogus"]))
+        return "get_state", args, True
+    if choice == "list_keys":
+        args = draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "topic": st.sampled_from(["notes", "empty", "BAD TOPIC"]),
+                    "limit": st.integers(-1, 300),
+                    "mode": st.sampled_from(["digest", "table", "ref", "full"]),
+                    "order": st.sampled_from(["name", "version", "sideways"]),
+                },
+            )
+        )
+        return "list_keys", args, True
+    if choice == "search_keys":
+        args = {"q": draw(st.sampled_from(["apples", "seeded note", "", "nothing-here", "a*"]))}
+        if draw(st.booleans()):
+            args["limit"] = draw(st.integers(-1, 60))
+        return "search_keys", args, True
+    if choice == "bad_write":
+        # Every one is refused before anything is written, so both gateways see one board.
+        bad = draw(
+            st.sampled_from(
+                [
+                    {"uri": f"bb://{workspace}/w/a", "body": "no digest"},
+                    {"uri": "nope", "digest": "d", "body": "b"},
+                    {"uri": f"bb://{workspace}/w/a", "digest": "d", "colour": "red"},
+                ]
+            )
+        )
+        return draw(st.sampled_from(["update_state", "link_state"])), bad, True
+    tool = draw(st.sampled_from([*READ_TOOLS, "no_such_tool", ""]))
+    return tool, draw(json_values), False
+
+
+@st.composite
+def exchanges(draw: st.DrawFn, workspace: str, token: str) -> Exchange:
+    plain = True
+
+    def deviate(probability_pct: int = 15) -> bool:
+        nonlocal plain
+        happened = draw(st.integers(0, 99)) < probability_pct
+        plain = plain and not happened
+        return happened
+
+    tool, arguments, arguments_plain = draw(tool_arguments(workspace))
+    plain = plain and arguments_plain and isinstance(arguments, dict)
+    version: str | None = draw(st.sampled_from([MODERN, MODERN, *HANDSHAKE]))
+    if deviate(10):
+        version = draw(st.sampled_from([None, "2099-01-01", "", "2026-07-29"]))
+    headers: list[tuple[str, str]] = [("authorization", f"Bearer {token}")]
+    if not deviate(10):
+        headers.append(("content-type", "application/json"))
+    elif draw(st.booleans()):
+        headers.append(
+            (
+                "content-type",
+                draw(
+                    st.sampled_from(
+                        ["text/plain", "application/json; charset=utf-8", "Application/JSON"]
+                    )
+                ),
+            )
+        )
+    accept = "application/json, text/event-stream"
+    if deviate(10):
+        accept = draw(st.sampled_from(["", "text/event-stream", "*/*", "application/*"]))
+    if accept:
+        headers.append(("accept", accept))
+    if version is not None:
+        headers.append(("mcp-protocol-version", version))
+        if deviate(5):
+            headers.append(("mcp-protocol-version", version))
+
+    params: dict[str, Any] = {"name": tool, "arguments": arguments}
+    modern = version is not None and version not in HANDSHAKE
+    if modern:
+        meta: dict[str, Any] = envelope_meta(MODERN)
+        if deviate(10):
+            meta = draw(
+                st.sampled_from(
+                    [
+                        {},
+                        {VERSION_KEY: MODERN},
+                        {VERSION_KEY: "2025-06-18", CAPABILITIES_KEY: {}},
+                        {VERSION_KEY: MODERN, CAPABILITIES_KEY: "none"},
+                        {VERSION_KEY: MODERN, CAPABILITIES_KEY: {}, INFO_KEY: {"name": 3}},
+                    ]
+                )
+            )
+        params["_meta"] = meta
+        method_header, name_header = "tools/call", tool
+        if deviate(10):
+            method_header = draw(st.sampled_from(["", "tools/list"]))
+        if deviate(10):
+            name_header = draw(st.sampled_from(["", "get_state", "other"]))
+        if method_header:
+            headers.append(("mcp-method", method_header))
+        if name_header:
+            headers.append(("mcp-name", name_header))
+    elif deviate(10):
+        params["_meta"] = draw(
+            st.sampled_from(
+                [{}, {"progressToken": 5}, {"progressToken": [1]}, envelope_meta(MODERN)]
+            )
+        )
+    if deviate(5):
+        params["extra"] = 1
+    if deviate(5):
+        del params["arguments"]
+
+    message: dict[str, Any] = {
+        "jsonrpc": "2.0",
+        "id": draw(st.one_of(st.integers(-1000, 1000), st.text(max_size=6))),
+        "method": "tools/call",
+        "params": params,
+    }
+    if deviate(5):
+        message["id"] = draw(st.sampled_from([None, 1.5, True, 2**60, [1]]))
+    if deviate(5):
+        message["jsonrpc"] = "1.0"
+    if deviate(5):
+        message["method"] = draw(st.sampled_from(["tools/list", "ping", "tools/call "]))
+    if deviate(5):
+        message["extra"] = True
+    if deviate(5):
+        del message["id"]  # a notification
+    if deviate(3):
+        message["params"] = draw(st.sampled_from([None, [], "x"]))
+    body = orjson.dumps(message)
+    if deviate(3):
+        body = draw(st.sampled_from([b"{", b"[]", b"", body + b"x", b"[" + body + b"]"]))
+    return Exchange(headers, body, plain)
+
+
+def test_a_plain_call_of_each_protocol_version_takes_the_direct_path_and_answers_as_the_sdk(
+    gateway: GatewayProcess, sdk_gateway: GatewayProcess, board_token: tuple[str, str]
+) -> None:
+    workspace, token = board_token
+    calls = [
+        ("get_state", {"uris": [f"bb://{workspace}/notes/n1", f"bb://{workspace}/notes/n9"]}),
+        ("list_keys", {"topic": "notes", "mode": "table"}),
+        ("search_keys", {"q": "apples"}),
+        ("get_state", {"uris": ["bb://someone-else/notes/n1"]}),  # a tool error
+    ]
+    for version in (*HANDSHAKE, MODERN):
+        for tool, arguments in calls:
+            exchange = plain_exchange(token, tool, arguments, version=version, request_id="r-1")
+            before = direct_calls(gateway)
+            direct = post(gateway, exchange)
+            assert direct_calls(gateway) == before + 1, (version, tool)
+            same_answer(direct, post(sdk_gateway, exchange))
+            result = direct.json()["result"]
+            assert orjson.loads(result["content"][0]["text"]) == result["structuredContent"]
+            assert ("resultType" in result) == (version == MODERN)
+            if arguments.get("uris", [""])[0].startswith(f"bb://{workspace}/"):
+                # Were the board empty, every read would agree trivially.
+                found, missing = result["structuredContent"]["items"]
+                assert found["digest"] == "seeded note 1 about apples"
+                assert missing["error"] == "not_found"
+
+
+def test_writes_through_the_direct_path_answer_as_through_the_sdk(
+    gateway: GatewayProcess,
+    sdk_gateway: GatewayProcess,
+    issuer: TokenIssuer,
+    redis_server: EmbeddedRedis,
+) -> None:
+    """The same sequence of writes on an empty workspace answers alike on both paths."""
+    # One workspace name for both runs, emptied in between: token counts depend on the name.
+    workspace = "ws-writes-" + uuid.uuid4().hex[:8]
+    token = agent_token(issuer, workspace, sub="writer-" + uuid.uuid4().hex[:8])
+    answers: dict[str, list[Any]] = {}
+    for name, process in (("direct", gateway), ("sdk", sdk_gateway)):
+        with redis.Redis.from_url(redis_server.url) as client:
+            for key in client.scan_iter(match=f"*{{{workspace}}}*"):
+                client.delete(key)
+        uri = f"bb://{workspace}/plan/step"
+        steps: list[tuple[str, dict[str, Any]]] = [
+            ("update_state", {"uri": uri, "digest": "first", "body": "a", "expect_version": 0}),
+            ("update_state", {"uri": uri, "digest": "again", "body": "b", "expect_version": 0}),
+            ("update_state", {"uri": uri, "digest": "second", "body": "c", "expect_version": 1}),
+            ("update_state", {"uri": uri, "digest": "more", "append": " and d"}),
+            ("update_state", {"uri": f"bb://{workspace}/plan/base", "digest": "base", "body": "e"}),
+            (
+                "link_state",
+                {"src": uri, "rel": "derived_from", "dst": [f"bb://{workspace}/plan/base"]},
+            ),
+            ("link_state", {"src": uri, "rel": "likes", "dst": [f"bb://{workspace}/plan/base"]}),
+            ("get_state", {"uris": [uri], "mode": "ref"}),
+        ]
+        replies = []
+        for i, (tool, arguments) in enumerate(steps):
+            version = MODERN if i % 2 else "2025-06-18"
+            answer = post(process, plain_exchange(token, tool, arguments, version=version))
+            assert answer.status_code == 200
+            replies.append(orjson.loads(answer.content))
+        answers[name] = replies
+    assert answers["direct"] == answers["sdk"]
+    assert [r["result"]["isError"] for r in answers["direct"]] == [
+        False,
+        True,
+        False,
+        False,
+        False,
+        False,
+        True,
+        False,
+    ]
+
+
+@settings(
+    max_examples=600,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_any_request_gets_the_same_answer_with_or_without_the_direct_path(
+    gateway: GatewayProcess,
+    sdk_gateway: GatewayProcess,
+    board_token: tuple[str, str],
+    data: st.DataObject,
+) -> None:
+    workspace, token = board_token
+    exchange = data.draw(exchanges(workspace, token))
+    before = direct_calls(gateway)
+    direct = post(gateway, exchange)
+    took_direct = direct_calls(gateway) > before
+    event("direct path" if took_direct else "SDK path")
+    if exchange.plain:
+        assert took_direct, exchange
+    same_answer(direct, post(sdk_gateway, exchange))
