@@ -169,7 +169,8 @@ async def run(
 ) -> None:
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
         client = aioredis.Redis.from_url(server.url, max_connections=64)
-        board = Board(client=client)
+        # The store as the gateway builds it (same pool, timeouts and retry), called directly.
+        board = Board.from_url(server.url)
         await board.start()
         for i in range(200):
             await board.update_state(

@@ -59,3 +59,44 @@ async def test_the_rate_limit_is_shared_through_redis(redis_url: str) -> None:
     finally:
         await first.aclose()
         await second.aclose()
+
+
+@pytest.mark.slow
+async def test_the_rate_limit_holds_across_two_gateways_and_answers_rate_limited(
+    redis_server: EmbeddedRedis, tmp_path: Path, issuer: TokenIssuer, workspace: str
+) -> None:
+    """Five calls a minute per subject, counted in Redis: the sixth is refused on either one."""
+    limited = {"BB_RATE_LIMIT_PER_MINUTE": "5"}
+    first = start_gateway(redis_server.url, tmp_path / "a", extra_env=limited)
+    second = start_gateway(redis_server.url, tmp_path / "b", extra_env=limited)
+    uri = f"bb://{workspace}/notes/n"
+    busy, other = (
+        agent_token(issuer, workspace, sub="busy"),
+        agent_token(issuer, workspace, sub="calm"),
+    )
+    # The limit counts per wall-clock minute: keep the six calls inside one.
+    if time.time() % 60 > 50:
+        time.sleep(61 - time.time() % 60)
+    try:
+        async with (
+            mcp_client(first.mcp_url, busy) as on_first,
+            mcp_client(second.mcp_url, busy) as on_second,
+            mcp_client(second.mcp_url, other) as calm,
+        ):
+            for i in range(5):
+                err, body = await call(on_first if i % 2 else on_second, "get_state", uris=[uri])
+                assert not err, body
+            for client in (on_first, on_second):
+                err, body = await call(client, "update_state", uri=uri, digest="refused", body="x")
+                assert err
+                error = body["error"]
+                assert error["code"] == "rate_limited"
+                assert 0 < error["retry_after"] <= 60
+                assert "retry_after" in error["hint"]
+            err, body = await call(calm, "get_state", uris=[uri])
+            assert not err, body
+            err, body = await call(calm, "get_state", uris=[uri], mode="ref")
+            assert body["items"][0]["error"] == "not_found"  # the refused writes wrote nothing
+    finally:
+        stop_gateway(first)
+        stop_gateway(second)

@@ -7,7 +7,7 @@ streamed MCP responses.
 from __future__ import annotations
 
 import logging
-import uuid
+import os
 from typing import Any
 
 import orjson
@@ -128,7 +128,7 @@ class BearerAuth:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = _header(scope, b"x-request-id") or uuid.uuid4().hex[:16]
+        request_id = _header(scope, b"x-request-id") or os.urandom(8).hex()
         current_request_id.set(request_id)
         token = _bearer(scope)
         if token is None:

@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 
 from ._ratelimit import RedisRateLimiter
 from ._redis_errors import mapped_redis_errors
-from ._revocations import TokenIdentity, queue_revocation_check, revoked_from_replies
+from ._revocations import TokenIdentity, revocation_keys, revoked_from_values
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,14 @@ class RedisCallAdmission:
         """
         now = time.time()
         async with mapped_redis_errors():
+            if not self._limiter.enabled:
+                values = await self._client.mget(revocation_keys(token))
+                return Admission(revoked=revoked_from_values(token, values), retry_after=None)
             pipe = self._client.pipeline(transaction=False)
-            queue_revocation_check(pipe, token)
-            if self._limiter.enabled:
-                self._limiter.queue_hit(pipe, token.subject, now)
-            replies = await pipe.execute()
-        revoked = revoked_from_replies(token, replies[0], replies[1])
-        retry_after = self._limiter.retry_after(replies[2], now) if len(replies) > 2 else None
-        return Admission(revoked=revoked, retry_after=retry_after)
+            pipe.mget(revocation_keys(token))
+            self._limiter.queue_hit(pipe, token.subject, now)
+            values, count, _ = await pipe.execute()
+        return Admission(
+            revoked=revoked_from_values(token, values),
+            retry_after=self._limiter.retry_after(count, now),
+        )
