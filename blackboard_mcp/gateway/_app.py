@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from blackboard_mcp.auth import (
     Authorizer,
@@ -136,8 +137,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         Route("/healthz", healthz),
         Route("/readyz", readyz),
         Route("/metrics", metrics_endpoint),
-        # Both spellings, so that a client using /mcp does not pay a 307 round trip.
-        Route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"]),
+        # /mcp and /mcp/ are taken by McpEndpointFirst before routing; anything below them.
         Mount("/mcp", app=mcp_app),
         *admin_routes(
             verifier=parts.verifier,
@@ -146,4 +146,28 @@ def create_app(parts: GatewayParts) -> Starlette:
             audit=parts.audit,
         ),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(McpEndpointFirst, mcp_app=mcp_app)],
+    )
+
+
+class McpEndpointFirst:
+    """Hand ``/mcp`` and ``/mcp/`` to the MCP app before Starlette's router and exception layer.
+
+    Every tool call comes this way, so it skips route matching and the per-request
+    exception wrappers it does not need (the edge answers its own errors; anything that
+    escapes still meets Starlette's outermost error middleware). Both spellings, so that a
+    client using ``/mcp`` does not pay a 307 round trip.
+    """
+
+    def __init__(self, app: ASGIApp, *, mcp_app: ASGIApp) -> None:
+        self.app = app
+        self.mcp_app = mcp_app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in ("/mcp", "/mcp/"):
+            await self.mcp_app(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
