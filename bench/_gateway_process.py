@@ -26,7 +26,11 @@ BENCH_SECRET = "bench-secret-" + "b" * 40
 
 
 def start_gateway(
-    redis_url: str, *, workers: int = 1, data_dir: Path | None = None
+    redis_url: str,
+    *,
+    workers: int = 1,
+    data_dir: Path | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start the gateway and wait until /healthz answers; returns the process and its port."""
     port = free_port()
@@ -37,6 +41,7 @@ def start_gateway(
         "BB_RATE_LIMIT_PER_MINUTE": "0",
         "BB_LOG_LEVEL": "WARNING",
         "BB_DATA_DIR": str(data_dir or tempfile.mkdtemp()),
+        **(extra_env or {}),
     }
     command = [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)]
     proc = subprocess.Popen(

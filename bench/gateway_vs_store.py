@@ -3,12 +3,15 @@ redis-py, the store called directly, and through the gateway (MCP over HTTP) in 
 protocol eras, with 1 and 16 concurrent clients, in one run on one embedded Redis.
 
     python bench/gateway_vs_store.py [--seconds 3] [--workers 1,2] [--clients 1,16] [--repeat 3]
+                                     [--no-sdk-path]
 
 For each cell it prints calls/s, p50/p99 latency and the CPU spent per call by the process
 doing the work (the bench process for raw and store, the gateway's processes for the
 gateway), then the store/gateway ratios. "sdk floor" is the MCP SDK alone with the same
 transport settings and a tool that does nothing (bench/_sdk_floor_server.py): what any
-gateway built on the SDK pays per call before doing anything.
+gateway built on the SDK pays per call before doing anything. "via SDK" is the gateway with
+``BB_DIRECT_TOOL_CALLS=false``: every call through the SDK's own request handling rather
+than the gateway's direct path for plain tool calls (gateway/_direct.py).
 Gateway clients send raw JSON-RPC ``tools/call``
 POSTs on kept-alive connections (the gateway is stateless, so no handshake is needed):
 ``2025-06-18`` is a handshake-era client such as the TypeScript SDK, ``2026-07-28`` a
@@ -165,7 +168,11 @@ def gateway_ops(gw: GatewayClients, tag: str) -> dict[str, Op]:
 
 
 async def run(
-    seconds: float, worker_counts: list[int], client_counts: list[int], repeat: int
+    seconds: float,
+    worker_counts: list[int],
+    client_counts: list[int],
+    repeat: int,
+    sdk_path: bool,
 ) -> None:
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
         client = aioredis.Redis.from_url(server.url, max_connections=64)
@@ -223,21 +230,27 @@ async def run(
                             op,
                             functools.partial(process_tree_cpu_seconds, pid),
                         )
-            for workers in worker_counts:
-                proc, port = start_gateway(server.url, workers=workers)
+            # The gateway as deployed, and once with BB_DIRECT_TOOL_CALLS=false: every call
+            # through the SDK's own request handling, to show what the direct path saves.
+            setups = [(w, f"w{w}", {}) for w in worker_counts]
+            if sdk_path:
+                setups.append((1, "via SDK w1", {"BB_DIRECT_TOOL_CALLS": "false"}))
+            for workers, label, extra_env in setups:
+                proc, port = start_gateway(server.url, workers=workers, extra_env=extra_env)
                 for era in ERAS:
                     gw = GatewayClients(port, token, era)
                     gateways.append((proc, gw))
-                    name = f"gw {era} w{workers}"
+                    name = f"gw {era} {label}"
                     pid = proc.pid
-                    for tool, op in gateway_ops(gw, f"g{workers}{era[:4]}").items():
+                    tag = f"g{label.replace(' ', '').lower()}{era[:4]}"
+                    for tool, op in gateway_ops(gw, tag).items():
                         paths[tool][name] = (op, functools.partial(process_tree_cpu_seconds, pid))
             print(
                 f"{seconds}s per cell, median of {repeat} interleaved rounds; 2-core machine; "
                 "load generator, gateway and Redis share it"
             )
             print(
-                f"{'tool':<13} {'path':<22} {'clients':>7} {'calls/s':>8} {'p50 ms':>7} "
+                f"{'tool':<13} {'path':<26} {'clients':>7} {'calls/s':>8} {'p50 ms':>7} "
                 f"{'p99 ms':>7} {'cpu ms/call':>11}"
             )
             ratios: list[str] = []
@@ -256,7 +269,7 @@ async def run(
                     cells = {path: median_cell(measured) for path, measured in rounds.items()}
                     for path, cell in cells.items():
                         print(
-                            f"{tool:<13} {path:<22} {clients:>7} {cell.rate:>8.0f} "
+                            f"{tool:<13} {path:<26} {clients:>7} {cell.rate:>8.0f} "
                             f"{cell.p50_ms:>7.2f} {cell.p99_ms:>7.2f} "
                             f"{cell.cpu_ms_per_call:>11.3f}"
                         )
@@ -264,7 +277,7 @@ async def run(
                     for path, cell in cells.items():
                         if not path.startswith(("raw", "store")):
                             ratios.append(
-                                f"{tool:<13} x{clients:<3} {path:<22} store/gateway calls/s "
+                                f"{tool:<13} x{clients:<3} {path:<26} store/gateway calls/s "
                                 f"{store.rate / cell.rate:5.2f}x   gateway/store cpu per call "
                                 f"{cell.cpu_ms_per_call / store.cpu_ms_per_call:5.2f}x"
                             )
@@ -285,6 +298,11 @@ def main() -> None:
     parser.add_argument("--workers", default="1", help="comma-separated worker counts")
     parser.add_argument("--clients", default="1,16", help="comma-separated client counts")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds per cell")
+    parser.add_argument(
+        "--no-sdk-path",
+        action="store_true",
+        help="leave out the gateway with BB_DIRECT_TOOL_CALLS=false",
+    )
     args = parser.parse_args()
     asyncio.run(
         run(
@@ -292,6 +310,7 @@ def main() -> None:
             [int(w) for w in args.workers.split(",")],
             [int(c) for c in args.clients.split(",")],
             args.repeat,
+            not args.no_sdk_path,
         )
     )
 

@@ -25,7 +25,7 @@ import pytest
 import redis
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from support import GatewayProcess, agent_token, start_gateway, stop_gateway
+from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import EmbeddedRedis
@@ -392,3 +392,21 @@ def test_any_request_gets_the_same_answer_with_or_without_the_direct_path(
     if exchange.plain:
         assert took_direct, exchange
     same_answer(direct, post(sdk_gateway, exchange))
+
+
+async def test_the_python_sdk_clients_tool_calls_take_the_direct_path(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace, sub="sdk-client-" + uuid.uuid4().hex[:6])
+    uri = f"bb://{workspace}/notes/one"
+    before = direct_calls(gateway)
+    async with mcp_client(gateway.mcp_url, token) as client:
+        err, body = await call(client, "update_state", uri=uri, digest="one", body="1")
+        assert not err and body["version"] == 1
+        err, body = await call(client, "get_state", uris=[uri])
+        assert not err and body["items"][0]["digest"] == "one"
+        err, body = await call(client, "update_state", uri=uri, digest="x", expect_version=0)
+        assert err and body["error"]["code"] == "conflict"
+        listed = await client.list_tools()  # not a tool call: the SDK answers it
+        assert len(listed.tools) == 5
+    assert direct_calls(gateway) == before + 3

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+import httpx
 import pytest
 from support import GatewayProcess, agent_token
 
@@ -88,6 +89,7 @@ class Run:
 
     workspace: str
     out: dict[str, Any]
+    direct_calls: float  # how many of its calls the gateway answered on its direct path
 
     def note(self, name: str) -> str:
         return str(self.out["uris"][name])
@@ -110,6 +112,7 @@ class Run:
 def run(node: str, gateway: GatewayProcess, issuer: TokenIssuer) -> Run:
     # The function-scoped `workspace` fixture cannot feed a module-scoped run.
     workspace = "ws-" + uuid.uuid4().hex[:12]
+    direct_before = direct_calls(gateway)
     completed = subprocess.run(
         [node, "client.mjs", gateway.mcp_url, workspace],
         cwd=CLIENT_DIR,
@@ -126,7 +129,21 @@ def run(node: str, gateway: GatewayProcess, issuer: TokenIssuer) -> Run:
     assert completed.returncode == 0, report
     out = json.loads(completed.stdout)
     assert isinstance(out, dict), report
-    return Run(workspace, out)
+    return Run(workspace, out, direct_calls(gateway) - direct_before)
+
+
+def direct_calls(gateway: GatewayProcess) -> float:
+    metrics = httpx.get(gateway.url + "/metrics", timeout=5.0).text
+    [line] = [m for m in metrics.splitlines() if m.startswith("bb_direct_tool_calls_total ")]
+    return float(line.split()[1])
+
+
+def test_every_tool_call_of_the_client_takes_the_gateway_direct_path(run: Run) -> None:
+    # The client's calls are plain tools/call requests: the gateway answers them itself, and
+    # the tests of this module check those answers as the client decoded them.
+    tool_calls = [v for v in run.out.values() if isinstance(v, dict) and "isError" in v]
+    assert len(tool_calls) >= 8
+    assert run.direct_calls == len(tool_calls)
 
 
 def test_the_client_is_the_pinned_sdk_and_negotiates_its_own_protocol_version(run: Run) -> None:
