@@ -321,6 +321,20 @@ def test_a_plain_call_of_each_protocol_version_takes_the_direct_path_and_answers
                 assert missing["error"] == "not_found"
 
 
+def test_both_spellings_of_the_endpoint_answer_with_no_redirect(
+    gateway: GatewayProcess, board_token: tuple[str, str]
+) -> None:
+    _, token = board_token
+    exchange = plain_exchange(token, "search_keys", {"q": "apples"}, version=MODERN)
+    answers = [
+        _http.post(url, content=exchange.body, headers=httpx.Headers(exchange.headers))
+        for url in (gateway.url + "/mcp", gateway.url + "/mcp/")
+    ]
+    assert [a.status_code for a in answers] == [200, 200]
+    assert answers[0].json() == answers[1].json()
+    assert answers[0].json()["result"]["structuredContent"]["items"]
+
+
 def test_writes_through_the_direct_path_answer_as_through_the_sdk(
     gateway: GatewayProcess,
     sdk_gateway: GatewayProcess,

@@ -14,7 +14,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from blackboard_mcp.auth import (
     Authorizer,
@@ -32,7 +32,7 @@ from ._admin import admin_routes
 from ._audit_buffer import BufferedAudit
 from ._calls import ToolCaller
 from ._direct import DirectToolCalls
-from ._edge import BearerAuth, BodyLimit, PostOnly
+from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
 from ._tools import HANDLERS
@@ -151,23 +151,3 @@ def create_app(parts: GatewayParts) -> Starlette:
         lifespan=lifespan,
         middleware=[Middleware(McpEndpointFirst, mcp_app=mcp_app)],
     )
-
-
-class McpEndpointFirst:
-    """Hand ``/mcp`` and ``/mcp/`` to the MCP app before Starlette's router and exception layer.
-
-    Every tool call comes this way, so it skips route matching and the per-request
-    exception wrappers it does not need (the edge answers its own errors; anything that
-    escapes still meets Starlette's outermost error middleware). Both spellings, so that a
-    client using ``/mcp`` does not pay a 307 round trip.
-    """
-
-    def __init__(self, app: ASGIApp, *, mcp_app: ASGIApp) -> None:
-        self.app = app
-        self.mcp_app = mcp_app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] in ("/mcp", "/mcp/"):
-            await self.mcp_app(scope, receive, send)
-            return
-        await self.app(scope, receive, send)

@@ -1,4 +1,4 @@
-"""The HTTP edge in front of ``/mcp/``: request ids, body size cap, bearer tokens.
+"""The HTTP edge in front of ``/mcp/``: routing, request ids, body size cap, bearer tokens.
 
 Pure ASGI middleware rather than Starlette's BaseHTTPMiddleware, which would buffer the
 streamed MCP responses.
@@ -39,6 +39,26 @@ async def _send_json(
         }
     )
     await send({"type": "http.response.body", "body": payload})
+
+
+class McpEndpointFirst:
+    """Hand ``/mcp`` and ``/mcp/`` to the MCP app before Starlette's router and exception layer.
+
+    Every tool call comes this way, so it skips route matching and the per-request
+    exception wrappers it does not need (the edge answers its own errors; anything that
+    escapes still meets Starlette's outermost error middleware). Both spellings, so that a
+    client using ``/mcp`` does not pay a 307 round trip.
+    """
+
+    def __init__(self, app: ASGIApp, *, mcp_app: ASGIApp) -> None:
+        self.app = app
+        self.mcp_app = mcp_app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in ("/mcp", "/mcp/"):
+            await self.mcp_app(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class PostOnly:
