@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from blackboard_mcp.auth import (
     AuditRecord,
     AuditSink,
@@ -31,6 +33,15 @@ log = logging.getLogger(__name__)
 class CallOutcome:
     body: Mapping[str, Any]
     is_error: bool
+
+    def wire(self) -> dict[str, Any]:
+        """The outcome as a CallToolResult's wire dict: the body as JSON text and structured."""
+        body = dict(self.body)
+        return {
+            "content": [{"type": "text", "text": orjson.dumps(body).decode()}],
+            "structuredContent": body,
+            "isError": self.is_error,
+        }
 
 
 class ToolCaller:

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._calls import CallOutcome, ToolCaller
+from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
 from ._metrics import GatewayMetrics
 from ._schemas import HEADER_SCHEMAS
@@ -50,16 +50,6 @@ _PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 _VERSION_HEADER = b"mcp-protocol-version"
 # JSON numbers every client reads back exactly; a larger id goes the SDK's way.
 _MAX_ID = 2**53
-
-
-def tool_result(outcome: CallOutcome) -> dict[str, Any]:
-    """A call's outcome as the wire dict of a CallToolResult (the SDK path builds the same)."""
-    body = dict(outcome.body)
-    return {
-        "content": [{"type": "text", "text": orjson.dumps(body).decode()}],
-        "structuredContent": body,
-        "isError": outcome.is_error,
-    }
 
 
 @dataclass(frozen=True)
@@ -105,7 +95,7 @@ class DirectToolCalls:
         outcome = await self._caller.call(
             call.tool, call.arguments, current_grant.get(), current_request_id.get()
         )
-        result = tool_result(outcome)
+        result = outcome.wire()
         if call.modern:
             result["resultType"] = "complete"
             result["_meta"] = {SERVER_INFO_META_KEY: self._server_info}

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from mcp.server.lowlevel import Server
-from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, TextContent
+from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
 
 from blackboard_mcp import __version__
 
@@ -33,12 +32,8 @@ def build_mcp_server(caller: ToolCaller) -> Server[Any]:
         outcome = await caller.call(
             params.name, params.arguments or {}, current_grant.get(), current_request_id.get()
         )
-        body = dict(outcome.body)
-        return CallToolResult(
-            content=[TextContent(type="text", text=orjson.dumps(body).decode())],
-            structured_content=body,
-            is_error=outcome.is_error,
-        )
+        # One definition of the result's shape for both paths (see _direct.py).
+        return CallToolResult.model_validate(outcome.wire())
 
     return Server(
         "blackboard-mcp",
