@@ -99,7 +99,9 @@ Handler = Callable[[Board, Grant, Mapping[str, Any]], Awaitable[Mapping[str, Any
 
 
 async def update_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    return await board.update_state(author=grant.subject, **_required(args, "uri", "digest"))
+    return await board.update_state(
+        author=grant.subject, readable=grant.can_read, **_required(args, "uri", "digest")
+    )
 
 
 async def get_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -110,7 +110,9 @@ class Board:
         expect_version: object = None,
         sources: object = None,
         confidence: object = None,
+        readable: Readable = every_topic,
     ) -> WriteResult:
+        """``readable`` is the writer's read scope: what an error may tell of the note."""
         if source_path is not None:
             write = self._source_write(
                 author=author,
@@ -137,7 +139,11 @@ class Board:
                 max_body_bytes=self._limits.max_body_bytes,
             )
         return await write_note(
-            self._client, write, counter=self._counter, limits=self._write_limits
+            self._client,
+            write,
+            counter=self._counter,
+            limits=self._write_limits,
+            may_read=readable(write.address.topic),
         )
 
     def _source_write(
