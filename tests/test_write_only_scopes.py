@@ -110,3 +110,24 @@ async def test_a_link_to_an_unreadable_note_is_forbidden_whether_it_exists_or_no
             answers.append((body["error"]["code"], body["error"]["message"]))
     assert answers[0][0] == "forbidden"
     assert answers[0] == answers[1]
+
+
+async def test_a_write_only_link_does_not_tell_which_links_existed(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    await seed(gateway, issuer, workspace)
+    link = {
+        "src": f"bb://{workspace}/beta/plan",
+        "rel": "cites",
+        "dst": [f"bb://{workspace}/alpha/mine"],
+    }
+    owner = agent_token(issuer, workspace, sub="owner")
+    async with mcp_client(gateway.mcp_url, owner) as client:
+        err, body = await call(client, "link_state", **link)
+        assert not err and body["warnings"] == []
+        err, body = await call(client, "link_state", **link)
+        assert not err and body["warnings"] == ["1 of these links already existed"]
+    writer = agent_token(issuer, workspace, sub="writer", read=["alpha"], write=["beta"])
+    async with mcp_client(gateway.mcp_url, writer) as client:
+        err, body = await call(client, "link_state", **link)
+        assert not err and body["warnings"] == []

@@ -119,7 +119,9 @@ async def search_keys(board: Board, grant: Grant, args: Mapping[str, Any]) -> Ma
 
 
 async def link_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    return await board.link_state(author=grant.subject, **_required(args, "src", "rel", "dst"))
+    return await board.link_state(
+        author=grant.subject, readable=grant.can_read, **_required(args, "src", "rel", "dst")
+    )
 
 
 HANDLERS: dict[str, Handler] = {

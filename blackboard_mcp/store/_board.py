@@ -259,7 +259,16 @@ class Board:
             readable=readable,
         )
 
-    async def link_state(self, *, author: str, src: object, rel: object, dst: object) -> LinkResult:
+    async def link_state(
+        self,
+        *,
+        author: str,
+        src: object,
+        rel: object,
+        dst: object,
+        readable: Readable = every_topic,
+    ) -> LinkResult:
+        """``readable`` is the caller's read scope: what the answer may tell of ``src``."""
         source, relation, targets = check_link(src, rel, dst)
         return await write_links(
             self._client,
@@ -268,6 +277,7 @@ class Board:
             targets,
             author=author,
             changelog_maxlen=self._limits.changelog_maxlen,
+            may_read=readable(source.topic),
         )
 
     async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:
