@@ -224,6 +224,9 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
         except AuthError as exc:
             print(f"refused: {exc}", file=sys.stderr)
             return 2
+        if args.workspace and args.workspace != presented.workspace:
+            print(f"refused: that token is for workspace {presented.workspace}", file=sys.stderr)
+            return 2
     elif not args.workspace:
         print("refused: --id and --sub need --workspace", file=sys.stderr)
         return 2

@@ -184,12 +184,12 @@ async def test_the_admin_token_the_cli_issues_is_accepted_by_the_gateway(
 
 
 async def test_audit_tail_prints_one_escaped_line_per_record(
-    redis_url: str, redis_server: EmbeddedRedis
+    redis_server: EmbeddedRedis, workspace: str
 ) -> None:
     """Records written before names were checked, or by anything else, cannot forge lines."""
     import redis.asyncio as aioredis
 
-    client = aioredis.Redis.from_url(redis_url)
+    client = aioredis.Redis.from_url(redis_server.url)
     try:
         log = RedisAuditLog(client=client, maxlen=100)
         forged_line = "x\n1700000000.000\tadmin\tadmin.issue\tok\t0.0ms\tbb://w/a/b"
@@ -197,7 +197,7 @@ async def test_audit_tail_prints_one_escaped_line_per_record(
             await log.record(
                 AuditRecord(
                     at=time.time(),
-                    workspace="w",
+                    workspace=workspace,
                     subject=subject,
                     tool=tool,
                     addresses=("bb://w/t/a\tb",),
@@ -208,7 +208,7 @@ async def test_audit_tail_prints_one_escaped_line_per_record(
             )
     finally:
         await client.aclose()
-    tail = cli("audit", "tail", "--workspace", "w", env={"BB_REDIS_URL": redis_url})
+    tail = cli("audit", "tail", "--workspace", workspace, env={"BB_REDIS_URL": redis_server.url})
     assert tail.returncode == 0, tail.stderr
     lines = tail.stdout.splitlines()
     assert len(lines) == 2, tail.stdout
@@ -231,3 +231,18 @@ async def test_the_cli_revokes_within_one_workspace(
         async with mcp_client(gateway.mcp_url, token) as client:
             err, body = await call(client, "get_state", uris=[f"bb://{ws}/t/a"])
             assert (body["error"]["code"] if err else "ok") == expected
+
+
+async def test_the_cli_revokes_a_presented_token_until_it_expires(
+    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace, sub="cli-presented", ttl=600)
+    env = {"BB_REDIS_URL": redis_server.url, "BB_JWT_SECRET": TEST_JWT_SECRET}
+    wrong = cli("token", "revoke", "--workspace", "elsewhere", "--token", token, env=env)
+    assert wrong.returncode == 2 and "refused" in wrong.stderr
+    revoked = cli("token", "revoke", "--token", token, env=env)
+    assert revoked.returncode == 0, revoked.stderr
+    assert workspace in revoked.stdout
+    async with mcp_client(gateway.mcp_url, token) as client:
+        err, body = await call(client, "get_state", uris=[f"bb://{workspace}/t/a"])
+        assert err and body["error"]["code"] == "unauthenticated"
