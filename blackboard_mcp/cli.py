@@ -10,11 +10,16 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from blackboard_mcp.settings import Settings
 
+if TYPE_CHECKING:
+    from blackboard_mcp.auth import TokenIssuer
+
 EMBEDDED_URL_FILE = "redis.url"
 DEFAULT_SECRET_FILE = "jwt_secret"
+DEFAULT_AGENT_TTL = 24 * 3600
 
 
 def _parse_duration(text: str) -> int:
@@ -113,7 +118,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _issue_admin(settings: Settings, workspace: str, ttl: int = 365 * 86400) -> str:
+def _issuer(settings: Settings) -> TokenIssuer:
     from blackboard_mcp.auth import TokenIssuer, keys_from_settings
 
     signing, _ = keys_from_settings(settings)
@@ -121,43 +126,45 @@ def _issue_admin(settings: Settings, workspace: str, ttl: int = 365 * 86400) -> 
         raise SystemExit(
             "no signing key is configured here (BB_JWT_SECRET_FILE or BB_JWT_PRIVATE_KEY_FILE)"
         )
-    issuer = TokenIssuer(
-        signing_key=signing, issuer=settings.jwt_issuer, audience=settings.jwt_audience
+    return TokenIssuer(
+        signing_key=signing,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        max_ttl_seconds=settings.max_token_ttl,
     )
-    return issuer.issue(
-        subject="admin",
+
+
+def _issue_admin(
+    settings: Settings, workspace: str, ttl: int | None = None, subject: str = "admin"
+) -> str:
+    """An admin token: every topic, every capability, for the longest lifetime allowed."""
+    return _issuer(settings).issue(
+        subject=subject,
         workspace=workspace,
         read=["*"],
         write=["*"],
         capabilities=["admin", "board_read", "board_write", "file_read"],
-        ttl_seconds=ttl,
+        ttl_seconds=settings.max_token_ttl if ttl is None else ttl,
     )
 
 
 def cmd_token_issue(args: argparse.Namespace) -> int:
-    from blackboard_mcp.auth import AuthError, TokenIssuer, keys_from_settings
+    from blackboard_mcp.auth import AuthError
 
     settings, _ = _with_default_keys(Settings())
-    if args.admin:
-        print(_issue_admin(settings, args.workspace, args.ttl))
-        return 0
-    signing, _ = keys_from_settings(settings)
-    if signing is None:
-        print("no signing key is configured here", file=sys.stderr)
-        return 2
-    issuer = TokenIssuer(
-        signing_key=signing, issuer=settings.jwt_issuer, audience=settings.jwt_audience
-    )
     try:
-        token = issuer.issue(
-            subject=args.sub,
-            workspace=args.workspace,
-            read=args.read,
-            write=args.write,
-            capabilities=args.cap,
-            secrets=args.secret,
-            ttl_seconds=args.ttl,
-        )
+        if args.admin:
+            token = _issue_admin(settings, args.workspace, args.ttl, args.sub)
+        else:
+            token = _issuer(settings).issue(
+                subject=args.sub,
+                workspace=args.workspace,
+                read=args.read,
+                write=args.write,
+                capabilities=args.cap,
+                secrets=args.secret,
+                ttl_seconds=DEFAULT_AGENT_TTL if args.ttl is None else args.ttl,
+            )
     except AuthError as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
@@ -176,6 +183,7 @@ def cmd_token_inspect(args: argparse.Namespace) -> int:
         audience=settings.jwt_audience,
         leeway=settings.jwt_leeway_seconds,
         revocations=NoRevocations(),
+        max_ttl_seconds=settings.max_token_ttl,
     )
     try:
         grant = asyncio.run(verifier.verify(args.token.strip()))
@@ -189,21 +197,63 @@ def cmd_token_inspect(args: argparse.Namespace) -> int:
 def cmd_token_revoke(args: argparse.Namespace) -> int:
     import redis.asyncio as aioredis
 
+    from blackboard_mcp.auth import (
+        AuthError,
+        NoRevocations,
+        Revoker,
+        TokenVerifier,
+        keys_from_settings,
+    )
     from blackboard_mcp.store import RedisRevocationList
 
-    async def run() -> None:
-        client = aioredis.Redis.from_url(_redis_url(Settings()))
-        revocations = RedisRevocationList(client=client)
+    settings = Settings()
+    presented = None
+    if args.token:
+        # The token's own claims say its workspace and expiry, once its signature holds.
+        keyed, _ = _with_default_keys(settings)
+        verifier = TokenVerifier(
+            keys=keys_from_settings(keyed)[1],
+            issuer=settings.jwt_issuer,
+            audience=settings.jwt_audience,
+            leeway=settings.jwt_leeway_seconds,
+            revocations=NoRevocations(),
+            max_ttl_seconds=settings.max_token_ttl,
+        )
         try:
+            presented = verifier.decode(args.token.strip())
+        except AuthError as exc:
+            print(f"refused: {exc}", file=sys.stderr)
+            return 2
+        if args.workspace and args.workspace != presented.workspace:
+            print(f"refused: that token is for workspace {presented.workspace}", file=sys.stderr)
+            return 2
+    elif not args.workspace:
+        print("refused: --id and --sub need --workspace", file=sys.stderr)
+        return 2
+
+    async def run() -> str:
+        client = aioredis.Redis.from_url(_redis_url(settings))
+        revoker = Revoker(
+            revocations=RedisRevocationList(client=client),
+            max_ttl_seconds=settings.max_token_ttl,
+            leeway=settings.jwt_leeway_seconds,
+        )
+        try:
+            if presented is not None:
+                return await revoker.revoke_presented(presented, workspace=presented.workspace)
             if args.id:
-                await revocations.revoke_token(args.id, None)
-            else:
-                await revocations.revoke_subject(args.sub)
+                return await revoker.revoke_token_id(args.workspace, args.id)
+            return await revoker.revoke_subject(args.workspace, args.sub)
         finally:
             await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
-    asyncio.run(run())
-    print(f"revoked {'token ' + args.id if args.id else 'subject ' + args.sub}")
+    try:
+        target = asyncio.run(run())
+    except AuthError as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 2
+    workspace = presented.workspace if presented is not None else args.workspace
+    print(f"revoked {target} in workspace {workspace}")
     return 0
 
 
@@ -216,11 +266,9 @@ def cmd_audit_tail(args: argparse.Namespace) -> int:
         client = aioredis.Redis.from_url(_redis_url(Settings()))
         try:
             log = RedisAuditLog(client=client, maxlen=Settings().audit_maxlen)
+            # as_line escapes every field: a record cannot print a line or a column of its own.
             for rec in reversed(await log.tail(args.workspace, args.count)):
-                print(
-                    f"{rec.at:.3f}\t{rec.subject}\t{rec.tool}\t{rec.outcome}\t"
-                    f"{rec.duration_ms:.1f}ms\t{','.join(rec.addresses)}"
-                )
+                print(rec.as_line())
         finally:
             await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
@@ -291,12 +339,17 @@ def build_parser() -> argparse.ArgumentParser:
     tsub = token.add_subparsers(dest="token_command", required=True)
     issue = tsub.add_parser("issue", help="print a new token on stdout")
     issue.add_argument("--workspace", required=True)
-    issue.add_argument("--sub", default="admin")
+    issue.add_argument("--sub", default="admin", help="the agent's name: A-Z a-z 0-9 . _ @ -")
     issue.add_argument("--read", type=_csv, default=[])
     issue.add_argument("--write", type=_csv, default=[])
     issue.add_argument("--cap", type=_csv, default=[])
     issue.add_argument("--secret", type=_csv, default=[])
-    issue.add_argument("--ttl", type=_parse_duration, default=_parse_duration("24h"))
+    issue.add_argument(
+        "--ttl",
+        type=_parse_duration,
+        default=None,
+        help="lifetime, up to BB_MAX_TOKEN_TTL (default 24h; --admin: BB_MAX_TOKEN_TTL)",
+    )
     issue.add_argument(
         "--admin", action="store_true", help="an admin token: every topic, every capability"
     )
@@ -304,10 +357,14 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = tsub.add_parser("inspect", help="verify a token and print its claims")
     inspect.add_argument("token")
     inspect.set_defaults(func=cmd_token_inspect)
-    revoke = tsub.add_parser("revoke", help="revoke one token id or every token of a subject")
+    revoke = tsub.add_parser(
+        "revoke", help="revoke a token, a token id or every token of a subject, in one workspace"
+    )
+    revoke.add_argument("--workspace", help="the workspace whose token or subject is revoked")
     group = revoke.add_mutually_exclusive_group(required=True)
-    group.add_argument("--id")
-    group.add_argument("--sub")
+    group.add_argument("--token", help="the token itself: revoked until it expires")
+    group.add_argument("--id", help="a token id (jti): revoked for BB_MAX_TOKEN_TTL")
+    group.add_argument("--sub", help="every token of a subject issued so far")
     revoke.set_defaults(func=cmd_token_revoke)
 
     audit = sub.add_parser("audit", help="the audit stream")

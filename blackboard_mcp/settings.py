@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     jwt_issuer: str = "blackboard-mcp"
     jwt_audience: str = "blackboard-mcp"
     jwt_leeway_seconds: int = 30
+    # The longest lifetime (exp - iat) of a token, in seconds: longer ones are neither issued
+    # nor accepted. A revocation by token id or by subject is kept this long.
+    max_token_ttl: int = Field(default=90 * 86400, gt=0)
     secrets_dir: Path | None = None
 
     # Gateway

@@ -141,3 +141,15 @@ async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, dict[
     body = result.structured_content
     assert isinstance(body, dict), result
     return bool(result.is_error), body
+
+
+def admin_token(issuer: TokenIssuer, workspace: str, *, sub: str = "admin", ttl: int = 600) -> str:
+    """An admin of ``workspace`` as `serve` makes one: every topic, every capability."""
+    return issuer.issue(
+        subject=sub,
+        workspace=workspace,
+        read=["*"],
+        write=["*"],
+        capabilities=["admin", "board_read", "board_write", "file_read"],
+        ttl_seconds=ttl,
+    )

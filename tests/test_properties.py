@@ -234,12 +234,13 @@ return out
 
 
 def snapshot(client: redis.Redis[bytes], workspaces: tuple[str, ...]) -> Snapshot:
-    """Every key of these workspaces with a fingerprint of its value (the audit stream aside)."""
+    """Every key of these workspaces with a fingerprint of its value (the audit stream and the
+    rate-limit counters, which every call changes, aside)."""
     tags = [f"{{{ws}}}".encode() for ws in workspaces]
     names = sorted(
         key
         for key in client.scan_iter(count=10_000)
-        if any(tag in key for tag in tags) and not key.startswith(b"bbau:")
+        if any(tag in key for tag in tags) and not key.startswith((b"bbau:", b"bbrl:"))
     )
     pipe = client.pipeline(transaction=False)
     pipe.eval(_FINGERPRINTS, len(names), *names)

@@ -52,10 +52,11 @@ async def test_the_rate_limit_is_shared_through_redis(redis_url: str) -> None:
     try:
         a = RedisRateLimiter(client=first, per_minute=5)
         b = RedisRateLimiter(client=second, per_minute=5)
-        verdicts = [await (a if i % 2 else b).hit("agent-x") for i in range(7)]
+        verdicts = [await (a if i % 2 else b).hit("ws", "agent-x") for i in range(7)]
         assert verdicts[:5] == [None] * 5
         assert all(v is not None and 0 < v <= 60 for v in verdicts[5:])
-        assert await a.hit("agent-y") is None
+        assert await a.hit("ws", "agent-y") is None
+        assert await a.hit("other-ws", "agent-x") is None
     finally:
         await first.aclose()
         await second.aclose()

@@ -4,6 +4,7 @@ from ._audit import AuditRecord, AuditSink, BatchAuditSink
 from ._dispatch import Authorizer, Manifest
 from ._errors import (
     AuthError,
+    BadTokenRequest,
     ContractError,
     Forbidden,
     GrantExceedsIssuer,
@@ -30,17 +31,27 @@ from ._keys import (
     generate_hs_secret_file,
     keys_from_settings,
 )
-from ._revocations import NoRevocations, RevocationList
+from ._names import SUBJECT_PATTERN, is_subject, is_token_id, is_workspace
+from ._revocations import NoRevocations, RevocationList, Revoker
 from ._scopes import check_pattern, pattern_covers, topic_matches
 from ._secrets import SecretResolver, SecretValue
 from ._tb import Contract, ToolRequirements, load_board_contract, parse_contract
-from ._tokens import TokenIssuer, TokenVerifier, issue_for_admin, require_admin
+from ._tokens import (
+    DEFAULT_MAX_TOKEN_TTL,
+    TokenIssuer,
+    TokenVerifier,
+    issue_for_admin,
+    require_admin,
+)
 
 __all__ = [
+    "DEFAULT_MAX_TOKEN_TTL",
+    "SUBJECT_PATTERN",
     "AuditRecord",
     "AuditSink",
     "AuthError",
     "Authorizer",
+    "BadTokenRequest",
     "BatchAuditSink",
     "Contract",
     "ContractError",
@@ -55,6 +66,7 @@ __all__ = [
     "NoRevocations",
     "NotAdmin",
     "RevocationList",
+    "Revoker",
     "SecretResolver",
     "SecretValue",
     "SigningKey",
@@ -74,6 +86,9 @@ __all__ = [
     "check_pattern",
     "generate_ed25519_keypair",
     "generate_hs_secret_file",
+    "is_subject",
+    "is_token_id",
+    "is_workspace",
     "issue_for_admin",
     "keys_from_settings",
     "load_board_contract",

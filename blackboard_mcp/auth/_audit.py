@@ -18,6 +18,42 @@ class AuditRecord:
     duration_ms: float
     request_id: str
 
+    def as_line(self) -> str:
+        """One tab-separated line for a terminal; no field can add a line or a column.
+
+        Subjects are checked when tokens are issued and verified, but a stream may hold
+        records from before that check, or written by anything else with access to Redis.
+        """
+        fields = (
+            f"{self.at:.3f}",
+            printable(self.subject),
+            printable(self.tool),
+            printable(self.outcome),
+            f"{self.duration_ms:.1f}ms",
+            ",".join(printable(a) for a in self.addresses),
+        )
+        return "\t".join(fields)
+
+
+def printable(text: str) -> str:
+    """``text`` with backslashes, tabs, newlines and every other control character escaped."""
+    out = []
+    for char in text:
+        if char == "\\":
+            out.append("\\\\")
+        elif char == "\t":
+            out.append("\\t")
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\r":
+            out.append("\\r")
+        elif not char.isprintable():
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
 
 class AuditSink(Protocol):
     async def record(self, record: AuditRecord) -> None: ...

@@ -87,6 +87,16 @@ class ContractError(AuthError):
     hint = "fix the contract file named in the message"
 
 
+class BadTokenRequest(AuthError):
+    """A token was asked for with a bad subject, workspace or lifetime."""
+
+    code = "invalid_argument"
+    hint = (
+        "sub: 1-128 of A-Z a-z 0-9 . _ @ - (starting with a letter or digit); workspace: "
+        "1-64 of a-z 0-9 . _ -; ttl: 1 second up to the board's maximum token lifetime"
+    )
+
+
 class InvalidScope(AuthError):
     """A topic pattern is not a name or a simple glob."""
 

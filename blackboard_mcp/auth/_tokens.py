@@ -11,6 +11,7 @@ from typing import Any
 import jwt
 
 from ._errors import (
+    BadTokenRequest,
     GrantExceedsIssuer,
     NotAdmin,
     TokenExpired,
@@ -19,18 +20,59 @@ from ._errors import (
 )
 from ._grants import Grant
 from ._keys import SigningKey, VerificationKeys
+from ._names import is_subject, is_token_id, is_workspace
 from ._revocations import RevocationList
 from ._scopes import check_pattern, pattern_covers
 
 REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud", "sub", "jti"]
 MAX_TOKEN_CHARS = 8192
+# The documented default of BB_MAX_TOKEN_TTL. A revocation is kept this long when the
+# token's own expiry is not known, so the bound is what makes revocations finite.
+DEFAULT_MAX_TOKEN_TTL = 90 * 86400
 
 
 class TokenIssuer:
-    def __init__(self, *, signing_key: SigningKey, issuer: str, audience: str) -> None:
+    def __init__(
+        self,
+        *,
+        signing_key: SigningKey,
+        issuer: str,
+        audience: str,
+        max_ttl_seconds: int = DEFAULT_MAX_TOKEN_TTL,
+    ) -> None:
         self._key = signing_key
         self._issuer = issuer
         self._audience = audience
+        self._max_ttl = max_ttl_seconds
+
+    @property
+    def max_ttl_seconds(self) -> int:
+        return self._max_ttl
+
+    def check_request(
+        self,
+        *,
+        subject: object,
+        workspace: object,
+        read: Sequence[str],
+        write: Sequence[str],
+        ttl_seconds: object,
+    ) -> None:
+        """Refuse a token nobody could use safely: raises BadTokenRequest or InvalidScope."""
+        if not is_subject(subject):
+            raise BadTokenRequest(f"subject {subject!r} is not a valid name")
+        if not is_workspace(workspace):
+            raise BadTokenRequest(f"workspace {workspace!r} is not a valid name")
+        if not isinstance(ttl_seconds, int) or isinstance(ttl_seconds, bool):
+            raise BadTokenRequest("the ttl must be a whole number of seconds")
+        if not 0 < ttl_seconds <= self._max_ttl:
+            raise BadTokenRequest(
+                f"the ttl must be between 1 and {self._max_ttl} seconds "
+                "(the board's maximum token lifetime, BB_MAX_TOKEN_TTL)",
+                max_ttl_seconds=self._max_ttl,
+            )
+        for pattern in (*read, *write):
+            check_pattern(pattern)
 
     def issue(
         self,
@@ -43,10 +85,9 @@ class TokenIssuer:
         secrets: Sequence[str] = (),
         ttl_seconds: int,
     ) -> str:
-        for pattern in (*read, *write):
-            check_pattern(pattern)
-        if not subject or not workspace or ttl_seconds <= 0:
-            raise TokenInvalid("a token needs a subject, a workspace and a positive ttl")
+        self.check_request(
+            subject=subject, workspace=workspace, read=read, write=write, ttl_seconds=ttl_seconds
+        )
         now = int(time.time())
         claims = {
             "iss": self._issuer,
@@ -77,11 +118,13 @@ class TokenVerifier:
         leeway: int,
         revocations: RevocationList,
         cache_size: int = 4096,
+        max_ttl_seconds: int = DEFAULT_MAX_TOKEN_TTL,
     ) -> None:
         self._keys = keys
         self._issuer = issuer
         self._audience = audience
         self._leeway = leeway
+        self._max_ttl = max_ttl_seconds
         self._revocations = revocations
         self._cache_size = cache_size
         # Verified tokens by their exact text. An agent sends the same token on every call,
@@ -129,7 +172,12 @@ class TokenVerifier:
             raise TokenNotYetValid("the token is not valid yet") from exc
         except jwt.PyJWTError as exc:
             raise TokenInvalid(f"the token was refused: {exc.__class__.__name__}") from exc
-        return _grant(claims)
+        grant = _grant(claims)
+        # A token from another issuer holding the key is held to the same rules as ours:
+        # a revocation by id or subject is kept for the longest lifetime, no longer.
+        if grant.expires_at - grant.issued_at > self._max_ttl:
+            raise TokenInvalid("the token's lifetime exceeds the board's maximum")
+        return grant
 
     async def verify(self, token: str) -> Grant:
         grant = self.decode(token)
@@ -146,20 +194,32 @@ def _strings(value: object, name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _number(value: object, name: str) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise TokenInvalid(f"claim {name} must be a number")
+    return float(value)
+
+
 def _grant(claims: dict[str, Any]) -> Grant:
     workspace = claims.get("ws")
     if not isinstance(workspace, str) or not workspace:
         raise TokenInvalid("the token has no workspace claim")
+    if not is_workspace(workspace):
+        raise TokenInvalid("the token's workspace is not a valid name")
+    if not is_subject(claims["sub"]):
+        raise TokenInvalid("the token's subject is not a valid name")
+    if not is_token_id(claims["jti"]):
+        raise TokenInvalid("the token's id (jti) is not 1-128 printable characters")
     return Grant(
-        subject=str(claims["sub"]),
+        subject=claims["sub"],
         workspace=workspace,
         read_topics=_strings(claims.get("read", []), "read"),
         write_topics=_strings(claims.get("write", []), "write"),
         capabilities=frozenset(_strings(claims.get("caps", []), "caps")),
         secrets=frozenset(_strings(claims.get("secrets", []), "secrets")),
-        token_id=str(claims["jti"]),
-        issued_at=float(claims["iat"]),
-        expires_at=float(claims["exp"]),
+        token_id=claims["jti"],
+        issued_at=_number(claims["iat"], "iat"),
+        expires_at=_number(claims["exp"], "exp"),
     )
 
 
@@ -182,6 +242,9 @@ def issue_for_admin(
 ) -> tuple[str, Grant]:
     """An admin can only grant what its own token holds."""
     require_admin(admin)
+    issuer.check_request(
+        subject=subject, workspace=workspace, read=read, write=write, ttl_seconds=ttl_seconds
+    )
     if workspace != admin.workspace:
         raise GrantExceedsIssuer(f"the admin token is for workspace {admin.workspace!r}")
     for wanted, held, what in (

@@ -1,10 +1,16 @@
-"""``/admin/tokens`` and ``/admin/revoke``: token issuing over HTTP, for admin tokens only."""
+"""``/admin/tokens`` and ``/admin/revoke``: token issuing and revocation over HTTP, for admins.
+
+An admin acts within its own workspace only: it issues tokens for it, and it revokes among
+its tokens (a token id or a subject names a token of the admin's workspace, a presented
+token must be one). Every answer is JSON: an error is ``{"error": {code, message, hint}}``
+with the HTTP status of its code, never a stack trace.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -12,148 +18,120 @@ from starlette.routing import Route
 from blackboard_mcp.auth import (
     AuditRecord,
     AuditSink,
-    AuthError,
     Grant,
     RevocationList,
+    Revoker,
+    TokenExpired,
     TokenIssuer,
+    TokenRevoked,
     TokenVerifier,
+    Unauthenticated,
     issue_for_admin,
     require_admin,
 )
 
-from ._errors import tool_error
+from ._admin_bodies import InvalidRevokeBody, IssueBody, RevokeBody, parse_body
+from ._errors import GatewayError, tool_error
 
-MAX_ADMIN_BODY = 16 * 1024
+_STATUS = {
+    "invalid_argument": 400,
+    "unauthenticated": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "conflict": 409,
+    "too_large": 413,
+    "rate_limited": 429,
+    "unavailable": 503,
+}
 
 
-def _error(exc: BaseException, status: int) -> Response:
-    return JSONResponse(tool_error(exc, "admin"), status_code=status)
+class NoSigningKey(GatewayError):
+    """This gateway verifies tokens but holds no key to sign new ones."""
+
+    code = "unavailable"
+    hint = "issue tokens where the signing key is configured"
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _answering_errors(handler: Handler) -> Handler:
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as exc:  # every failure is answered in the error shape
+            body = tool_error(exc, "admin")
+            return JSONResponse(body, status_code=_STATUS.get(body["error"]["code"], 500))
+
+    return endpoint
 
 
 def admin_routes(
     *,
     verifier: TokenVerifier,
     revocations: RevocationList,
+    revoker: Revoker,
     issuer: TokenIssuer | None,
     audit: AuditSink,
 ) -> list[Route]:
     async def authenticate(request: Request) -> Grant:
         header = request.headers.get("authorization", "")
         if not header.lower().startswith("bearer "):
-            from blackboard_mcp.auth import Unauthenticated
-
             raise Unauthenticated("an admin access token is required")
         grant = await verifier.verify(header[7:].strip())
         if await revocations.is_revoked(grant):
-            from blackboard_mcp.auth import TokenRevoked
-
             raise TokenRevoked("this token has been revoked")
         require_admin(grant)
         return grant
 
-    async def body_of(request: Request) -> dict[str, Any]:
-        raw = await request.body()
-        if len(raw) > MAX_ADMIN_BODY:
-            raise ValueError("request body too large")
-        data = orjson.loads(raw or b"{}")
-        if not isinstance(data, dict):
-            raise ValueError("the body must be a JSON object")
-        return data
-
     async def issue(request: Request) -> Response:
-        try:
-            admin = await authenticate(request)
-        except AuthError as exc:
-            return _error(exc, 401 if exc.code == "unauthenticated" else 403)
+        admin = await authenticate(request)
         if issuer is None:
-            return JSONResponse(
-                {
-                    "error": {
-                        "code": "unavailable",
-                        "message": "this gateway holds no signing key",
-                        "hint": "issue tokens where the signing key is configured",
-                    }
-                },
-                status_code=503,
-            )
-        try:
-            data = await body_of(request)
-            token, grant = issue_for_admin(
-                issuer,
-                admin,
-                subject=str(data.get("sub", "")),
-                workspace=str(data.get("workspace", admin.workspace)),
-                read=list(data.get("read", [])),
-                write=list(data.get("write", [])),
-                capabilities=list(data.get("caps", [])),
-                secrets=list(data.get("secrets", [])),
-                ttl_seconds=int(data.get("ttl_seconds", 3600)),
-            )
-        except AuthError as exc:
-            return _error(exc, 403 if exc.code == "forbidden" else 400)
-        except (ValueError, TypeError, orjson.JSONDecodeError) as exc:
-            return JSONResponse(
-                {
-                    "error": {
-                        "code": "invalid_argument",
-                        "message": str(exc),
-                        "hint": "send {sub, workspace, read, write, caps, ttl_seconds}",
-                    }
-                },
-                status_code=400,
-            )
-        await _audit(audit, admin, "admin.issue", grant.subject)
+            raise NoSigningKey("this gateway holds no signing key")
+        body = await parse_body(request, IssueBody)
+        token, grant = issue_for_admin(
+            issuer,
+            admin,
+            subject=body.sub,
+            workspace=admin.workspace if body.workspace is None else body.workspace,
+            read=list(body.read),
+            write=list(body.write),
+            capabilities=list(body.caps),
+            secrets=list(body.secrets),
+            ttl_seconds=body.ttl_seconds,
+        )
+        await _audit(audit, admin, "admin.issue", f"sub:{grant.subject}")
         return JSONResponse({"token": token, "id": grant.token_id, "expires_at": grant.expires_at})
 
     async def revoke(request: Request) -> Response:
-        try:
-            admin = await authenticate(request)
-        except AuthError as exc:
-            return _error(exc, 401 if exc.code == "unauthenticated" else 403)
-        try:
-            data = await body_of(request)
-        except (ValueError, orjson.JSONDecodeError) as exc:
-            return JSONResponse(
-                {
-                    "error": {
-                        "code": "invalid_argument",
-                        "message": str(exc),
-                        "hint": "send {id} or {sub}",
-                    }
-                },
-                status_code=400,
-            )
-        if data.get("id"):
-            await revocations.revoke_token(
-                str(data["id"]), float(data.get("expires_at") or 0) or None
-            )
-            target = f"id:{data['id']}"
-        elif data.get("sub"):
-            await revocations.revoke_subject(str(data["sub"]))
-            target = f"sub:{data['sub']}"
+        admin = await authenticate(request)
+        body = await parse_body(request, RevokeBody)
+        if body.token is not None:
+            try:
+                presented = verifier.decode(body.token)
+            except TokenExpired:
+                raise InvalidRevokeBody(
+                    "the token to revoke has expired already: no gateway accepts it"
+                ) from None
+            except Unauthenticated as exc:
+                raise InvalidRevokeBody(f"the token to revoke was refused: {exc.message}") from None
+            target = await revoker.revoke_presented(presented, workspace=admin.workspace)
+        elif body.id is not None:
+            target = await revoker.revoke_token_id(admin.workspace, body.id)
         else:
-            return JSONResponse(
-                {
-                    "error": {
-                        "code": "invalid_argument",
-                        "message": "give id or sub",
-                        "hint": "send {id} or {sub}",
-                    }
-                },
-                status_code=400,
-            )
+            assert body.sub is not None  # the model admits exactly one target
+            target = await revoker.revoke_subject(admin.workspace, body.sub)
         await _audit(audit, admin, "admin.revoke", target)
-        return JSONResponse({"revoked": target})
+        return JSONResponse({"revoked": target, "workspace": admin.workspace})
 
     return [
-        Route("/admin/tokens", issue, methods=["POST"]),
-        Route("/admin/revoke", revoke, methods=["POST"]),
+        Route("/admin/tokens", _answering_errors(issue), methods=["POST"]),
+        Route("/admin/revoke", _answering_errors(revoke), methods=["POST"]),
     ]
 
 
 async def _audit(audit: AuditSink, admin: Grant, tool: str, target: str) -> None:
-    import time
-
+    # An admin acts in its own workspace only, so that is the workspace affected.
     await audit.record(
         AuditRecord(
             at=time.time(),

@@ -21,6 +21,7 @@ from blackboard_mcp.auth import (
     BatchAuditSink,
     Manifest,
     RevocationList,
+    Revoker,
     TokenIssuer,
     TokenVerifier,
     load_board_contract,
@@ -142,6 +143,11 @@ def create_app(parts: GatewayParts) -> Starlette:
         *admin_routes(
             verifier=parts.verifier,
             revocations=parts.revocations,
+            revoker=Revoker(
+                revocations=parts.revocations,
+                max_ttl_seconds=settings.max_token_ttl,
+                leeway=settings.jwt_leeway_seconds,
+            ),
             issuer=parts.issuer,
             audit=parts.audit,
         ),

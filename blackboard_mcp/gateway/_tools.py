@@ -99,7 +99,9 @@ Handler = Callable[[Board, Grant, Mapping[str, Any]], Awaitable[Mapping[str, Any
 
 
 async def update_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    return await board.update_state(author=grant.subject, **_required(args, "uri", "digest"))
+    return await board.update_state(
+        author=grant.subject, readable=grant.can_read, **_required(args, "uri", "digest")
+    )
 
 
 async def get_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -117,7 +119,9 @@ async def search_keys(board: Board, grant: Grant, args: Mapping[str, Any]) -> Ma
 
 
 async def link_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    return await board.link_state(author=grant.subject, **_required(args, "src", "rel", "dst"))
+    return await board.link_state(
+        author=grant.subject, readable=grant.can_read, **_required(args, "src", "rel", "dst")
+    )
 
 
 HANDLERS: dict[str, Handler] = {

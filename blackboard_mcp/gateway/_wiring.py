@@ -44,10 +44,14 @@ def build_parts(settings: Settings) -> GatewayParts:
         audience=settings.jwt_audience,
         leeway=settings.jwt_leeway_seconds,
         revocations=NoRevocations(),
+        max_ttl_seconds=settings.max_token_ttl,
     )
     issuer = (
         TokenIssuer(
-            signing_key=signing_key, issuer=settings.jwt_issuer, audience=settings.jwt_audience
+            signing_key=signing_key,
+            issuer=settings.jwt_issuer,
+            audience=settings.jwt_audience,
+            max_ttl_seconds=settings.max_token_ttl,
         )
         if signing_key is not None
         else None

@@ -1,7 +1,10 @@
-"""The per-call checks that need Redis, revocation and the rate limit, in one round trip.
+"""The per-call checks that need Redis, revocation and the rate limit, in one command.
 
-Every tool call pays for these before its handler runs; as two separate pipelines they
-were two of the gateway's largest costs per call.
+Every tool call pays for these before its handler runs. One Lua script does both, in this
+order: a revoked token is refused without being counted, so a stolen token that was revoked
+cannot spend the budget of the token that replaced it. Its three keys (the token's mark, the
+subject's mark, the subject's window) are all in the workspace's hash slot, so the script
+runs on one Redis Cluster node like every other command of a workspace.
 """
 
 from __future__ import annotations
@@ -11,9 +14,21 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
-from ._ratelimit import RedisRateLimiter
+from ._ratelimit import WINDOW_TTL_SECONDS, RedisRateLimiter
 from ._redis_errors import mapped_redis_errors
-from ._revocations import TokenIdentity, revocation_keys, revoked_from_values
+from ._revocations import TokenIdentity, revocation_keys
+
+# KEYS: token mark, subject mark, rate window. ARGV: the token's iat, the limit (0: none),
+# the window's ttl. Returns -1 for a revoked token, else the window's count (0: not counted).
+_ADMIT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+local revoked_at = redis.call('GET', KEYS[2])
+if revoked_at and tonumber(revoked_at) >= tonumber(ARGV[1]) then return -1 end
+if ARGV[2] == '0' then return 0 end
+local count = redis.call('INCR', KEYS[3])
+if count == 1 then redis.call('EXPIRE', KEYS[3], ARGV[3]) end
+return count
+"""
 
 
 @dataclass(frozen=True)
@@ -26,25 +41,23 @@ class Admission:
 
 class RedisCallAdmission:
     def __init__(self, *, client: aioredis.Redis[bytes], limiter: RedisRateLimiter) -> None:
-        self._client = client
         self._limiter = limiter
+        # EVALSHA, loading the script on NOSCRIPT (a restarted or flushed Redis) by itself.
+        self._admit = client.register_script(_ADMIT)
 
     async def admit(self, token: TokenIdentity) -> Admission:
-        """Check revocation and count the call against its subject's budget.
-
-        A call of a revoked token still counts against the budget: that costs the caller
-        nothing it could use, and it keeps this one round trip.
-        """
+        """Check revocation, then count the call against its subject's budget."""
         now = time.time()
+        token_key, subject_key = revocation_keys(token)
+        window = self._limiter.window_key(token.workspace, token.subject, now)
+        limit = self._limiter.per_minute if self._limiter.enabled else 0
         async with mapped_redis_errors():
-            if not self._limiter.enabled:
-                values = await self._client.mget(revocation_keys(token))
-                return Admission(revoked=revoked_from_values(token, values), retry_after=None)
-            pipe = self._client.pipeline(transaction=False)
-            pipe.mget(revocation_keys(token))
-            self._limiter.queue_hit(pipe, token.subject, now)
-            values, count, _ = await pipe.execute()
-        return Admission(
-            revoked=revoked_from_values(token, values),
-            retry_after=self._limiter.retry_after(count, now),
-        )
+            count = int(
+                await self._admit(
+                    keys=[token_key, subject_key, window],
+                    args=[int(token.issued_at), limit, WINDOW_TTL_SECONDS],
+                )
+            )
+        if count < 0:
+            return Admission(revoked=True, retry_after=None)
+        return Admission(revoked=False, retry_after=self._limiter.retry_after(count, now))

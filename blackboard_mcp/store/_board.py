@@ -110,7 +110,9 @@ class Board:
         expect_version: object = None,
         sources: object = None,
         confidence: object = None,
+        readable: Readable = every_topic,
     ) -> WriteResult:
+        """``readable`` is the writer's read scope: what an error may tell of the note."""
         if source_path is not None:
             write = self._source_write(
                 author=author,
@@ -137,7 +139,11 @@ class Board:
                 max_body_bytes=self._limits.max_body_bytes,
             )
         return await write_note(
-            self._client, write, counter=self._counter, limits=self._write_limits
+            self._client,
+            write,
+            counter=self._counter,
+            limits=self._write_limits,
+            may_read=readable(write.address.topic),
         )
 
     def _source_write(
@@ -253,7 +259,16 @@ class Board:
             readable=readable,
         )
 
-    async def link_state(self, *, author: str, src: object, rel: object, dst: object) -> LinkResult:
+    async def link_state(
+        self,
+        *,
+        author: str,
+        src: object,
+        rel: object,
+        dst: object,
+        readable: Readable = every_topic,
+    ) -> LinkResult:
+        """``readable`` is the caller's read scope: what the answer may tell of ``src``."""
         source, relation, targets = check_link(src, rel, dst)
         return await write_links(
             self._client,
@@ -262,6 +277,7 @@ class Board:
             targets,
             author=author,
             changelog_maxlen=self._limits.changelog_maxlen,
+            may_read=readable(source.topic),
         )
 
     async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:

@@ -46,8 +46,12 @@ class Conflict(StoreError):
     code = "conflict"
     hint = "read the note again, merge, and retry with the current version"
 
-    def __init__(self, message: str, *, current_version: int, current_digest: str) -> None:
-        super().__init__(message, current_version=current_version, current_digest=current_digest)
+    def __init__(self, message: str, *, current_version: int, current_digest: str | None) -> None:
+        # The digest is left out for a caller that may write the topic but not read it.
+        details: dict[str, Any] = {"current_version": current_version}
+        if current_digest is not None:
+            details["current_digest"] = current_digest
+        super().__init__(message, **details)
         self.current_version = current_version
         self.current_digest = current_digest
 

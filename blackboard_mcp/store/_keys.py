@@ -59,6 +59,18 @@ def links_in(workspace: str, member: str) -> str:
     return f"bbli:{{{workspace}}}:{member}"
 
 
+def revoked_token(workspace: str, token_id: str) -> str:
+    return f"bbrv:{{{workspace}}}:t:{token_id}"
+
+
+def revoked_subject(workspace: str, subject: str) -> str:
+    return f"bbrv:{{{workspace}}}:s:{subject}"
+
+
+def rate_window(workspace: str, subject: str, minute: int) -> str:
+    return f"bbrl:{{{workspace}}}:{subject}:{minute}"
+
+
 def workspaces() -> str:
     """The set of workspaces ever written (for health reporting only)."""
     return "bbws"

@@ -64,7 +64,13 @@ async def write_links(
     *,
     author: str,
     changelog_maxlen: int,
+    may_read: bool = True,
 ) -> LinkResult:
+    """Add the links; ``may_read`` says whether the caller may read the source's topic.
+
+    A caller that may only write it is not told which of the links already existed: the
+    source's links are part of what a reader of that topic sees.
+    """
     ws = source.workspace
     async with mapped_redis_errors():
         # Notes are never deleted, so an existence check before the transaction cannot be
@@ -95,7 +101,9 @@ async def write_links(
         replies = await pipe.execute()
     added = int(replies[0])
     warnings = (
-        [] if added == len(targets) else [f"{len(targets) - added} of these links already existed"]
+        []
+        if added == len(targets) or not may_read
+        else [f"{len(targets) - added} of these links already existed"]
     )
     return {"src": source.uri, "rel": rel, "linked": [t.uri for t in targets], "warnings": warnings}
 

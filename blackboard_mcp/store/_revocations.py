@@ -1,23 +1,21 @@
 """Revoked token ids and subjects, in Redis so that every gateway sees a revocation at once.
 
-No local cache: a revocation must take effect on the very next call of every gateway. The
-check is queued on a pipeline (see ``_admission``) so it shares a round trip with the rate
-limit.
+Marks are per workspace and live in the workspace's hash slot, like every other key of it:
+the per-call check (see ``_admission``) reads them in the same script that counts the call,
+one command on one slot. No local cache: a revocation must take effect on the very next
+call of every gateway. How long a mark lasts is the caller's (auth's) decision.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 
+from . import _keys as keys
 from ._redis_errors import mapped_redis_errors
-
-_TOKENS = "bbrv:tokens:"
-_SUBJECTS = "bbrv:subjects:"
-# A revoked subject's marker outlives any token issued before it (a year is the longest ttl).
-SUBJECT_MARK_SECONDS = 366 * 86400
 
 
 class TokenIdentity(Protocol):
@@ -28,15 +26,17 @@ class TokenIdentity(Protocol):
     @property
     def subject(self) -> str: ...
     @property
+    def workspace(self) -> str: ...
+    @property
     def issued_at(self) -> float: ...
 
 
 def revocation_keys(token: TokenIdentity) -> tuple[str, str]:
-    """The two keys whose values tell whether ``token`` is revoked, read with one MGET.
-
-    One command rather than two in a pipeline: this read is paid by every tool call.
-    """
-    return _TOKENS + token.token_id, _SUBJECTS + token.subject
+    """The token's mark and its subject's mark, both in the token's workspace slot."""
+    return (
+        keys.revoked_token(token.workspace, token.token_id),
+        keys.revoked_subject(token.workspace, token.subject),
+    )
 
 
 def revoked_from_values(token: TokenIdentity, values: Any) -> bool:
@@ -45,6 +45,11 @@ def revoked_from_values(token: TokenIdentity, values: Any) -> bool:
     if token_mark is not None:
         return True
     return subject_at is not None and float(subject_at) >= float(token.issued_at)
+
+
+def _seconds_until(until: float) -> int:
+    # At least a minute, so that a mark asked for "now" still outlives the call racing it.
+    return max(math.ceil(until - time.time()), 60)
 
 
 class RedisRevocationList:
@@ -56,15 +61,23 @@ class RedisRevocationList:
             values = await self._client.mget(revocation_keys(grant))
         return revoked_from_values(grant, values)
 
-    async def revoke_token(self, token_id: str, expires_at: float | None) -> None:
-        # The entry can go when the token would have expired anyway.
-        ttl = int(expires_at - time.time()) + 60 if expires_at else SUBJECT_MARK_SECONDS
+    async def revoke_token(self, workspace: str, token_id: str, *, until: float) -> None:
+        key = keys.revoked_token(workspace, token_id)
         async with mapped_redis_errors():
-            await self._client.set(_TOKENS + token_id, "1", ex=max(ttl, 60))
+            # GT: a second revocation of the same token may lengthen its mark, never shorten it.
+            pipe = self._client.pipeline(transaction=True)
+            pipe.set(key, "1", nx=True, ex=_seconds_until(until))
+            pipe.expire(key, _seconds_until(until), gt=True)
+            await pipe.execute()
 
-    async def revoke_subject(self, subject: str) -> None:
+    async def revoke_subject(
+        self, workspace: str, subject: str, *, issued_before: float, until: float
+    ) -> None:
         # Tokens issued in this same second count as revoked too (iat has 1 s resolution).
+        # A later revocation moves the mark forward, which still covers every earlier token.
         async with mapped_redis_errors():
             await self._client.set(
-                _SUBJECTS + subject, str(int(time.time())), ex=SUBJECT_MARK_SECONDS
+                keys.revoked_subject(workspace, subject),
+                str(math.floor(issued_before)),
+                ex=_seconds_until(until),
             )

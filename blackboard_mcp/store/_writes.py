@@ -49,8 +49,14 @@ async def write_note(
     *,
     counter: TokenCounter,
     limits: WriteLimits,
+    may_read: bool = True,
 ) -> WriteResult:
-    """Apply one validated write; raise Conflict (nothing written) on a stale expect_version."""
+    """Apply one validated write; raise Conflict (nothing written) on a stale expect_version.
+
+    ``may_read`` says whether the writer may read the note's topic. A writer that may not
+    learns the note's version (it needs it for expect_version) but nothing of its content:
+    no digest in a conflict, no stored size or kind in a refused append.
+    """
     ws = write.address.workspace
     member = write.address.member
     note_key = keys.note(ws, member)
@@ -84,12 +90,16 @@ async def write_note(
                 message = (
                     f"{write.address.uri} is at version {old_version}, not {write.expect_version}"
                 )
-            raise Conflict(message, current_version=old_version, current_digest=current)
+            raise Conflict(
+                message, current_version=old_version, current_digest=current if may_read else None
+            )
 
         if write.append is not None:
             if old_version and old_kind == "table":
                 raise InvalidArgument(
-                    "append extends text notes; rewrite a table with columns+rows",
+                    "append extends text notes; rewrite a table with columns+rows"
+                    if may_read
+                    else "append cannot extend this note; rewrite it whole",
                     argument="append",
                 )
             previous = _decode(await pipe.hget(note_key, "body"))
@@ -99,8 +109,10 @@ async def write_note(
             size = len(content.encode("utf-8"))
             if size > limits.max_body_bytes:
                 raise TooLarge(
-                    f"the appended body would be {size} bytes; the limit is "
-                    f"{limits.max_body_bytes}",
+                    f"the appended body would be {size} bytes; the limit is {limits.max_body_bytes}"
+                    if may_read
+                    else f"the appended body would be over the limit of "
+                    f"{limits.max_body_bytes} bytes",
                     argument="append",
                     hint="start a new note and link it with link_state(rel='part_of')",
                 )

@@ -1,0 +1,261 @@
+"""Revocations and rate limits: kept per workspace, lasting as long as the token, counted last.
+
+Two workspaces with agents of the same names share one gateway and one Redis, as tenants of a
+real deployment do. Every test runs against a gateway whose rate limit is a handful of calls a
+minute, so a limit crossing a workspace would show.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+import redis
+from redis.crc import key_slot
+from support import (
+    GatewayProcess,
+    admin_token,
+    agent_token,
+    call,
+    mcp_client,
+    start_gateway,
+    stop_gateway,
+)
+
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import EmbeddedRedis
+
+LIMIT = 5
+MAX_TOKEN_TTL = 90 * 86400  # BB_MAX_TOKEN_TTL's documented default
+
+
+@pytest.fixture(scope="module")
+def limited(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
+    process = start_gateway(
+        redis_server.url,
+        tmp_path_factory.mktemp("limited"),
+        extra_env={"BB_RATE_LIMIT_PER_MINUTE": str(LIMIT)},
+    )
+    yield process
+    stop_gateway(process)
+
+
+def fresh_workspace() -> str:
+    return "ws-" + uuid.uuid4().hex[:12]
+
+
+def token_id(token: str) -> str:
+    return str(jwt.decode(token, options={"verify_signature": False})["jti"])
+
+
+def same_minute(calls: int) -> None:
+    """The limit counts per wall-clock minute: start ``calls`` calls early enough in one."""
+    if time.time() % 60 > 60 - max(10, calls):
+        time.sleep(61 - time.time() % 60)
+
+
+def revoke(gateway: GatewayProcess, admin: str, body: Any) -> httpx.Response:
+    return httpx.post(
+        gateway.url + "/admin/revoke",
+        headers={"Authorization": f"Bearer {admin}"},
+        json=body,
+        timeout=10.0,
+    )
+
+
+async def outcome(gateway: GatewayProcess, token: str, workspace: str) -> str:
+    """The error code of one read by ``token`` ("ok" when it is answered)."""
+    async with mcp_client(gateway.mcp_url, token) as client:
+        err, body = await call(client, "get_state", uris=[f"bb://{workspace}/notes/n"])
+    return body["error"]["code"] if err else "ok"
+
+
+async def test_an_admin_revoking_a_subject_locks_out_only_its_own_workspaces_agent(
+    limited: GatewayProcess, issuer: TokenIssuer
+) -> None:
+    acme, other = fresh_workspace(), fresh_workspace()
+    acme_agent = agent_token(issuer, acme, sub="shared-agent")
+    other_agent = agent_token(issuer, other, sub="shared-agent")
+    answer = revoke(limited, admin_token(issuer, other), {"sub": "shared-agent"})
+    assert answer.status_code == 200, answer.text
+    assert await outcome(limited, other_agent, other) == "unauthenticated"
+    assert await outcome(limited, acme_agent, acme) == "ok"
+
+
+async def test_an_admin_cannot_revoke_another_workspaces_token_by_id_or_by_presenting_it(
+    limited: GatewayProcess, issuer: TokenIssuer
+) -> None:
+    acme, other = fresh_workspace(), fresh_workspace()
+    acme_agent = agent_token(issuer, acme, sub="worker-1")
+    other_admin = admin_token(issuer, other)
+    # An id names a token of the admin's own workspace: another workspace's is untouched.
+    answer = revoke(limited, other_admin, {"id": token_id(acme_agent)})
+    assert answer.status_code == 200, answer.text
+    assert await outcome(limited, acme_agent, acme) == "ok"
+    answer = revoke(limited, other_admin, {"token": acme_agent})
+    assert answer.status_code == 403, answer.text
+    assert answer.json()["error"]["code"] == "forbidden"
+    assert await outcome(limited, acme_agent, acme) == "ok"
+    # The workspace's own admin can.
+    answer = revoke(limited, admin_token(issuer, acme), {"token": acme_agent})
+    assert answer.status_code == 200, answer.text
+    assert await outcome(limited, acme_agent, acme) == "unauthenticated"
+
+
+async def test_one_workspaces_agent_cannot_spend_another_workspaces_rate_limit(
+    limited: GatewayProcess, issuer: TokenIssuer
+) -> None:
+    acme, other = fresh_workspace(), fresh_workspace()
+    sub = "worker-" + uuid.uuid4().hex[:6]
+    busy = agent_token(issuer, other, sub=sub)
+    same_minute(LIMIT + 2)
+    async with mcp_client(limited.mcp_url, busy) as client:
+        codes = []
+        for _ in range(LIMIT + 1):
+            err, body = await call(client, "get_state", uris=[f"bb://{other}/notes/n"])
+            codes.append(body["error"]["code"] if err else "ok")
+    assert codes == ["ok"] * LIMIT + ["rate_limited"]
+    assert await outcome(limited, agent_token(issuer, acme, sub=sub), acme) == "ok"
+
+
+async def test_a_revoked_token_does_not_spend_its_subjects_rate_limit(
+    limited: GatewayProcess, issuer: TokenIssuer
+) -> None:
+    ws = fresh_workspace()
+    sub = "worker-" + uuid.uuid4().hex[:6]
+    stolen = agent_token(issuer, ws, sub=sub)
+    answer = revoke(limited, admin_token(issuer, ws), {"id": token_id(stolen)})
+    assert answer.status_code == 200, answer.text
+    same_minute(3 * LIMIT)
+    async with mcp_client(limited.mcp_url, stolen) as client:
+        for _ in range(2 * LIMIT):
+            err, body = await call(client, "get_state", uris=[f"bb://{ws}/notes/n"])
+            assert err and body["error"]["code"] == "unauthenticated"
+    # The token that replaced it still has its whole budget.
+    replacement = agent_token(issuer, ws, sub=sub)
+    async with mcp_client(limited.mcp_url, replacement) as client:
+        for _ in range(LIMIT):
+            err, body = await call(client, "get_state", uris=[f"bb://{ws}/notes/n"])
+            assert not err, body
+
+
+def marks_of(redis_url: str, name: str) -> dict[str, int]:
+    """The revocation marks whose key names ``name``, with their remaining seconds."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return {
+            key.decode(): int(client.ttl(key))
+            for key in client.scan_iter(match=f"bbrv:*{name}*", count=1000)
+        }
+    finally:
+        client.close()
+
+
+async def test_a_revocation_lasts_as_long_as_the_token_whatever_the_caller_says(
+    limited: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer
+) -> None:
+    ws = fresh_workspace()
+    admin = admin_token(issuer, ws)
+    presented = agent_token(issuer, ws, sub="w-presented", ttl=900)
+    by_id = agent_token(issuer, ws, sub="w-by-id", ttl=900)
+    # The caller cannot say when a revocation ends.
+    answer = revoke(limited, admin, {"id": token_id(by_id), "expires_at": time.time() + 1})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["code"] == "invalid_argument"
+    assert not marks_of(redis_server.url, token_id(by_id))
+    # A presented token is revoked until its own expiry (the server read it from the token).
+    assert revoke(limited, admin, {"token": presented}).status_code == 200
+    [ttl] = marks_of(redis_server.url, token_id(presented)).values()
+    assert 900 <= ttl <= 900 + 300
+    # An id alone tells nothing of the expiry: the mark outlives any token the board accepts.
+    assert revoke(limited, admin, {"id": token_id(by_id)}).status_code == 200
+    [ttl] = marks_of(redis_server.url, token_id(by_id)).values()
+    assert MAX_TOKEN_TTL <= ttl <= MAX_TOKEN_TTL + 300
+    assert revoke(limited, admin, {"sub": "w-subject"}).status_code == 200
+    [ttl] = marks_of(redis_server.url, "w-subject").values()
+    assert MAX_TOKEN_TTL <= ttl <= MAX_TOKEN_TTL + 300
+    for token in (presented, by_id):
+        assert await outcome(limited, token, ws) == "unauthenticated"
+
+
+async def test_a_revoke_is_audited_in_the_workspace_it_affects_only(
+    limited: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer
+) -> None:
+    acme, other = fresh_workspace(), fresh_workspace()
+    assert revoke(limited, admin_token(issuer, other), {"sub": "shared-agent"}).status_code == 200
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        streams = {
+            key.decode(): [f[b"tool"].decode() for _id, f in client.xrange(key)]
+            for key in client.scan_iter(match="bbau:*", count=1000)
+            if acme in key.decode() or other in key.decode()
+        }
+    finally:
+        client.close()
+    assert streams == {f"bbau:{{{other}}}": ["admin.revoke"]}
+
+
+class CommandLog:
+    """Every command Redis receives while it is open (Redis's MONITOR)."""
+
+    def __init__(self, redis_url: str) -> None:
+        self._client = redis.Redis.from_url(redis_url)
+        self._marker = "end-of-log-" + uuid.uuid4().hex
+        self.commands: list[dict[str, Any]] = []
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._listen, daemon=True)
+
+    def _listen(self) -> None:
+        with self._client.monitor() as monitor:
+            self._ready.set()
+            for command in monitor.listen():
+                if self._marker in command["command"]:
+                    return
+                self.commands.append(command)
+
+    def __enter__(self) -> CommandLog:
+        self._thread.start()
+        assert self._ready.wait(5)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        # Commands reach the listener in order: everything before the marker is in.
+        self._client.echo(self._marker)
+        self._thread.join(5)
+        assert not self._thread.is_alive()
+        self._client.close()
+
+
+async def test_the_per_call_check_is_one_command_on_the_workspaces_slot(
+    limited: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer
+) -> None:
+    ws = fresh_workspace()
+    sub = "slot-" + uuid.uuid4().hex[:6]
+    token = agent_token(issuer, ws, sub=sub)
+    # Marks exist for the subject and for another token, so the check reads real keys.
+    admin = admin_token(issuer, ws)
+    assert revoke(limited, admin, {"sub": "someone-else"}).status_code == 200
+    assert await outcome(limited, agent_token(issuer, ws, sub="warm-up"), ws) == "ok"
+    with CommandLog(redis_server.url) as log:
+        assert await outcome(limited, token, ws) == "ok"
+    sent = [c["command"].split(" ") for c in log.commands if c["client_type"] != "lua"]
+    # The audit record names the subject too; it is written off the call's path.
+    checks = [c for c in sent if c[0].upper() != "XADD" and any(sub in part for part in c)]
+    # One command names the caller's subject: the revocation check and the count together.
+    assert len(checks) == 1, checks
+    touched = [
+        part
+        for c in log.commands
+        for part in c["command"].split(" ")
+        if part.startswith(("bbrv:", "bbrl:"))
+    ]
+    assert touched
+    assert {key_slot(k.encode()) for k in touched} == {key_slot(f"{{{ws}}}".encode())}
