@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1024 * 1024
     source_root: Path | None = None
     source_max_bytes: int = 5 * 1024 * 1024
+    # source_path files are read on worker threads (store/_source_reader.py): at most this
+    # many at once per process, each given this long before the call answers `unavailable`.
+    source_read_timeout_seconds: float = Field(default=10.0, gt=0)
+    source_read_threads: int = Field(default=4, ge=1)
     cas_max_retries: int = 16
 
     # Auth
