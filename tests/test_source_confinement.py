@@ -7,6 +7,7 @@ update_state(source_path=...) is called over and over, and checks every answer.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import errno
@@ -22,7 +23,8 @@ import httpx
 import pytest
 from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
-from blackboard_mcp.store import Board, StoreError
+from blackboard_mcp.store import Board, StoreError, Unavailable
+from blackboard_mcp.store._source_reader import SourceReader
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import TokenIssuer
@@ -237,3 +239,32 @@ async def test_fifo_is_refused_and_the_gateway_keeps_answering(
     assert slowest[0] < 1.0, f"/healthz took {slowest[0]:.1f} s at worst"
     assert set(codes) <= {"ok", "invalid_argument", "not_found"}, codes
     assert codes.get("invalid_argument", 0) > 0, codes
+
+
+async def test_a_read_past_the_deadline_answers_unavailable_and_frees_its_thread_later(
+    tmp_path: Path,
+) -> None:
+    # A real slow read: summarising a few megabytes of text takes far longer than 20 ms.
+    (tmp_path / "big.txt").write_text("an event that happened\n" * 200_000)
+    (tmp_path / "small.txt").write_text(INSIDE_TEXT)
+    reader = SourceReader(
+        root=tmp_path, max_bytes=10 * 1024 * 1024, timeout_seconds=0.02, max_threads=1
+    )
+    try:
+        with pytest.raises(Unavailable) as overdue:
+            await reader.summarize("big.txt")
+        assert overdue.value.message == "reading source_path took longer than 0.02 s"
+        # Its one thread is still busy: the next call waits for it, within its own deadline.
+        with pytest.raises(Unavailable):
+            await reader.summarize("small.txt")
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                summary = await reader.summarize("small.txt")
+                break
+            except Unavailable:
+                assert time.monotonic() < deadline, "the thread never came back"
+                await asyncio.sleep(0.05)
+        assert summary.relative_path == "small.txt"
+    finally:
+        reader.close()

@@ -102,6 +102,7 @@ class Board:
         await ensure_index(self._client)
 
     async def close(self) -> None:
+        self._sources.close()
         await self._client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
     async def update_state(
