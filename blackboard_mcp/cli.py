@@ -94,7 +94,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"blackboard-mcp: signing key created at {settings.jwt_secret_file}")
             print(f"blackboard-mcp: admin token for workspace {args.workspace!r} (shown once):")
             print(token, flush=True)
-        from blackboard_mcp.gateway import server_options
+        from blackboard_mcp._http_limits import server_options
 
         json_logs = settings.log_format == "json"
         if json_logs:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -260,3 +262,17 @@ def test_second_request_on_a_kept_alive_connection_has_its_own_header_deadline(
         sock.close()
     assert answer.startswith(b"HTTP/1.1 408 "), answer
     assert HEADER_TIMEOUT * 0.75 <= took < HEADER_TIMEOUT + GRACE, took
+
+
+def test_the_protocol_module_imports_neither_the_gateway_nor_the_sdk() -> None:
+    # Each spawned uvicorn worker unpickles the protocol before it answers the supervisor's
+    # health pings; pulling in the SDK there got workers killed as hung on a busy machine.
+    probe = (
+        "import sys, blackboard_mcp._http_limits; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'starlette') "
+        "or m.startswith('blackboard_mcp.gateway')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]", result.stdout

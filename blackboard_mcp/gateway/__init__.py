@@ -4,17 +4,14 @@ from ._app import GatewayParts, create_app
 from ._errors import ERROR_CODES, GatewayError, RateLimited, UnknownArgument, UnknownTool
 from ._logs import JsonFormatter, configure_logging
 from ._schemas import TOOL_NAMES, TOOLS
-from ._server import ConnectionLimits, GuardedHttpToolsProtocol, server_options
 from ._wiring import app_from_env, board_limits, build_parts
 
 __all__ = [
     "ERROR_CODES",
     "TOOLS",
     "TOOL_NAMES",
-    "ConnectionLimits",
     "GatewayError",
     "GatewayParts",
-    "GuardedHttpToolsProtocol",
     "JsonFormatter",
     "RateLimited",
     "UnknownArgument",
@@ -24,5 +21,4 @@ __all__ = [
     "build_parts",
     "configure_logging",
     "create_app",
-    "server_options",
 ]

@@ -14,6 +14,12 @@ missing, per connection, on the event loop's own timers (no task, no thread):
 - a cap on open connections per process, refused with 503 as soon as they are accepted.
 
 The handler stays ASGI-independent: it works on the parser's callbacks, below the app.
+
+It lives outside ``gateway/`` on purpose: uvicorn's worker processes are spawned, and each
+unpickles its config (this protocol included) before it starts answering the supervisor's
+health pings; importing the gateway package there (the MCP SDK, Starlette: seconds on a
+busy machine) got workers killed as hung before they started. So this module imports
+uvicorn and the settings only.
 """
 
 from __future__ import annotations
