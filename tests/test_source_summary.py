@@ -91,6 +91,31 @@ def test_dotdot_refused_even_when_it_would_come_back_inside(root: Path) -> None:
     assert "outside the board's source root" in info.value.message
 
 
+def test_path_longer_than_path_max_refused_before_any_open(root: Path) -> None:
+    name = "a/" * 2048 + "b.txt"
+    with pytest.raises(InvalidArgument) as info:
+        summarize(root, name)
+    assert info.value.message == f"source_path has {len(name)} characters; the limit is 4096"
+
+
+def test_json_integer_past_python_digit_limit_refused(root: Path) -> None:
+    write(root / "bigint.json", '{"n": ' + "9" * 5000 + "}")
+    with pytest.raises(InvalidArgument) as info:
+        summarize(root, "bigint.json")
+    assert info.value.message == (
+        "JSON value cannot be read: Exceeds the limit (4300 digits) for integer string "
+        "conversion: value has 5000 digits"
+    )
+
+
+def test_json_lone_surrogates_are_shown_escaped(root: Path) -> None:
+    write(root / "s.json", '{"k\\ud800": "v\\udfff"}')
+    body = summarize(root, "s.json").body
+    assert body is not None
+    assert '"k\\ud800": string (length 2) "v\\udfff"' in body
+    body.encode("utf-8")  # storable
+
+
 def test_nul_refused(root: Path) -> None:
     with pytest.raises(InvalidArgument) as info:
         summarize(root, "a\x00.txt")

@@ -31,6 +31,7 @@ _FILE_FLAGS = (
     | getattr(os, "O_NOCTTY", 0)
 )
 _READ_CHUNK = 1024 * 1024
+MAX_PATH_CHARS = 4096  # Linux's PATH_MAX
 # Out of file handles or memory: the server's trouble, not the caller's path.
 _SERVER_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
@@ -48,6 +49,12 @@ def supported() -> bool:
 
 def components(source_path: str) -> list[str]:
     """The path's names, refusing anything but plain names separated by single slashes."""
+    if len(source_path) > MAX_PATH_CHARS:
+        # Each component costs an open: a megabyte of "a/a/a/..." would be half a million.
+        raise InvalidArgument(
+            f"source_path has {len(source_path)} characters; the limit is {MAX_PATH_CHARS}",
+            argument=_ARG,
+        )
     if source_path.startswith("/"):
         raise InvalidArgument(
             f"source_path {source_path!r} is absolute",

@@ -232,8 +232,9 @@ def _json_summary(text: str, relative: str, size: int) -> str:
     except ValueError as exc:
         # Not a syntax error but a value Python refuses, e.g. an integer longer than
         # sys.get_int_max_str_digits() (CVE-2020-10735's guard): still the file's fault.
+        reason = str(exc).split(";")[0]  # the rest advises a server-side setting
         raise InvalidArgument(
-            f"JSON value cannot be read: {_cut(str(exc), LINE_CHARS)}", argument=_ARG
+            f"JSON value cannot be read: {_cut(reason, LINE_CHARS)}", argument=_ARG
         ) from None
     if isinstance(value, dict):
         return _fit(_json_object_lines(value, relative, size))
