@@ -99,6 +99,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"blackboard-mcp: signing key created at {settings.jwt_secret_file}")
             print(f"blackboard-mcp: admin token for workspace {args.workspace!r} (shown once):")
             print(token, flush=True)
+        from blackboard_mcp._http_limits import server_options
+
         json_logs = settings.log_format == "json"
         if json_logs:
             from blackboard_mcp.gateway import configure_logging
@@ -114,6 +116,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=settings.log_level.lower(),
             log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
             access_log=False,
+            **server_options(settings),
         )
     return 0
 

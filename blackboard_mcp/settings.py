@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1024 * 1024
     source_root: Path | None = None
     source_max_bytes: int = 5 * 1024 * 1024
+    # source_path files are read on worker threads (store/_source_reader.py): at most this
+    # many at once per process, each given this long before the call answers `unavailable`.
+    source_read_timeout_seconds: float = Field(default=10.0, gt=0)
+    source_read_threads: int = Field(default=4, ge=1)
     cas_max_retries: int = 16
 
     # Auth
@@ -53,6 +57,16 @@ class Settings(BaseSettings):
     workers: int = 1
     max_request_bytes: int = 2 * 1024 * 1024
     rate_limit_per_minute: int = 6000
+    # The HTTP server's own limits (_http_limits.py), per worker process: a request's
+    # headers must arrive within header_timeout_seconds of the connection (or of the next
+    # request's first byte), its body within body_timeout_seconds after them; an idle
+    # kept-alive connection is closed after keep_alive_seconds; connections past
+    # max_connections are refused with 503 as they arrive.
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    body_timeout_seconds: float = Field(default=30.0, gt=0)
+    keep_alive_seconds: int = Field(default=5, ge=1)
+    max_header_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_connections: int = Field(default=1024, ge=1)
     # Plain tools/call requests skip the SDK's per-request machinery (gateway/_direct.py);
     # false sends every request through the SDK, e.g. to get its OpenTelemetry spans.
     direct_tool_calls: bool = True

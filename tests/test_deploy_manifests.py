@@ -234,6 +234,36 @@ def test_compose_admin_token_tool_is_a_one_shot_in_the_tools_profile(
     assert tool["image"] == compose["services"]["gateway"]["image"]
 
 
+def _operator_texts() -> list[Path]:
+    """Every file an operator follows: README, docs and what is under deploy/."""
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    files += [p for p in sorted(DEPLOY.rglob("*")) if p.is_file() and p.suffix != ".png"]
+    return files
+
+
+_CHMOD = re.compile(r"chmod\s+(?:-\w+\s+)*(?:0o?)?([0-7]{3,4})\b")
+
+
+def test_no_doc_or_manifest_makes_the_signing_secret_readable_by_others() -> None:
+    offending = []
+    for path in _operator_texts():
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if "secret" not in line.lower():
+                continue
+            modes = [int(m, 8) for m in _CHMOD.findall(line)]
+            if any(mode & 0o007 for mode in modes) or re.search(r"\b0?644\b|\b0?444\b", line):
+                offending.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not offending, offending
+
+
+def test_compose_instructions_give_the_secret_to_the_container_uid_alone() -> None:
+    for path in (COMPOSE, ROOT / "docs" / "operations.md"):
+        text = path.read_text()
+        assert f"chown {UID}:{UID} deploy/secrets/jwt_secret" in text, path
+        assert "chmod 0400 deploy/secrets/jwt_secret" in text, path
+        assert "umask 077" in text, path
+
+
 def test_secrets_dir_ignores_everything_but_its_own_gitignore() -> None:
     lines = (DEPLOY / "secrets" / ".gitignore").read_text().splitlines()
     rules = [line.strip() for line in lines if line.strip() and not line.startswith("#")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -64,17 +65,64 @@ def test_dotdot_escape_refused_whether_or_not_the_target_exists(root: Path) -> N
     assert existing.value.hint == missing.value.hint
 
 
-def test_absolute_path_outside_refused(root: Path) -> None:
-    secret = write(root.parent / "secret.txt", "s3cret\n")
+@pytest.mark.parametrize("inside", [False, True])
+def test_absolute_paths_refused_inside_or_outside(root: Path, inside: bool) -> None:
+    secret = write((root if inside else root.parent) / "secret.txt", "s3cret\n")
     with pytest.raises(InvalidArgument) as info:
         summarize(root, str(secret))
     assert type(info.value) is InvalidArgument
+    assert info.value.message == f"source_path {str(secret)!r} is absolute"
+    assert info.value.hint == "give a path relative to the board's source root"
+
+
+@pytest.mark.parametrize("name", ["a//b.txt", "a/b.txt/", "./b.txt", "a/./b.txt", "a/"])
+def test_empty_and_dot_components_refused(root: Path, name: str) -> None:
+    write(root / "a" / "b.txt", "hello\n")
+    write(root / "b.txt", "hello\n")
+    with pytest.raises(InvalidArgument) as info:
+        summarize(root, name)
+    assert info.value.message == f"source_path {name!r} has an empty or '.' component"
+
+
+def test_dotdot_refused_even_when_it_would_come_back_inside(root: Path) -> None:
+    write(root / "a.txt", "hello\n")
+    with pytest.raises(InvalidArgument) as info:
+        summarize(root, "sub/../a.txt")
     assert "outside the board's source root" in info.value.message
 
 
-def test_absolute_path_inside_is_accepted(root: Path) -> None:
-    note = write(root / "sub" / "a.txt", "hello\n")
-    assert summarize(root, str(note)).relative_path == "sub/a.txt"
+def test_path_longer_than_path_max_refused_before_any_open(root: Path) -> None:
+    name = "a/" * 2048 + "b.txt"
+    with pytest.raises(InvalidArgument) as info:
+        summarize(root, name)
+    assert info.value.message == f"source_path has {len(name)} characters; the limit is 4096"
+
+
+def test_json_integer_past_python_digit_limit_refused(root: Path) -> None:
+    write(root / "bigint.json", '{"n": ' + "9" * 5000 + "}")
+    with pytest.raises(InvalidArgument) as info:
+        summarize(root, "bigint.json")
+    assert info.value.message == (
+        "JSON value cannot be read: Exceeds the limit (4300 digits) for integer string "
+        "conversion: value has 5000 digits"
+    )
+
+
+def test_json_lone_surrogates_are_shown_escaped(root: Path) -> None:
+    write(root / "s.json", '{"k\\ud800": "v\\udfff"}')
+    body = summarize(root, "s.json").body
+    assert body is not None
+    assert '"k\\ud800": string (length 2) "v\\udfff"' in body
+    body.encode("utf-8")  # storable
+
+
+def test_nul_refused(root: Path) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        summarize(root, "a\x00.txt")
+    assert info.value.message == "source_path may not contain a NUL character"
+
+
+SYMLINK_REFUSAL = "goes through a symbolic link; links are not followed"
 
 
 def test_symlinked_file_pointing_outside_refused(root: Path) -> None:
@@ -82,10 +130,10 @@ def test_symlinked_file_pointing_outside_refused(root: Path) -> None:
     (root / "link.txt").symlink_to(secret)
     with pytest.raises(InvalidArgument) as info:
         summarize(root, "link.txt")
-    assert "outside the board's source root" in info.value.message
+    assert SYMLINK_REFUSAL in info.value.message
 
 
-def test_symlinked_directory_pointing_outside_refused(root: Path) -> None:
+def test_symlinked_directory_refused_whether_or_not_the_target_exists(root: Path) -> None:
     write(root.parent / "elsewhere" / "secret.txt", "s3cret\n")
     (root / "dir").symlink_to(root.parent / "elsewhere", target_is_directory=True)
     with pytest.raises(InvalidArgument) as existing:
@@ -93,14 +141,60 @@ def test_symlinked_directory_pointing_outside_refused(root: Path) -> None:
     with pytest.raises(InvalidArgument) as missing:
         summarize(root, "dir/missing.txt")
     assert type(missing.value) is InvalidArgument
-    assert "outside the board's source root" in existing.value.message
-    assert "outside the board's source root" in missing.value.message
+    assert SYMLINK_REFUSAL in existing.value.message
+    assert SYMLINK_REFUSAL in missing.value.message
 
 
-def test_symlink_staying_inside_is_followed(root: Path) -> None:
+def test_symlink_staying_inside_is_refused_too(root: Path) -> None:
+    # Links are never followed, even harmless ones: a link's target can change between
+    # any check and the open, so the only safe rule is none at all.
     write(root / "real.md", "# Real\n")
     (root / "alias.md").symlink_to(root / "real.md")
-    assert summarize(root, "alias.md").relative_path == "real.md"
+    (root / "alias-dir").symlink_to(root, target_is_directory=True)
+    for name in ("alias.md", "alias-dir/real.md"):
+        with pytest.raises(InvalidArgument) as info:
+            summarize(root, name)
+        assert SYMLINK_REFUSAL in info.value.message
+    assert summarize(root, "real.md").relative_path == "real.md"
+
+
+def test_root_given_through_a_symlink_is_fine(root: Path) -> None:
+    # The root is the operator's setting, not the caller's: it may be a link.
+    write(root / "a.txt", "hello\n")
+    alias = root.parent / "root-alias"
+    alias.symlink_to(root, target_is_directory=True)
+    assert summarize(alias, "a.txt").relative_path == "a.txt"
+
+
+def test_hard_linked_file_refused(root: Path) -> None:
+    secret = write(root.parent / "secret.txt", "s3cret\n")
+    (root / "hard.txt").hardlink_to(secret)
+    with pytest.raises(InvalidArgument) as info:
+        summarize(root, "hard.txt")
+    assert "more than one hard link" in info.value.message
+
+
+def test_fifo_refused_without_blocking(root: Path) -> None:
+    os.mkfifo(root / "pipe.txt")  # no writer: a blocking open would wait for ever
+    with pytest.raises(InvalidArgument) as info:
+        summarize(root, "pipe.txt")
+    assert info.value.message == "source_path 'pipe.txt' is not a regular file"
+
+
+def test_file_used_as_a_directory_is_not_found(root: Path) -> None:
+    write(root / "a.txt", "hello\n")
+    with pytest.raises(NotFound):
+        summarize(root, "a.txt/b.txt")
+
+
+def test_unreadable_file_refused(root: Path) -> None:
+    locked = write(root / "locked.txt", "hello\n")
+    locked.chmod(0)
+    if os.access(locked, os.R_OK):
+        pytest.skip("running as a user who reads files whatever their mode (root)")
+    with pytest.raises(InvalidArgument) as info:
+        summarize(root, "locked.txt")
+    assert "permission denied" in info.value.message
 
 
 def test_missing_file_inside_root(root: Path) -> None:

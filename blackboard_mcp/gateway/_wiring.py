@@ -26,6 +26,8 @@ def board_limits(settings: Settings) -> BoardLimits:
         cas_max_retries=settings.cas_max_retries,
         source_root=settings.source_root,
         source_max_bytes=settings.source_max_bytes,
+        source_read_timeout_seconds=settings.source_read_timeout_seconds,
+        source_read_threads=settings.source_read_threads,
     )
 
 

@@ -19,7 +19,7 @@ from ._notes import NoteWrite, build_write, check_digest
 from ._reads import get_state, list_keys
 from ._redis_errors import mapped_redis_errors
 from ._search import search_keys
-from ._source import summarize_source
+from ._source_reader import SourceReader
 from ._tokencount import TiktokenCounter, TokenCounter
 from ._views import Readable, every_topic
 from ._writes import WriteLimits, WriteResult, write_note
@@ -37,6 +37,8 @@ class BoardLimits:
     cas_max_retries: int = 16
     source_root: Path | None = None
     source_max_bytes: int = 5 * 1024 * 1024
+    source_read_timeout_seconds: float = 10.0
+    source_read_threads: int = 4
 
 
 class Board:
@@ -61,6 +63,12 @@ class Board:
             max_body_bytes=self._limits.max_body_bytes,
             changelog_maxlen=self._limits.changelog_maxlen,
             max_retries=self._limits.cas_max_retries,
+        )
+        self._sources = SourceReader(
+            root=self._limits.source_root,
+            max_bytes=self._limits.source_max_bytes,
+            timeout_seconds=self._limits.source_read_timeout_seconds,
+            max_threads=self._limits.source_read_threads,
         )
 
     @classmethod
@@ -94,6 +102,7 @@ class Board:
         await ensure_index(self._client)
 
     async def close(self) -> None:
+        self._sources.close()
         await self._client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
     async def update_state(
@@ -114,7 +123,7 @@ class Board:
     ) -> WriteResult:
         """``readable`` is the writer's read scope: what an error may tell of the note."""
         if source_path is not None:
-            write = self._source_write(
+            write = await self._source_write(
                 author=author,
                 uri=uri,
                 digest=digest,
@@ -146,7 +155,7 @@ class Board:
             may_read=readable(write.address.topic),
         )
 
-    def _source_write(
+    async def _source_write(
         self,
         *,
         author: str,
@@ -175,9 +184,7 @@ class Board:
             confidence=confidence,
             max_body_bytes=self._limits.max_body_bytes,
         )
-        summary = summarize_source(
-            source_path, root=self._limits.source_root, max_bytes=self._limits.source_max_bytes
-        )
+        summary = await self._sources.summarize(source_path)
         return NoteWrite(
             address=base.address,
             digest=base.digest,

@@ -12,14 +12,13 @@ import csv
 import hashlib
 import io
 import json
-import os
 import re
-import stat
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from ._errors import InvalidArgument, NotFound, TooLarge
+from ._confined import read_confined, supported
+from ._errors import InvalidArgument
 from ._tables import MAX_CELL_CHARS, MAX_COLUMNS, Table, build_table
 
 _ARG = "source_path"
@@ -50,33 +49,31 @@ class SourceSummary:
 
 
 def summarize_source(source_path: object, *, root: Path | None, max_bytes: int) -> SourceSummary:
-    """Read ``source_path`` under ``root`` and summarise it; every refusal names source_path."""
+    """Read ``source_path`` under ``root`` and summarise it; every refusal names source_path.
+
+    Blocking: it opens and reads a file. The board calls it on a worker thread.
+    """
     if root is None:
         raise InvalidArgument(
             "source_path is disabled on this board: the operator has not set BB_SOURCE_ROOT",
             argument=_ARG,
         )
-    real_root = _resolve_root(root)
-    path = _resolve_inside(source_path, real_root)
-    data = _read_bounded(path, source_path, max_bytes)
+    if not supported():
+        raise InvalidArgument(
+            "source_path is not available on this platform (no O_NOFOLLOW opens by directory)",
+            argument=_ARG,
+        )
+    name = _check_argument(source_path)
+    read = read_confined(root, name, max_bytes=max_bytes)
+    data = read.data
+    if b"\x00" in data[:BINARY_PROBE_BYTES]:
+        raise InvalidArgument("binary files are not summarised", argument=_ARG)
     text = _decode(data)
-    relative = path.relative_to(real_root).as_posix()
-    return _summarise(text, relative, path.suffix.lower(), data)
+    suffix = PurePosixPath(read.relative_path).suffix.lower()
+    return _summarise(text, read.relative_path, suffix, data)
 
 
 # --- locating the file ------------------------------------------------------------------------
-
-
-def _resolve_root(root: Path) -> Path:
-    try:
-        return root.resolve(strict=True)
-    except (OSError, RuntimeError):
-        # The root is operator configuration; its location is not the caller's business.
-        raise InvalidArgument(
-            "the board's source root does not exist or cannot be read",
-            hint="ask the operator to check BB_SOURCE_ROOT",
-            argument=_ARG,
-        ) from None
 
 
 def _check_argument(source_path: object) -> str:
@@ -85,63 +82,6 @@ def _check_argument(source_path: object) -> str:
     if "\x00" in source_path:
         raise InvalidArgument("source_path may not contain a NUL character", argument=_ARG)
     return source_path
-
-
-def _outside(source_path: str) -> InvalidArgument:
-    # One message whether or not the outside file exists, so the root cannot be used as a probe.
-    return InvalidArgument(
-        f"source_path {source_path!r} is outside the board's source root",
-        hint="give a path relative to the source root, without leaving it",
-        argument=_ARG,
-    )
-
-
-def _resolve_inside(source_path: object, real_root: Path) -> Path:
-    """Resolve symlinks and ``..`` first, then insist the result is still under the root."""
-    name = _check_argument(source_path)
-    joined = real_root / name  # an absolute ``name`` replaces the root, as intended
-    try:
-        resolved = joined.resolve(strict=True)
-    except (OSError, RuntimeError) as exc:
-        # Check containment on the lexical best effort before saying anything about existence.
-        if not Path(os.path.realpath(joined)).is_relative_to(real_root):
-            raise _outside(name) from None
-        if isinstance(exc, FileNotFoundError | NotADirectoryError):
-            raise NotFound(f"source_path {name!r} does not exist", argument=_ARG) from None
-        raise InvalidArgument(
-            f"source_path {name!r} cannot be resolved (a symlink loop or no permission)",
-            argument=_ARG,
-        ) from None
-    if not resolved.is_relative_to(real_root):
-        raise _outside(name)
-    return resolved
-
-
-def _read_bounded(path: Path, source_path: object, max_bytes: int) -> bytes:
-    info = path.stat()
-    if not stat.S_ISREG(info.st_mode):
-        # Checked before opening: opening a FIFO would block the server.
-        raise InvalidArgument(f"source_path {source_path!r} is not a regular file", argument=_ARG)
-    _check_size(info.st_size, max_bytes)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags)
-    with os.fdopen(fd, "rb") as handle:
-        # Read one byte past the limit so a file that grew since stat() is still refused.
-        data = handle.read(max_bytes + 1)
-    _check_size(len(data), max_bytes)
-    if b"\x00" in data[:BINARY_PROBE_BYTES]:
-        raise InvalidArgument("binary files are not summarised", argument=_ARG)
-    return data
-
-
-def _check_size(size: int, max_bytes: int) -> None:
-    if size > max_bytes:
-        raise TooLarge(
-            f"the file has {size} bytes; the limit for source_path is {max_bytes}",
-            argument=_ARG,
-            size_bytes=size,
-            max_bytes=max_bytes,
-        )
 
 
 def _decode(data: bytes) -> str:
@@ -263,12 +203,18 @@ def _describe(value: object) -> str:
     if isinstance(value, str):
         # json.dumps keeps the preview on one line and shows where it starts and ends.
         preview = json.dumps(value[:JSON_PREVIEW_CHARS], ensure_ascii=False)
-        return f"string (length {len(value)}) {preview}"
+        return f"string (length {len(value)}) {_storable(preview)}"
     return _json_type(value)
 
 
 def _key(name: str) -> str:
-    return json.dumps(_cut(name, JSON_PREVIEW_CHARS), ensure_ascii=False)
+    return _storable(json.dumps(_cut(name, JSON_PREVIEW_CHARS), ensure_ascii=False))
+
+
+def _storable(text: str) -> str:
+    # JSON's "\ud800" escapes decode to lone surrogates, which no UTF-8 string can hold (the
+    # write would fail deep in the store); they are shown as their escape instead.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _json_summary(text: str, relative: str, size: int) -> str:
@@ -283,6 +229,13 @@ def _json_summary(text: str, relative: str, size: int) -> str:
         ) from None
     except RecursionError:
         raise InvalidArgument("JSON nested too deeply to summarise", argument=_ARG) from None
+    except ValueError as exc:
+        # Not a syntax error but a value Python refuses, e.g. an integer longer than
+        # sys.get_int_max_str_digits() (CVE-2020-10735's guard): still the file's fault.
+        reason = str(exc).split(";")[0]  # the rest advises a server-side setting
+        raise InvalidArgument(
+            f"JSON value cannot be read: {_cut(reason, LINE_CHARS)}", argument=_ARG
+        ) from None
     if isinstance(value, dict):
         return _fit(_json_object_lines(value, relative, size))
     if isinstance(value, list):
