@@ -54,7 +54,7 @@ def test_everything_serve_creates_under_the_data_dir_is_private_and_the_cli_find
         loose = {
             str(path): oct(mode)
             for path, mode in modes.items()
-            if mode & 0o077 or mode & 0o111 and not (tmp_path / path).is_dir()
+            if mode & 0o077 or (mode & 0o111 and not (tmp_path / path).is_dir())
         }
         assert loose == {}, loose
         # The CLI finds the URL with the password in the data dir by itself.

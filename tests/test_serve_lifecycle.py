@@ -49,7 +49,9 @@ async def _missing(mcp_url: str, token: str, uris: list[str]) -> list[str]:
         return await missing_notes(http, mcp_url, uris)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name
+)
 async def test_a_signal_stops_serve_and_its_redis_cleanly_and_the_next_start_has_every_note(
     tmp_path: Path, issuer: TokenIssuer, workspace: str, sig: signal.Signals
 ) -> None:

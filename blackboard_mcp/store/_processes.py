@@ -1,0 +1,107 @@
+"""Process plumbing for the embedded Redis: die with the parent, find an orphan, stop it.
+
+Linux specifics (``prctl``, ``/proc``) degrade to no-ops elsewhere: the data-dir lock and the
+clean shutdown on a signal still hold there, only the SIGKILL-of-the-parent case does not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not Path("/proc/self").exists():
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    except OSError:
+        return None
+    prctl: Callable[..., int] | None = getattr(libc, "prctl", None)
+    return prctl
+
+
+# Resolved once, in the parent: the child between fork and exec must not load libraries or
+# take locks another thread of the parent may have held at the fork.
+_PRCTL = _load_prctl()
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking the kernel to SIGTERM the child when its parent goes.
+
+    The kernel sends it when the *thread* that forked exits, not the whole process: so the
+    caller forks from a thread that lives as long as the child should (the main thread, or a
+    supervisor thread that stops the child before it ends). SIGTERM, not SIGKILL: Redis
+    answers it with a clean shutdown that flushes the AOF.
+    """
+    if _PRCTL is None:
+        return None
+    prctl = _PRCTL
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        # The parent may have died between the fork and the prctl: nobody would signal us.
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+def _is_redis_on(pid: int, directory: Path) -> bool:
+    """True when ``pid`` is a redis-server whose working directory is ``directory``.
+
+    Redis rewrites its process title, so the command line cannot tell; its executable and
+    its working directory (Redis chdirs into its ``dir``) can, and a recycled pid fails both.
+    """
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    if state == "Z":
+        return False
+    return Path(exe).name.startswith("redis-server") and Path(cwd) == directory.resolve()
+
+
+def stop_orphan(pid_file: Path, directory: Path, timeout: float = 10.0) -> int | None:
+    """Stop a redis-server left running on ``directory`` by an earlier process; its pid or None.
+
+    SIGTERM first (Redis shuts down cleanly and flushes its AOF), SIGKILL after ``timeout``.
+    """
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    if pid == os.getpid() or not _is_redis_on(pid, directory):
+        return None
+    log.warning("stopping an embedded Redis (pid %d) left running on %s", pid, directory)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    if not _wait_gone(pid, directory, timeout):
+        log.warning("embedded Redis pid %d ignored SIGTERM for %.0fs: killing it", pid, timeout)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _wait_gone(pid, directory, 5.0)
+    return pid
+
+
+def _wait_gone(pid: int, directory: Path, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while _is_redis_on(pid, directory):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
