@@ -45,7 +45,28 @@ class Serve:
 
     def redis_pids(self) -> list[int]:
         """The redis-server processes this serve started (its direct children)."""
-        return redis_children(self.process.pid)
+        return children(self.process.pid, "redis-server")
+
+    def worker_pids(self) -> list[int]:
+        """uvicorn's worker processes, with --workers > 1 (not its resource tracker)."""
+        return [
+            pid
+            for pid in children(self.process.pid, "python")
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
+
+
+# Every serve a test launched, so that a failing test leaves none running (kill_leftovers).
+LAUNCHED: list[Serve] = []
+
+
+def kill_leftovers() -> None:
+    """SIGKILL whatever serve is still running; its Redis and workers follow it."""
+    while LAUNCHED:
+        serve = LAUNCHED.pop()
+        if serve.process.poll() is None:
+            serve.process.kill()
+            serve.process.wait()
 
 
 def serve_env(data_dir: Path, *, jwt: bool = True, **extra: str) -> dict[str, str]:
@@ -58,19 +79,21 @@ def serve_env(data_dir: Path, *, jwt: bool = True, **extra: str) -> dict[str, st
 
 
 def launch_serve(
-    data_dir: Path, *, port: int | None = None, jwt: bool = True, **extra: str
+    data_dir: Path, *, port: int | None = None, jwt: bool = True, workers: int = 1, **extra: str
 ) -> Serve:
     """Start `serve` without waiting for it."""
     port = port or free_port()
     log_path = data_dir.parent / f"{data_dir.name}-serve-{port}-{time.monotonic_ns()}.log"
+    args = ["serve", "--port", str(port), "--workers", str(workers)]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "blackboard_mcp.cli", *args],
             env=serve_env(data_dir, jwt=jwt, **extra),
             stdout=log_file,
             stderr=subprocess.STDOUT,
         )
-    return Serve(data_dir, port, process, log_path)
+    LAUNCHED.append(Serve(data_dir, port, process, log_path))
+    return LAUNCHED[-1]
 
 
 def wait_ready(serve: Serve, timeout: float = 30.0) -> Serve:
@@ -112,7 +135,7 @@ def alive(pid: int) -> bool:
     return fields is not None and fields[0] != "Z"
 
 
-def redis_children(parent: int) -> list[int]:
+def children(parent: int, executable: str) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -124,7 +147,7 @@ def redis_children(parent: int) -> list[int]:
             exe = os.readlink(entry / "exe")
         except OSError:
             continue
-        if os.path.basename(exe).startswith("redis-server"):
+        if os.path.basename(exe).startswith(executable):
             pids.append(int(entry.name))
     return pids
 

@@ -8,13 +8,20 @@ import socket
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from serve_support import serve_env, start_serve, stop
+from serve_support import kill_leftovers, serve_env, start_serve, stop
 
 from blackboard_mcp.store import EmbeddedRedis
+
+
+@pytest.fixture(autouse=True)
+def _no_serve_left_behind() -> Iterator[None]:
+    yield
+    kill_leftovers()
 
 
 def test_a_plain_tcp_client_without_the_password_is_refused(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -21,6 +22,7 @@ from serve_support import (
     alive,
     create_note,
     http_client,
+    kill_leftovers,
     launch_serve,
     missing_notes,
     start_serve,
@@ -34,6 +36,13 @@ from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import EmbeddedRedis, free_port
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _no_serve_left_behind() -> Iterator[None]:
+    yield
+    kill_leftovers()
+
 
 JWT = re.compile(r"^[\w-]+\.[\w-]+\.[\w-]+$")
 
@@ -78,20 +87,26 @@ async def test_a_signal_stops_serve_and_its_redis_cleanly_and_the_next_start_has
         stop(second, signal.SIGTERM)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 async def test_a_sigkill_of_serve_takes_its_redis_along_and_the_next_start_has_every_note(
-    tmp_path: Path, issuer: TokenIssuer, workspace: str
+    tmp_path: Path, issuer: TokenIssuer, workspace: str, workers: int
 ) -> None:
     data = tmp_path / "data"
     token = agent_token(issuer, workspace)
     uris = [f"bb://{workspace}/life/k{i}" for i in range(20)]
-    first = start_serve(data)
+    first = start_serve(data, workers=workers)
     (redis_pid,) = first.redis_pids()
+    worker_pids = first.worker_pids()
+    assert len(worker_pids) == (workers if workers > 1 else 0)
     await _create(first.mcp_url, token, uris)
     first.process.kill()
     first.process.wait()
     assert wait_gone(redis_pid, timeout=5.0), "redis-server outlived a SIGKILLed serve"
+    for pid in worker_pids:
+        assert wait_gone(pid, timeout=10.0), "a worker outlived a SIGKILLed serve"
 
-    second = start_serve(data)
+    # The same port: nothing of the first one holds it any more.
+    second = start_serve(data, port=first.port, workers=workers)
     try:
         assert await _missing(second.mcp_url, token, uris) == []
     finally:

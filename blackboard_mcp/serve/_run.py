@@ -25,11 +25,13 @@ from ._datadir import DataDirLock
 from ._exits import ExitCode, ServeFailure
 from ._listen import bind_listener
 from ._supervisor import RedisSupervisor, RestartPolicy
+from ._worker import SERVE_PID_ENV
 
 log = logging.getLogger(__name__)
 
 EMBEDDED_URL_FILE = "redis.url"
 APP = "blackboard_mcp.gateway:app_from_env"
+WORKER_APP = "blackboard_mcp.serve._worker:app_for_worker"
 # SIGHUP too: a closed terminal should stop `serve` cleanly, not leave its Redis behind.
 # With --workers > 1 uvicorn's own supervisor takes SIGHUP to mean "restart the workers".
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -136,8 +138,9 @@ class Serving:
         assert self._listener is not None
         settings = self._settings
         json_logs = settings.log_format == "json"
+        os.environ[SERVE_PID_ENV] = str(os.getpid())
         config = uvicorn.Config(
-            APP,
+            WORKER_APP if self._workers > 1 else APP,
             factory=True,
             workers=self._workers,
             log_level=settings.log_level.lower(),

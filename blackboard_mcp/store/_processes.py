@@ -37,6 +37,11 @@ def _load_prctl() -> Callable[..., int] | None:
 _PRCTL = _load_prctl()
 
 
+def set_parent_death_signal(sig: int = signal.SIGTERM) -> bool:
+    """Ask the kernel to send ``sig`` to this process when its parent (thread) exits."""
+    return _PRCTL is not None and _PRCTL(_PR_SET_PDEATHSIG, sig, 0, 0, 0) == 0
+
+
 def die_with_parent() -> Callable[[], None] | None:
     """A ``preexec_fn`` asking the kernel to SIGTERM the child when its parent goes.
 
