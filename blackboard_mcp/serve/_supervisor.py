@@ -96,7 +96,11 @@ class RedisSupervisor:
                 if failures and time.monotonic() - up_since > policy.stable_after:
                     failures = 0
                 continue
-            log.error("embedded Redis exited with code %s: restarting it", code)
+            log.error(
+                "embedded Redis exited with code %s (%s): restarting it",
+                code,
+                self._server.log_tail(),
+            )
             self._server.forget()
             while True:
                 if failures >= policy.attempts:

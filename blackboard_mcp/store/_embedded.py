@@ -205,7 +205,7 @@ class EmbeddedRedis:
             "starting embedded Redis on %s:%d, data in %s", self.host, self.port, self.data_dir
         )
         # Redis's own early errors (a bad config, a bad AOF) go to stderr before its log file
-        # is open: both land in the log file, which _tail_log reports.
+        # is open: both land in the log file, which log_tail reports.
         early_log = os.open(
             self.data_dir / self.LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
         )
@@ -245,7 +245,7 @@ class EmbeddedRedis:
                     code = self._process.returncode
                     self._process = None
                     raise EmbeddedRedisError(
-                        f"embedded Redis exited with code {code}: {self._tail_log()}"
+                        f"embedded Redis exited with code {code}: {self.log_tail()}"
                     )
                 try:
                     # FT._LIST proves the search module is loaded, not merely the server.
@@ -261,7 +261,8 @@ class EmbeddedRedis:
         self.stop()
         raise EmbeddedRedisError(f"embedded Redis did not answer within {self.startup_timeout}s")
 
-    def _tail_log(self) -> str:
+    def log_tail(self) -> str:
+        """The last lines of Redis's log, for an error message."""
         logfile = self.data_dir / self.LOG_FILE
         with contextlib.suppress(OSError):
             lines = logfile.read_text(errors="replace").strip().splitlines()
