@@ -189,6 +189,17 @@ async def test_the_embedded_redis_killed_under_load_is_restarted_and_loses_no_ac
                 assert outcome == "unavailable", outcome
                 await asyncio.sleep(0.05)
 
+    probes: list[tuple[int, int]] = []
+
+    async def prober(http: httpx.AsyncClient) -> None:
+        # /healthz and /readyz side by side, from the kill until the writers are done.
+        while not recovered_at or len(recovered_at) < 20:
+            health, ready = await asyncio.gather(
+                http.get(serve.url + "/healthz"), http.get(serve.url + "/readyz")
+            )
+            probes.append((health.status_code, ready.status_code))
+            await asyncio.sleep(0.02)
+
     try:
         (redis_pid,) = serve.redis_pids()
         async with asyncio.timeout(60), http_client(token) as http:
@@ -199,7 +210,12 @@ async def test_the_embedded_redis_killed_under_load_is_restarted_and_loses_no_ac
                     await asyncio.sleep(0.01)
                 killed_at.append(time.monotonic())
                 subprocess.run(["kill", "-9", str(redis_pid)], check=True)
+                load.create_task(prober(http))
             assert "unavailable" in outcomes, "the kill was not seen by any call"
+            # Alive throughout; not ready while Redis was down; ready again after.
+            assert {health for health, _ in probes} == {200}, probes
+            assert 503 in [ready for _, ready in probes], probes
+            assert probes[-1][1] == 200, probes
             assert min(recovered_at) - killed_at[0] < 10.0
             assert serve.process.poll() is None, "serve itself was restarted or died"
             assert [pid for pid in serve.redis_pids() if pid != redis_pid], "no new redis-server"
