@@ -31,10 +31,9 @@ class RestartPolicy:
 class RedisSupervisor:
     """Owns the embedded Redis from one thread: starts it, restarts it, stops it.
 
-    Every start happens on this thread, and the thread ends only after it has stopped
-    Redis. That matters because the parent-death signal (see ``die_with_parent``) fires
-    when the thread that forked the child exits: the Redis dies with this thread, which
-    lives exactly as long as the Redis should, and with the whole process on a SIGKILL.
+    One thread does all three, so a restart can never race a stop. (Which thread forks
+    Redis does not matter for the parent-death signal: ``spawn`` forks from one thread
+    that lives as long as the process.)
     """
 
     def __init__(

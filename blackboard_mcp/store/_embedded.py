@@ -26,7 +26,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ._errors import EmbeddedRedisError
-from ._processes import die_with_parent, stop_orphan
+from ._processes import spawn, stop_orphan
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +119,8 @@ class EmbeddedRedis:
     (kept 0600 in ``data_dir`` and handed to Redis in a 0600 config file, never on the command
     line where ``ps`` shows it), and everything under ``data_dir`` is 0700/0600 (Redis runs
     with umask 077). ``url`` carries the password. A Redis left running on ``data_dir`` by an
-    earlier process is stopped before a new one starts, and the child gets SIGTERM when the
-    thread that started it exits (Linux), so a SIGKILLed parent does not leave it behind.
+    earlier process is stopped before a new one starts, and the child gets SIGTERM when this
+    process ends however it ends (Linux), so a SIGKILLed parent does not leave it behind.
     """
 
     data_dir: Path
@@ -210,13 +210,12 @@ class EmbeddedRedis:
             self.data_dir / self.LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
         )
         try:
-            self._process = subprocess.Popen(
+            self._process = spawn(
                 [str(binaries.server), str(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=early_log,
                 stderr=early_log,
                 umask=0o077,
-                preexec_fn=die_with_parent(),
                 # The gateway's settings (BB_REDIS_URL holds this very password) are no
                 # business of Redis.
                 env={k: v for k, v in os.environ.items() if not k.startswith("BB_")},

@@ -11,10 +11,15 @@ import ctypes
 import ctypes.util
 import logging
 import os
+import queue
 import signal
+import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any, cast
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +50,11 @@ def set_parent_death_signal(sig: int = signal.SIGTERM) -> bool:
 def die_with_parent() -> Callable[[], None] | None:
     """A ``preexec_fn`` asking the kernel to SIGTERM the child when its parent goes.
 
-    The kernel sends it when the *thread* that forked exits, not the whole process: so the
-    caller forks from a thread that lives as long as the child should (the main thread, or a
-    supervisor thread that stops the child before it ends). SIGTERM, not SIGKILL: Redis
-    answers it with a clean shutdown that flushes the AOF.
+    The kernel sends it when the *thread* that forked exits, not the whole process: a child
+    forked from a short-lived thread (``asyncio.to_thread``, an executor) would be stopped
+    when that thread ends. So children are forked by :func:`spawn`, from one thread that
+    lives as long as the process. SIGTERM, not SIGKILL: Redis answers it with a clean
+    shutdown that flushes the AOF.
     """
     if _PRCTL is None:
         return None
@@ -110,3 +116,49 @@ def _wait_gone(pid: int, directory: Path, timeout: float) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+_Request = tuple[Sequence[str], dict[str, Any], "Future[subprocess.Popen[bytes]]"]
+
+
+class _Spawner:
+    """Forks every embedded Redis from one daemon thread that lives as long as the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def popen(self, args: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        with self._lock:
+            # After a fork the thread object says it is not alive: start a new one.
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="embedded-redis-spawner", daemon=True
+                )
+                self._thread.start()
+        future: Future[subprocess.Popen[bytes]] = Future()
+        self._requests.put((args, kwargs, future))
+        return future.result()
+
+    def _run(self) -> None:
+        while True:
+            args, kwargs, future = self._requests.get()
+            try:
+                # Never text mode here: the overloads cannot see that through **kwargs.
+                future.set_result(cast("subprocess.Popen[bytes]", subprocess.Popen(args, **kwargs)))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
+_SPAWNER = _Spawner()
+
+
+def spawn(args: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` for a child that dies with this process, whichever thread asks.
+
+    The child gets SIGTERM from the kernel when this process ends, however it ends (a
+    SIGKILL included), and not before: see :func:`die_with_parent`.
+    """
+    preexec = die_with_parent()
+    return _SPAWNER.popen(args, preexec_fn=preexec, **kwargs)
