@@ -18,8 +18,12 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import EmbeddedRedis, EmbeddedRedisError
-from blackboard_mcp.store._embedded import make_private_dir, write_private
+from blackboard_mcp.store import (
+    EmbeddedRedis,
+    EmbeddedRedisError,
+    make_private_dir,
+    write_private,
+)
 
 from ._datadir import DataDirLock
 from ._exits import ExitCode, ServeFailure

@@ -6,7 +6,7 @@ import os
 
 from starlette.applications import Starlette
 
-from blackboard_mcp.store._processes import set_parent_death_signal
+from blackboard_mcp.store import set_parent_death_signal
 
 # Not a BB_* setting: `serve` sets it for its own workers, nobody else should.
 SERVE_PID_ENV = "BLACKBOARD_MCP_SERVE_PID"
