@@ -27,7 +27,6 @@ def _no_serve_left_behind() -> Iterator[None]:
 def test_a_plain_tcp_client_without_the_password_is_refused(tmp_path: Path) -> None:
     server = EmbeddedRedis(data_dir=tmp_path / "redis").start()
     try:
-        assert server._process is not None
         with socket.create_connection((server.host, server.port), timeout=5) as sock:
             sock.sendall(b"*1\r\n$4\r\nPING\r\n")
             reply = sock.recv(1024)
@@ -39,7 +38,7 @@ def test_a_plain_tcp_client_without_the_password_is_refused(tmp_path: Path) -> N
         # ps shows no password: it travels in a 0600 config file, not on the command line.
         password = server.url.split("@")[0].rsplit(":", 1)[1]
         assert len(password) >= 32
-        cmdline = Path(f"/proc/{server._process.pid}/cmdline").read_bytes()
+        cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes()
         assert password.encode() not in cmdline
     finally:
         server.stop()
