@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from blackboard_mcp.settings import Settings
@@ -62,63 +61,39 @@ def _redis_url(settings: Settings) -> str:
     raise SystemExit("no BB_REDIS_URL and no running `blackboard-mcp serve` on this data dir")
 
 
-@contextlib.contextmanager
-def _embedded_redis(settings: Settings) -> Iterator[str]:
-    from blackboard_mcp.store import EmbeddedRedis
-
-    server = EmbeddedRedis(data_dir=settings.data_dir / "redis", appendfsync=settings.appendfsync)
-    server.start()
-    url_file = settings.data_dir / EMBEDDED_URL_FILE
-    url_file.write_text(server.url)
-    try:
-        yield server.url
-    finally:
-        url_file.unlink(missing_ok=True)
-        server.stop()
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    from blackboard_mcp.serve import ServeFailure, Serving
 
-    settings = Settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    settings, created = _with_default_keys(settings)
-    with contextlib.ExitStack() as stack:
-        url = settings.redis_url or stack.enter_context(_embedded_redis(settings))
-        # Workers are separate processes that build their own settings from the
-        # environment, so everything decided here travels through it.
-        os.environ["BB_REDIS_URL"] = url
-        os.environ["BB_HOST"] = args.host
-        if settings.jwt_secret_file:
-            os.environ["BB_JWT_SECRET_FILE"] = str(settings.jwt_secret_file)
-        print(f"blackboard-mcp: MCP endpoint http://{args.host}:{args.port}/mcp/", flush=True)
-        if not settings.redis_url or created:
-            print(f"blackboard-mcp: data in {settings.data_dir}", flush=True)
-        if created:
-            token = _issue_admin(settings, args.workspace)
-            print(f"blackboard-mcp: signing key created at {settings.jwt_secret_file}")
-            print(f"blackboard-mcp: admin token for workspace {args.workspace!r} (shown once):")
-            print(token, flush=True)
-        from blackboard_mcp._http_limits import server_options
+    try:
+        with Serving(Settings(), host=args.host, port=args.port, workers=args.workers) as serving:
+            # Only now that the data dir, the port and Redis are ours: a start that fails
+            # before this point creates no key, so the next one still shows the first token.
+            settings, created = _with_default_keys(Settings())
+            if settings.jwt_secret_file:
+                os.environ["BB_JWT_SECRET_FILE"] = str(settings.jwt_secret_file)
+            print(f"blackboard-mcp: MCP endpoint {serving.endpoint}", flush=True)
+            if serving.embedded or created:
+                print(f"blackboard-mcp: data in {settings.data_dir}", flush=True)
+            if created:
+                token = _issue_admin(settings, args.workspace)
+                print(f"blackboard-mcp: signing key created at {settings.jwt_secret_file}")
+                print(
+                    f"blackboard-mcp: admin token for workspace {args.workspace!r} (shown once; "
+                    f"mint another with `{_mint_admin_hint(args.workspace)}`):"
+                )
+                print(token, flush=True)
+            elif settings.jwt_secret_file == settings.data_dir / DEFAULT_SECRET_FILE:
+                print(f"blackboard-mcp: admin tokens: `{_mint_admin_hint(args.workspace)}`")
+            return serving.run()
+    except ServeFailure as exc:
+        print(f"blackboard-mcp: {exc}", file=sys.stderr, flush=True)
+        return int(exc.exit_code)
 
-        json_logs = settings.log_format == "json"
-        if json_logs:
-            from blackboard_mcp.gateway import configure_logging
 
-            # uvicorn's own lines go through the same JSON handler rather than its text one.
-            configure_logging(settings.log_level, "json")
-        uvicorn.run(
-            "blackboard_mcp.gateway:app_from_env",
-            factory=True,
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            log_level=settings.log_level.lower(),
-            log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
-            access_log=False,
-            **server_options(settings),
-        )
-    return 0
+def _mint_admin_hint(workspace: str) -> str:
+    data_dir = os.environ.get("BB_DATA_DIR")
+    prefix = f"BB_DATA_DIR={data_dir} " if data_dir else ""
+    return f"{prefix}blackboard-mcp token issue --admin --workspace {workspace}"
 
 
 def _issuer(settings: Settings) -> TokenIssuer:

@@ -25,6 +25,8 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     data_dir: Path = Field(default_factory=default_data_dir)
     appendfsync: Literal["everysec", "always"] = "everysec"
+    # Restarts in a row of a dead embedded Redis before `serve` gives up and exits 5.
+    embedded_restarts: int = Field(default=6, ge=0)
     changelog_maxlen: int = 100_000
     audit_maxlen: int = 100_000
     offload_bytes: int = 10 * 1024

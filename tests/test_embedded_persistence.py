@@ -70,3 +70,23 @@ def test_missing_wheels_say_how_to_get_them(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(embedded.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(EmbeddedRedisError, match=r"blackboard-mcp\[embedded\]"):
         embedded.find_binaries()
+
+
+def test_a_redis_started_from_a_short_lived_thread_outlives_that_thread(tmp_path: Path) -> None:
+    """The parent-death signal fires when the forking *thread* ends: Redis is forked from a
+    thread that lives as long as the process, so a start from an executor thread sticks."""
+    import threading
+    import time
+
+    import redis
+
+    server = EmbeddedRedis(data_dir=tmp_path)
+    starter = threading.Thread(target=server.start)
+    starter.start()
+    starter.join()
+    try:
+        time.sleep(0.5)  # a SIGTERM from the kernel would have shut it down by now
+        assert server.running
+        assert redis.Redis.from_url(server.url).ping()
+    finally:
+        server.stop()

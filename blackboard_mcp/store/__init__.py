@@ -4,7 +4,14 @@ from ._addresses import CATCH_UP_PATH, Address, catch_up_address, is_valid_name,
 from ._admission import Admission, RedisCallAdmission
 from ._audit_log import RedisAuditLog
 from ._board import Board, BoardLimits
-from ._embedded import EmbeddedBinaries, EmbeddedRedis, find_binaries, free_port
+from ._embedded import (
+    EmbeddedBinaries,
+    EmbeddedRedis,
+    find_binaries,
+    free_port,
+    make_private_dir,
+    write_private,
+)
 from ._errors import (
     Conflict,
     Contended,
@@ -16,6 +23,7 @@ from ._errors import (
     Unavailable,
 )
 from ._links import RELATIONS
+from ._processes import set_parent_death_signal
 from ._ratelimit import RedisRateLimiter
 from ._revocations import RedisRevocationList
 from ._tokencount import TiktokenCounter, TokenCounter
@@ -50,5 +58,8 @@ __all__ = [
     "find_binaries",
     "free_port",
     "is_valid_name",
+    "make_private_dir",
     "parse_address",
+    "set_parent_death_signal",
+    "write_private",
 ]

@@ -11,6 +11,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -25,6 +26,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ._errors import EmbeddedRedisError
+from ._processes import spawn, stop_orphan
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,38 @@ def find_binaries() -> EmbeddedBinaries:
     return found
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a file only its owner can read, whatever its mode was before."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) and leave it 0700, even if it existed with looser bits."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        path.chmod(mode & 0o700)
+
+
+def _tighten(directory: Path) -> None:
+    # Data dirs made by earlier versions hold 0644 AOF files and 0755 directories.
+    for path in directory.rglob("*"):
+        with contextlib.suppress(OSError):
+            mode = path.lstat().st_mode
+            if not path.is_symlink() and mode & 0o077:
+                path.chmod(mode & 0o700)
+
+
+def _quoted(value: str) -> str:
+    """A value for redis.conf: Redis splits lines like a shell, honouring double quotes."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -80,6 +114,13 @@ class EmbeddedRedis:
 
     Data lives in ``data_dir`` as an append-only file, so a stop followed by a start loses
     nothing that was acknowledged (up to one second of writes with ``everysec`` on a crash).
+
+    Other local users are kept out: Redis requires a password generated on the first start
+    (kept 0600 in ``data_dir`` and handed to Redis in a 0600 config file, never on the command
+    line where ``ps`` shows it), and everything under ``data_dir`` is 0700/0600 (Redis runs
+    with umask 077). ``url`` carries the password. A Redis left running on ``data_dir`` by an
+    earlier process is stopped before a new one starts, and the child gets SIGTERM when this
+    process ends however it ends (Linux), so a SIGKILLed parent does not leave it behind.
     """
 
     data_dir: Path
@@ -88,67 +129,122 @@ class EmbeddedRedis:
     appendfsync: Literal["everysec", "always"] = "everysec"
     startup_timeout: float = 10.0
     _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _password: str = field(default="", init=False, repr=False)
+
+    PASSWORD_FILE = "password"
+    CONFIG_FILE = "redis.conf"
+    PID_FILE = "redis.pid"
+    LOG_FILE = "redis.log"
 
     @property
     def url(self) -> str:
-        return f"redis://{self.host}:{self.port}/0"
+        return f"redis://:{self.password}@{self.host}:{self.port}/0"
+
+    @property
+    def password(self) -> str:
+        if not self._password:
+            self._password = self._load_password()
+        return self._password
 
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def exit_code(self) -> int | None:
+        """The exit status of a Redis that died on its own; None while it runs (or never ran)."""
+        return self._process.poll() if self._process is not None else None
+
+    def _load_password(self) -> str:
+        make_private_dir(self.data_dir)
+        path = self.data_dir / self.PASSWORD_FILE
+        with contextlib.suppress(FileNotFoundError):
+            password = path.read_text().strip()
+            if password:
+                return password
+        password = secrets.token_hex(32)
+        write_private(path, password + "\n")
+        return password
+
+    def _write_config(self, binaries: EmbeddedBinaries) -> Path:
+        directory = self.data_dir.resolve()
+        lines = [
+            f"bind {self.host}",
+            f"port {self.port}",
+            f"dir {_quoted(str(directory))}",
+            "appendonly yes",
+            f"appendfsync {self.appendfsync}",
+            # RDB snapshots are redundant with AOF here and would fork on a 2-core box.
+            'save ""',
+            "protected-mode yes",
+            "loglevel warning",
+            f"logfile {_quoted(str(directory / self.LOG_FILE))}",
+            f"pidfile {_quoted(str(directory / self.PID_FILE))}",
+            f"requirepass {self.password}",
+            f"loadmodule {_quoted(str(binaries.search_module))}",
+            f"loadmodule {_quoted(str(binaries.json_module))}",
+        ]
+        path = directory / self.CONFIG_FILE
+        write_private(path, "\n".join(lines) + "\n")
+        return path
+
     def start(self) -> EmbeddedRedis:
         if self.running:
             return self
         binaries = find_binaries()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.data_dir)
+        _tighten(self.data_dir)
+        stop_orphan(self.data_dir / self.PID_FILE, self.data_dir)
         if not self.port:
             self.port = free_port(self.host)
-        args = [
-            str(binaries.server),
-            "--bind",
-            self.host,
-            "--port",
-            str(self.port),
-            "--dir",
-            str(self.data_dir),
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            self.appendfsync,
-            # RDB snapshots are redundant with AOF here and would fork on a 2-core box.
-            "--save",
-            "",
-            "--protected-mode",
-            "yes",
-            "--loglevel",
-            "warning",
-            "--logfile",
-            str(self.data_dir / "redis.log"),
-            "--loadmodule",
-            str(binaries.search_module),
-            "--loadmodule",
-            str(binaries.json_module),
-        ]
+        config = self._write_config(binaries)
         log.info(
             "starting embedded Redis on %s:%d, data in %s", self.host, self.port, self.data_dir
         )
-        self._process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        # Redis's own early errors (a bad config, a bad AOF) go to stderr before its log file
+        # is open: both land in the log file, which log_tail reports.
+        early_log = os.open(
+            self.data_dir / self.LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
         )
+        try:
+            self._process = spawn(
+                [str(binaries.server), str(config)],
+                stdin=subprocess.DEVNULL,
+                stdout=early_log,
+                stderr=early_log,
+                umask=0o077,
+                # The gateway's settings (BB_REDIS_URL holds this very password) are no
+                # business of Redis.
+                env={k: v for k, v in os.environ.items() if not k.startswith("BB_")},
+            )
+        finally:
+            os.close(early_log)
         self._wait_until_ready()
         return self
 
+    def _client(self, timeout: float) -> redis.Redis[bytes]:
+        return redis.Redis(
+            host=self.host,
+            port=self.port,
+            password=self.password,
+            socket_timeout=timeout,
+            retry=_no_retry(),
+        )
+
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
-        client = redis.Redis(host=self.host, port=self.port, socket_timeout=1.0, retry=_no_retry())
+        client = self._client(1.0)
         try:
             while time.monotonic() < deadline:
                 assert self._process is not None
                 if self._process.poll() is not None:
+                    code = self._process.returncode
+                    self._process = None
                     raise EmbeddedRedisError(
-                        f"embedded Redis exited with code {self._process.returncode}: "
-                        f"{self._tail_log()}"
+                        f"embedded Redis exited with code {code}: {self.log_tail()}"
                     )
                 try:
                     # FT._LIST proves the search module is loaded, not merely the server.
@@ -164,10 +260,12 @@ class EmbeddedRedis:
         self.stop()
         raise EmbeddedRedisError(f"embedded Redis did not answer within {self.startup_timeout}s")
 
-    def _tail_log(self) -> str:
-        logfile = self.data_dir / "redis.log"
+    def log_tail(self) -> str:
+        """The last lines of Redis's log, for an error message."""
+        logfile = self.data_dir / self.LOG_FILE
         with contextlib.suppress(OSError):
-            return logfile.read_text(errors="replace")[-500:].strip()
+            lines = logfile.read_text(errors="replace").strip().splitlines()
+            return " | ".join(line.strip() for line in lines[-3:]) or "(empty log)"
         return "(no log)"
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -176,9 +274,7 @@ class EmbeddedRedis:
         if process is None or process.poll() is not None:
             return
         try:
-            client = redis.Redis(
-                host=self.host, port=self.port, socket_timeout=timeout, retry=_no_retry()
-            )
+            client = self._client(timeout)
             with contextlib.suppress(redis.ConnectionError):
                 client.shutdown(nosave=False)
             client.close()
@@ -189,8 +285,6 @@ class EmbeddedRedis:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
 
     def kill(self) -> None:
         """Die without flushing, as a crash would (used by fault tests)."""
@@ -198,8 +292,11 @@ class EmbeddedRedis:
         if process is not None and process.poll() is None:
             process.kill()
             process.wait()
-            if process.stderr is not None:
-                process.stderr.close()
+
+    def forget(self) -> None:
+        """Drop a process that died on its own (reaped), so that ``start`` makes a new one."""
+        if self._process is not None and self._process.poll() is not None:
+            self._process = None
 
     def wipe(self) -> None:
         """Stop and delete the data directory."""
