@@ -6,6 +6,7 @@ data dir of its own, and asserts on its exit code and its whole output.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -128,8 +129,6 @@ def test_token_issue_signs_with_the_key_serve_created_in_the_data_dir(
         leeway=30,
         revocations=NoRevocations(),
     )
-    import asyncio
-
     grant = asyncio.run(verifier.verify(result.stdout.strip()))
     assert grant.subject == "a"
     assert sorted(p.name for p in data_dir.iterdir()) == ["jwt_secret"]
@@ -200,18 +199,14 @@ def test_an_unreachable_redis_is_named_in_one_line_without_its_password(
     [("health",), ("audit", "tail", "--workspace", "w"), ("token", "revoke", "--sub", "x")],
     ids=["health", "audit-tail", "revoke"],
 )
-def test_a_redis_url_that_is_not_a_redis_url_is_named(
-    home: Path, command: tuple[str, ...]
-) -> None:
+def test_a_redis_url_that_is_not_a_redis_url_is_named(home: Path, command: tuple[str, ...]) -> None:
     result = run_cli(*command, env=cli_env(home, BB_REDIS_URL="htp://bad"))
     text = assert_short_failure(result, 2)
     assert "BB_REDIS_URL" in text and "htp://bad" in text
 
 
 def test_a_malformed_setting_is_named(home: Path) -> None:
-    result = run_cli(
-        "audit", "tail", "--workspace", "w", env=cli_env(home, BB_AUDIT_MAXLEN="lots")
-    )
+    result = run_cli("audit", "tail", "--workspace", "w", env=cli_env(home, BB_AUDIT_MAXLEN="lots"))
     text = assert_short_failure(result, 2)
     assert "BB_AUDIT_MAXLEN" in text
 

@@ -16,6 +16,7 @@ from ._errors import (
     Unavailable,
 )
 from ._links import RELATIONS
+from ._location import client_location, failure_reason, redacted_url
 from ._ratelimit import RedisRateLimiter
 from ._revocations import RedisRevocationList
 from ._tokencount import TiktokenCounter, TokenCounter
@@ -46,9 +47,12 @@ __all__ = [
     "TooLarge",
     "Unavailable",
     "catch_up_address",
+    "client_location",
     "every_topic",
+    "failure_reason",
     "find_binaries",
     "free_port",
     "is_valid_name",
     "parse_address",
+    "redacted_url",
 ]

@@ -15,6 +15,7 @@ from redis.backoff import NoBackoff
 from . import _keys as keys
 from ._index import ensure_index, index_ready
 from ._links import LinkResult, check_link, write_links
+from ._location import client_location, failure_reason
 from ._notes import NoteWrite, build_write, check_digest
 from ._reads import get_state, list_keys
 from ._redis_errors import mapped_redis_errors
@@ -84,6 +85,11 @@ class Board:
     @property
     def client(self) -> aioredis.Redis[bytes]:
         return self._client
+
+    @property
+    def location(self) -> str:
+        """The Redis this board is on, without its password (for logs and messages)."""
+        return client_location(self._client)
 
     @property
     def counter(self) -> TokenCounter:
@@ -302,6 +308,9 @@ class Board:
         try:
             await ensure_index(self._client)
             return await index_ready(self._client)
-        except Exception:  # readiness is a yes/no question; the reason goes to the log
-            log.warning("readiness check failed", exc_info=True)
+        except Exception as exc:  # readiness is a yes/no question; the reason goes to the log
+            # One line per failed probe: a traceback every few seconds buries the reason.
+            log.warning(
+                "readiness: Redis at %s is not ready: %s", self.location, failure_reason(exc)
+            )
             return False
