@@ -88,6 +88,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         ),
         audit=audit,
         metrics=metrics,
+        max_in_flight=settings.max_in_flight,
     )
     server = build_mcp_server(caller)
     security = _transport_security(settings)

@@ -17,6 +17,7 @@ from ._index import ensure_index, index_ready
 from ._links import LinkResult, check_link, write_links
 from ._location import client_location, failure_reason
 from ._notes import NoteWrite, build_write, check_digest
+from ._pool import WaitingConnectionPool
 from ._reads import get_state, list_keys
 from ._redis_errors import mapped_redis_errors
 from ._search import search_keys
@@ -65,13 +66,26 @@ class Board:
         )
 
     @classmethod
-    def from_url(cls, url: str, *, limits: BoardLimits | None = None) -> Board:
-        client = aioredis.Redis.from_url(
+    def from_url(
+        cls,
+        url: str,
+        *,
+        limits: BoardLimits | None = None,
+        pool_size: int = 64,
+        pool_wait_seconds: float = 5.0,
+    ) -> Board:
+        """A board on the Redis at ``url``: ``pool_size`` connections, waited for in turn.
+
+        A call that finds every connection busy waits up to ``pool_wait_seconds`` for one,
+        then gets ``Overloaded`` (never ``Unavailable``: Redis is answering).
+        """
+        pool = WaitingConnectionPool.from_url(
             url,
+            wait_seconds=pool_wait_seconds,
+            max_connections=pool_size,
             socket_timeout=5.0,
             socket_connect_timeout=2.0,
             health_check_interval=15,
-            max_connections=64,
             # Pooled connections opened before a Redis restart are dead; without a retry each
             # one failed a call with `unavailable` the first time it was picked, long after
             # Redis was back. One retry on a fresh connection, for connection errors only
@@ -80,6 +94,7 @@ class Board:
             # reading again.
             retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
         )
+        client = aioredis.Redis.from_pool(pool)  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
         return cls(client=client, limits=limits)
 
     @property
