@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from blackboard_mcp._cli import (
     EMBEDDED_URL_FILE,
     ConfigurationError,
+    RedisUnreachable,
     check_redis_reachable,
     probe_gateway,
     redis_failures,
@@ -239,8 +240,13 @@ def cmd_health(args: argparse.Namespace) -> int:
         if not args.url:
             raise
         return 0 if healthy else 1  # the gateway alone was asked about
-    with redis_failures(url):
-        report = asyncio.run(_board_health(url))
+    try:
+        with redis_failures(url):
+            report = asyncio.run(_board_health(url))
+    except RedisUnreachable as exc:
+        # Still a report, on one line: what is down and what to check.
+        print(json.dumps({"redis": "unavailable", "error": exc.message, "hint": exc.hint}))
+        return 1
     print(json.dumps(report, indent=2))
     healthy = healthy and report.get("redis") == "ok" and report.get("index") == "ready"
     return 0 if healthy else 1
