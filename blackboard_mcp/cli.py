@@ -19,6 +19,7 @@ from blackboard_mcp._cli import (
     probe_gateway,
     redis_failures,
     redis_url,
+    require_embedded_binaries,
     run_command,
     with_signing_key,
 )
@@ -65,6 +66,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # Before anything is announced: a gateway on a Redis it cannot reach would look fine
         # and answer every call `unavailable`.
         check_redis_reachable(settings.redis_url)
+    else:
+        require_embedded_binaries()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     settings, created = _with_default_keys(settings, create=True)
     with contextlib.ExitStack() as stack:

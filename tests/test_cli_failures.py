@@ -281,3 +281,11 @@ def test_readiness_names_the_lost_redis_in_one_line_without_its_password(
     probe_lines = [line for line in text.splitlines() if "readiness" in line]
     assert len(probe_lines) == 3, text
     assert all(f"127.0.0.1:{private_redis.port}" in line for line in probe_lines), text
+
+
+def test_a_port_that_is_not_a_number_is_a_usage_error(home: Path, tmp_path: Path) -> None:
+    result = run_cli("serve", env=cli_env(home, BB_PORT="http", BB_DATA_DIR=str(tmp_path / "d")))
+    text = output_of(result)
+    assert result.returncode == 2, text
+    assert "Traceback" not in text and "'http'" in text
+    assert not (tmp_path / "d").exists()

@@ -9,6 +9,7 @@ from ._redis import (
     checked_redis_url,
     redis_failures,
     redis_url,
+    require_embedded_binaries,
 )
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "probe_gateway",
     "redis_failures",
     "redis_url",
+    "require_embedded_binaries",
     "run_command",
     "with_signing_key",
 ]

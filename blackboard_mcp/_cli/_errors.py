@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a failure at run time (Redis unreachable, an unhealthy board, a
 refused token); 2 a usage or configuration problem (argparse's own code for bad arguments):
-a malformed setting, no signing key, no Redis, a missing extra. A supervisor should not
+a malformed setting, no signing key, no Redis, a missing extra. (An embedded Redis that fails
+to start is a run-time failure.) A supervisor should not
 restart on 2 without a change of configuration.
 """
 
@@ -18,7 +19,7 @@ from typing import ClassVar
 from pydantic import ValidationError
 
 from blackboard_mcp.auth import AuthError
-from blackboard_mcp.store import EmbeddedRedisError, StoreError, failure_reason
+from blackboard_mcp.store import StoreError, failure_reason
 
 PROG = "blackboard-mcp"
 RUNTIME_FAILURE = 1
@@ -58,8 +59,6 @@ def _describe(exc: BaseException) -> tuple[str, str, int]:
             f"fix or unset {name} (docs/operations.md lists every setting)",
             CONFIGURATION_FAILURE,
         )
-    if isinstance(exc, EmbeddedRedisError):
-        return exc.message, exc.hint, CONFIGURATION_FAILURE
     if isinstance(exc, StoreError | AuthError):
         return exc.message, exc.hint, RUNTIME_FAILURE
     return (
@@ -85,6 +84,7 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
         if _debugging(args):
             traceback.print_exc()
         message, hint, code = _describe(exc)
-        print(f"{PROG}: {message}", file=sys.stderr)
-        print(f"{PROG}: {hint}", file=sys.stderr)
+        # One line each, whatever the message carries (a server's log tail, say).
+        print(f"{PROG}: {' '.join(message.split())}", file=sys.stderr)
+        print(f"{PROG}: {' '.join(hint.split())}", file=sys.stderr)
         return code

