@@ -11,13 +11,23 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from blackboard_mcp._cli import (
+    DEFAULT_SECRET_FILE,
+    ConfigurationError,
+    RedisUnreachable,
+    check_redis_reachable,
+    probe_gateway,
+    redis_failures,
+    redis_url,
+    require_embedded_binaries,
+    run_command,
+    with_signing_key,
+)
 from blackboard_mcp.settings import Settings
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import TokenIssuer
 
-EMBEDDED_URL_FILE = "redis.url"
-DEFAULT_SECRET_FILE = "jwt_secret"
 DEFAULT_AGENT_TTL = 24 * 3600
 
 
@@ -33,42 +43,26 @@ def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _with_default_keys(settings: Settings) -> tuple[Settings, bool]:
-    """With no key configured, use (and on first start create) a secret in the data dir."""
-    if (
-        settings.jwt_secret
-        or settings.jwt_secret_file
-        or settings.jwt_private_key_file
-        or settings.jwt_public_keys_dir
-    ):
-        return settings, False
-    from blackboard_mcp.auth import generate_hs_secret_file
-
-    path = settings.data_dir / DEFAULT_SECRET_FILE
-    created = False
-    if not path.exists():
-        generate_hs_secret_file(path)
-        created = True
-    return settings.model_copy(update={"jwt_secret_file": path}), created
-
-
-def _redis_url(settings: Settings) -> str:
-    if settings.redis_url:
-        return settings.redis_url
-    url_file = settings.data_dir / EMBEDDED_URL_FILE
-    if url_file.exists():
-        return url_file.read_text().strip()
-    raise SystemExit("no BB_REDIS_URL and no running `blackboard-mcp serve` on this data dir")
+def _with_default_keys(settings: Settings, *, create: bool) -> tuple[Settings, bool]:
+    """With no key configured, use a secret in the data dir; only `serve` may create it."""
+    return with_signing_key(settings, create=create)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from blackboard_mcp.serve import ServeFailure, Serving
 
+    settings = Settings()
+    if settings.redis_url:
+        # Before anything is announced: a gateway on a Redis it cannot reach would look fine
+        # and answer every call `unavailable`.
+        check_redis_reachable(settings.redis_url)
+    else:
+        require_embedded_binaries()
     try:
         with Serving(Settings(), host=args.host, port=args.port, workers=args.workers) as serving:
             # Only now that the data dir, the port and Redis are ours: a start that fails
             # before this point creates no key, so the next one still shows the first token.
-            settings, created = _with_default_keys(Settings())
+            settings, created = _with_default_keys(Settings(), create=True)
             if settings.jwt_secret_file:
                 os.environ["BB_JWT_SECRET_FILE"] = str(settings.jwt_secret_file)
             print(f"blackboard-mcp: MCP endpoint {serving.endpoint}", flush=True)
@@ -101,8 +95,9 @@ def _issuer(settings: Settings) -> TokenIssuer:
 
     signing, _ = keys_from_settings(settings)
     if signing is None:
-        raise SystemExit(
-            "no signing key is configured here (BB_JWT_SECRET_FILE or BB_JWT_PRIVATE_KEY_FILE)"
+        raise ConfigurationError(
+            "no signing key is configured here, only keys to verify with",
+            hint="set BB_JWT_SECRET_FILE or BB_JWT_PRIVATE_KEY_FILE to the server's signing key",
         )
     return TokenIssuer(
         signing_key=signing,
@@ -129,7 +124,7 @@ def _issue_admin(
 def cmd_token_issue(args: argparse.Namespace) -> int:
     from blackboard_mcp.auth import AuthError
 
-    settings, _ = _with_default_keys(Settings())
+    settings, _ = _with_default_keys(Settings(), create=False)
     try:
         if args.admin:
             token = _issue_admin(settings, args.workspace, args.ttl, args.sub)
@@ -153,7 +148,7 @@ def cmd_token_issue(args: argparse.Namespace) -> int:
 def cmd_token_inspect(args: argparse.Namespace) -> int:
     from blackboard_mcp.auth import AuthError, NoRevocations, TokenVerifier, keys_from_settings
 
-    settings, _ = _with_default_keys(Settings())
+    settings, _ = _with_default_keys(Settings(), create=False)
     _, keys = keys_from_settings(settings)
     verifier = TokenVerifier(
         keys=keys,
@@ -188,7 +183,7 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
     presented = None
     if args.token:
         # The token's own claims say its workspace and expiry, once its signature holds.
-        keyed, _ = _with_default_keys(settings)
+        keyed, _ = _with_default_keys(settings, create=False)
         verifier = TokenVerifier(
             keys=keys_from_settings(keyed)[1],
             issuer=settings.jwt_issuer,
@@ -210,7 +205,7 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
         return 2
 
     async def run() -> str:
-        client = aioredis.Redis.from_url(_redis_url(settings))
+        client = aioredis.Redis.from_url(url)
         revoker = Revoker(
             revocations=RedisRevocationList(client=client),
             max_ttl_seconds=settings.max_token_ttl,
@@ -225,8 +220,10 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
         finally:
             await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
+    url = redis_url(settings)
     try:
-        target = asyncio.run(run())
+        with redis_failures(url):
+            target = asyncio.run(run())
     except AuthError as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
@@ -240,72 +237,73 @@ def cmd_audit_tail(args: argparse.Namespace) -> int:
 
     from blackboard_mcp.store import RedisAuditLog
 
+    settings = Settings()
+    url = redis_url(settings)
+
     async def run() -> None:
-        client = aioredis.Redis.from_url(_redis_url(Settings()))
+        client = aioredis.Redis.from_url(url)
         try:
-            log = RedisAuditLog(client=client, maxlen=Settings().audit_maxlen)
+            log = RedisAuditLog(client=client, maxlen=settings.audit_maxlen)
             # as_line escapes every field: a record cannot print a line or a column of its own.
             for rec in reversed(await log.tail(args.workspace, args.count)):
                 print(rec.as_line())
         finally:
             await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
-    asyncio.run(run())
+    with redis_failures(url):
+        asyncio.run(run())
     return 0
 
 
 def cmd_health(args: argparse.Namespace) -> int:
     """Board health for a human: exits 1 when anything is unhealthy."""
-    import httpx
-
     healthy = True
     if args.url:
-        base = args.url.rstrip("/")
-        for path in ("/healthz", "/readyz"):
-            try:
-                response = httpx.get(base + path, timeout=5.0)
-                ok = response.status_code == 200
-            except httpx.HTTPError as exc:
-                ok, response = False, None
-                print(f"gateway {path}: unreachable ({exc.__class__.__name__})")
-            if response is not None:
-                print(f"gateway {path}: {response.status_code}")
+        for path, answer, ok in probe_gateway(args.url):
+            print(f"gateway {path}: {answer}")
             healthy = healthy and ok
     try:
-        url = _redis_url(Settings())
-    except SystemExit as exc:
+        url = redis_url(Settings())
+    except ConfigurationError:
         if not args.url:
-            print(exc)
-            return 1
-        return 0 if healthy else 1
-    report = asyncio.run(_board_health(url))
+            raise
+        return 0 if healthy else 1  # the gateway alone was asked about
+    try:
+        with redis_failures(url):
+            report = asyncio.run(_board_health(url))
+    except RedisUnreachable as exc:
+        # Still a report, on one line: what is down and what to check.
+        print(json.dumps({"redis": "unavailable", "error": exc.message, "hint": exc.hint}))
+        return 1
     print(json.dumps(report, indent=2))
     healthy = healthy and report.get("redis") == "ok" and report.get("index") == "ready"
     return 0 if healthy else 1
 
 
 async def _board_health(url: str) -> dict[str, object]:
-    from blackboard_mcp.store import Board, StoreError
+    from blackboard_mcp.store import Board
 
     board = Board.from_url(url)
     try:
         return await board.health()
-    except StoreError as exc:
-        return {"redis": "unavailable", "error": exc.message}
     finally:
         await board.close()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blackboard-mcp", description=__doc__)
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback when a command fails"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser(
         "serve", help="run the gateway (embedded Redis when BB_REDIS_URL is unset)"
     )
     serve.add_argument("--host", default=os.environ.get("BB_HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ.get("BB_PORT", "8765")))
-    serve.add_argument("--workers", type=int, default=int(os.environ.get("BB_WORKERS", "1")))
+    # String defaults go through `type` too: a bad BB_PORT is a usage error, not a traceback.
+    serve.add_argument("--port", type=int, default=os.environ.get("BB_PORT", "8765"))
+    serve.add_argument("--workers", type=int, default=os.environ.get("BB_WORKERS", "1"))
     serve.add_argument("--workspace", default="default", help="workspace of the first admin token")
     serve.set_defaults(func=cmd_serve)
 
@@ -356,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    return run_command(args.func, args)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     source_read_timeout_seconds: float = Field(default=10.0, gt=0)
     source_read_threads: int = Field(default=4, ge=1)
     cas_max_retries: int = 16
+    # Connections per gateway process, and how long a call waits for one when all are busy
+    # before it is answered `overloaded` (store/_pool.py).
+    redis_pool_size: int = Field(default=64, ge=1)
+    redis_pool_timeout: float = Field(default=5.0, gt=0)
 
     # Auth
     jwt_secret: SecretStr | None = None
@@ -69,6 +73,9 @@ class Settings(BaseSettings):
     keep_alive_seconds: int = Field(default=5, ge=1)
     max_header_bytes: int = Field(default=64 * 1024, ge=1024)
     max_connections: int = Field(default=1024, ge=1)
+    # Tool calls one gateway process handles at once; past it a call is answered
+    # `overloaded` at once rather than queued behind the others.
+    max_in_flight: int = Field(default=1024, ge=1)
     # Plain tools/call requests skip the SDK's per-request machinery (gateway/_direct.py);
     # false sends every request through the SDK, e.g. to get its OpenTelemetry spans.
     direct_tool_calls: bool = True

@@ -27,7 +27,7 @@ from blackboard_mcp.auth import (
     load_board_contract,
 )
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import Board, RedisCallAdmission, RedisRateLimiter
+from blackboard_mcp.store import Board, RedisCallAdmission, RedisRateLimiter, failure_reason
 
 from ._admin import admin_routes
 from ._audit_buffer import BufferedAudit
@@ -89,6 +89,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         ),
         audit=audit,
         metrics=metrics,
+        max_in_flight=settings.max_in_flight,
     )
     server = build_mcp_server(caller)
     security = _transport_security(settings)
@@ -126,10 +127,14 @@ def create_app(parts: GatewayParts) -> Starlette:
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         try:
             await parts.board.start()
-        except Exception:
+        except Exception as exc:
             # Start anyway: /readyz reports the problem and calls answer `unavailable`
             # until Redis is back, which is better than a crash loop.
-            log.warning("could not prepare the search index at start-up", exc_info=True)
+            log.warning(
+                "could not prepare the search index at start-up (Redis at %s): %s",
+                parts.board.location,
+                failure_reason(exc),
+            )
         async with audit.running(), sessions.run():
             yield
         await parts.board.close()

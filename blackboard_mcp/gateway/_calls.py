@@ -21,12 +21,15 @@ from blackboard_mcp.auth import (
 )
 from blackboard_mcp.store import Board, RedisCallAdmission
 
-from ._errors import RateLimited, UnknownArgument, UnknownTool, tool_error
+from ._errors import RateLimited, TooManyInFlight, UnknownArgument, UnknownTool, tool_error
 from ._metrics import GatewayMetrics
 from ._schemas import ARGUMENTS
 from ._tools import HANDLERS, CallScope, scope_of
 
 log = logging.getLogger(__name__)
+
+# What an `overloaded` answer suggests: calls in hand are answered within about a second.
+OVERLOADED_RETRY_AFTER_SECONDS = 1
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class ToolCaller:
         admission: RedisCallAdmission,
         audit: AuditSink,
         metrics: GatewayMetrics,
+        max_in_flight: int = 1024,
     ) -> None:
         self._board = board
         self._manifest = manifest
@@ -63,6 +67,8 @@ class ToolCaller:
         self._admission = admission
         self._audit = audit
         self._metrics = metrics
+        self._max_in_flight = max_in_flight
+        self._in_flight = 0
 
     async def call(
         self, tool: str, arguments: Mapping[str, Any], grant: Grant | None, request_id: str
@@ -71,7 +77,18 @@ class ToolCaller:
         scope: CallScope | None = None
         outcome = "ok"
         handler_ran = False
+        admitted = False
         try:
+            # Counted here, on the one path both the direct and the SDK requests take. Past
+            # the limit a call is refused at once: queued, it would wait behind the others
+            # for a Redis connection and be answered late or not at all.
+            if self._in_flight >= self._max_in_flight:
+                raise TooManyInFlight(
+                    f"this gateway process has {self._max_in_flight} calls in hand",
+                    retry_after=OVERLOADED_RETRY_AFTER_SECONDS,
+                )
+            self._in_flight += 1
+            admitted = True
             if grant is None:
                 raise Unauthenticated("no access token")
             requirements = self._requirements(tool)
@@ -112,6 +129,8 @@ class ToolCaller:
                 self._metrics.refused.labels(outcome).inc()
             return CallOutcome(body, True)
         finally:
+            if admitted:
+                self._in_flight -= 1
             elapsed = time.perf_counter() - started
             self._metrics.calls.labels(tool, outcome).inc()
             self._metrics.latency.labels(tool).observe(elapsed)

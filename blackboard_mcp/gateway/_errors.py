@@ -19,6 +19,7 @@ ERROR_CODES = (
     "forbidden",
     "unauthenticated",
     "rate_limited",
+    "overloaded",
     "unavailable",
     "internal",
 )
@@ -53,6 +54,13 @@ class RateLimited(GatewayError):
 
     code = "rate_limited"
     hint = "slow down; retry after the number of seconds in retry_after"
+
+
+class TooManyInFlight(GatewayError):
+    """This gateway process already has its limit of calls in hand (BB_MAX_IN_FLIGHT)."""
+
+    code = "overloaded"
+    hint = "the board is busy; retry after the number of seconds in retry_after"
 
 
 def tool_error(exc: BaseException, request_id: str) -> dict[str, Any]:

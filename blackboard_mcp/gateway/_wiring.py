@@ -35,7 +35,12 @@ def build_parts(settings: Settings) -> GatewayParts:
     if not settings.redis_url:
         # `serve` starts the embedded Redis and passes its URL to the workers.
         raise EmbeddedRedisError("no BB_REDIS_URL: start with `blackboard-mcp serve`")
-    board = Board.from_url(settings.redis_url, limits=board_limits(settings))
+    board = Board.from_url(
+        settings.redis_url,
+        limits=board_limits(settings),
+        pool_size=settings.redis_pool_size,
+        pool_wait_seconds=settings.redis_pool_timeout,
+    )
     signing_key, verification_keys = keys_from_settings(settings)
     revocations = RedisRevocationList(client=board.client)
     # The edge verifies signatures and claims only; revocation needs Redis, so it is

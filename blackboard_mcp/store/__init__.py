@@ -18,11 +18,13 @@ from ._errors import (
     EmbeddedRedisError,
     InvalidArgument,
     NotFound,
+    Overloaded,
     StoreError,
     TooLarge,
     Unavailable,
 )
 from ._links import RELATIONS
+from ._location import client_location, failure_reason, redacted_url
 from ._processes import set_parent_death_signal
 from ._ratelimit import RedisRateLimiter
 from ._revocations import RedisRevocationList
@@ -43,6 +45,7 @@ __all__ = [
     "EmbeddedRedisError",
     "InvalidArgument",
     "NotFound",
+    "Overloaded",
     "Readable",
     "RedisAuditLog",
     "RedisCallAdmission",
@@ -54,12 +57,15 @@ __all__ = [
     "TooLarge",
     "Unavailable",
     "catch_up_address",
+    "client_location",
     "every_topic",
+    "failure_reason",
     "find_binaries",
     "free_port",
     "is_valid_name",
     "make_private_dir",
     "parse_address",
+    "redacted_url",
     "set_parent_death_signal",
     "write_private",
 ]

@@ -15,7 +15,9 @@ from redis.backoff import NoBackoff
 from . import _keys as keys
 from ._index import ensure_index, index_ready
 from ._links import LinkResult, check_link, write_links
+from ._location import client_location, failure_reason
 from ._notes import NoteWrite, build_write, check_digest
+from ._pool import WaitingConnectionPool
 from ._reads import get_state, list_keys
 from ._redis_errors import mapped_redis_errors
 from ._search import search_keys
@@ -72,13 +74,26 @@ class Board:
         )
 
     @classmethod
-    def from_url(cls, url: str, *, limits: BoardLimits | None = None) -> Board:
-        client = aioredis.Redis.from_url(
+    def from_url(
+        cls,
+        url: str,
+        *,
+        limits: BoardLimits | None = None,
+        pool_size: int = 64,
+        pool_wait_seconds: float = 5.0,
+    ) -> Board:
+        """A board on the Redis at ``url``: ``pool_size`` connections, waited for in turn.
+
+        A call that finds every connection busy waits up to ``pool_wait_seconds`` for one,
+        then gets ``Overloaded`` (never ``Unavailable``: Redis is answering).
+        """
+        pool = WaitingConnectionPool.from_url(
             url,
+            wait_seconds=pool_wait_seconds,
+            max_connections=pool_size,
             socket_timeout=5.0,
             socket_connect_timeout=2.0,
             health_check_interval=15,
-            max_connections=64,
             # Pooled connections opened before a Redis restart are dead; without a retry each
             # one failed a call with `unavailable` the first time it was picked, long after
             # Redis was back. One retry on a fresh connection, for connection errors only
@@ -87,11 +102,17 @@ class Board:
             # reading again.
             retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
         )
+        client = aioredis.Redis.from_pool(pool)  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
         return cls(client=client, limits=limits)
 
     @property
     def client(self) -> aioredis.Redis[bytes]:
         return self._client
+
+    @property
+    def location(self) -> str:
+        """The Redis this board is on, without its password (for logs and messages)."""
+        return client_location(self._client)
 
     @property
     def counter(self) -> TokenCounter:
@@ -325,6 +346,9 @@ class Board:
         try:
             await ensure_index(self._client)
             return await index_ready(self._client)
-        except Exception:  # readiness is a yes/no question; the reason goes to the log
-            log.warning("readiness check failed", exc_info=True)
+        except Exception as exc:  # readiness is a yes/no question; the reason goes to the log
+            # One line per failed probe: a traceback every few seconds buries the reason.
+            log.warning(
+                "readiness: Redis at %s is not ready: %s", self.location, failure_reason(exc)
+            )
             return False

@@ -70,6 +70,16 @@ class Unavailable(StoreError):
     hint = "the board's database is unreachable; retry in a few seconds"
 
 
+class Overloaded(StoreError):
+    """No Redis connection came free in time: this gateway is busy, Redis itself is fine."""
+
+    code = "overloaded"
+    hint = "the board is busy; retry after the number of seconds in retry_after"
+
+    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(message, retry_after=retry_after)
+
+
 class EmbeddedRedisError(Unavailable):
     """The embedded Redis could not be found or started."""
 

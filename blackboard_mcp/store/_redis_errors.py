@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 from redis import exceptions as rx
 
-from ._errors import Unavailable
+from ._errors import Overloaded, Unavailable
 
 
 @contextlib.asynccontextmanager
@@ -16,6 +16,10 @@ async def mapped_redis_errors() -> AsyncIterator[None]:
         yield
     except rx.WatchError:
         raise
+    except rx.MaxConnectionsError as exc:  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+        # Every pooled connection stayed busy for the pool's whole wait (store/_pool.py):
+        # Redis answers, this process has more calls in hand than connections.
+        raise Overloaded("no Redis connection came free in time; the board is busy") from exc
     except (rx.ConnectionError, rx.TimeoutError, rx.BusyLoadingError) as exc:
         raise Unavailable("the board's Redis is unreachable") from exc
     except OSError as exc:

@@ -1,0 +1,90 @@
+"""The CLI's failures, and the one place where any failure becomes a short message and an exit code.
+
+Exit codes: 0 success; 1 a failure at run time (Redis unreachable, an unhealthy board, a
+refused token); 2 a usage or configuration problem (argparse's own code for bad arguments):
+a malformed setting, no signing key, no Redis, a missing extra. (An embedded Redis that fails
+to start is a run-time failure.) A supervisor should not
+restart on 2 without a change of configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import ClassVar
+
+from pydantic import ValidationError
+
+from blackboard_mcp.auth import AuthError
+from blackboard_mcp.store import StoreError, failure_reason
+
+PROG = "blackboard-mcp"
+RUNTIME_FAILURE = 1
+CONFIGURATION_FAILURE = 2
+
+
+class CliError(Exception):
+    """Root of the CLI's own failures: what failed, what to do about it, and an exit code."""
+
+    exit_code: ClassVar[int] = RUNTIME_FAILURE
+
+    def __init__(self, message: str, *, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class ConfigurationError(CliError):
+    """A setting is missing or malformed; running again unchanged will fail the same way."""
+
+    exit_code = CONFIGURATION_FAILURE
+
+
+class RedisUnreachable(CliError):
+    """The board's Redis did not answer, or refused the connection."""
+
+
+def _describe(exc: BaseException) -> tuple[str, str, int]:
+    """(what failed, what to do, exit code) for any exception that reaches the CLI's edge."""
+    if isinstance(exc, CliError):
+        return exc.message, exc.hint, exc.exit_code
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        name = "BB_" + "_".join(str(part) for part in first["loc"]).upper()
+        return (
+            f"the setting {name} is invalid: {first['msg']}",
+            f"fix or unset {name} (docs/operations.md lists every setting)",
+            CONFIGURATION_FAILURE,
+        )
+    if isinstance(exc, StoreError | AuthError):
+        return exc.message, exc.hint, RUNTIME_FAILURE
+    return (
+        f"unexpected error: {failure_reason(exc)}",
+        f"run `{PROG} --debug ...` for the traceback and report it",
+        RUNTIME_FAILURE,
+    )
+
+
+def _debugging(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "debug", False)) or (
+        os.environ.get("BB_LOG_LEVEL", "").upper() == "DEBUG"
+    )
+
+
+def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run one command; a failure prints two lines on stderr (a traceback only when debugging)."""
+    try:
+        return func(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if _debugging(args):
+            traceback.print_exc()
+        message, hint, code = _describe(exc)
+        # One line each, whatever the message carries (a server's log tail, say).
+        print(f"{PROG}: {' '.join(message.split())}", file=sys.stderr)
+        print(f"{PROG}: {' '.join(hint.split())}", file=sys.stderr)
+        return code

@@ -1,0 +1,202 @@
+"""A busy gateway says so: calls wait their turn for a Redis connection, and past the limits the
+answer is `overloaded` with ``retry_after``, never `unavailable` (which means Redis is down).
+
+Load goes through real gateway processes as raw concurrent POSTs (one connection each), on
+a healthy Redis; the pool itself is tested on the store against the same Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from support import GatewayProcess, agent_token, start_gateway, stop_gateway
+
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import Board, EmbeddedRedis, Overloaded, Unavailable, free_port
+
+CONCURRENT_CALLS = 1000
+
+
+def request(token: str, request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "headers": {
+            "authorization": f"Bearer {token}",
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-06-18",
+        },
+        "content": orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments},
+            }
+        ),
+    }
+
+
+def mixed_calls(token: str, workspace: str, count: int) -> list[dict[str, Any]]:
+    """Writes of distinct notes, reads and searches, interleaved."""
+    calls = []
+    for i in range(count):
+        if i % 3 == 0:
+            tool, arguments = (
+                "update_state",
+                {"uri": f"bb://{workspace}/load/n{i}", "digest": f"note {i}", "body": "b"},
+            )
+        elif i % 3 == 1:
+            tool, arguments = "get_state", {"uris": [f"bb://{workspace}/load/n{i - 1}"]}
+        else:
+            tool, arguments = "search_keys", {"q": "note"}
+        calls.append(request(token, i, tool, arguments))
+    return calls
+
+
+async def send_all(url: str, calls: list[dict[str, Any]]) -> list[httpx.Response]:
+    """Every call at once, each on a connection of its own."""
+    limits = httpx.Limits(max_connections=len(calls), max_keepalive_connections=len(calls))
+    async with httpx.AsyncClient(limits=limits, timeout=120.0) as http:
+        return await asyncio.gather(*(http.post(url, **call) for call in calls))
+
+
+def results(responses: list[httpx.Response]) -> list[dict[str, Any]]:
+    assert all(r.status_code == 200 for r in responses), Counter(r.status_code for r in responses)
+    return [r.json()["result"] for r in responses]
+
+
+def outcome(result: dict[str, Any]) -> str:
+    return str(result["structuredContent"]["error"]["code"]) if result["isError"] else "ok"
+
+
+@pytest.mark.slow
+async def test_a_thousand_concurrent_calls_on_a_healthy_board_all_succeed(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace, sub="load-" + uuid.uuid4().hex[:8])
+    answers = results(
+        await send_all(gateway.mcp_url, mixed_calls(token, workspace, CONCURRENT_CALLS))
+    )
+    assert Counter(outcome(a) for a in answers) == {"ok": CONCURRENT_CALLS}
+
+
+@pytest.fixture(
+    params=[
+        {"BB_MAX_IN_FLIGHT": "16"},
+        {"BB_REDIS_POOL_SIZE": "2", "BB_REDIS_POOL_TIMEOUT": "0.005"},
+    ],
+    ids=["in-flight-limit", "pool-wait"],
+)
+def busy_gateway(
+    request: pytest.FixtureRequest, redis_server: EmbeddedRedis, tmp_path: Path
+) -> Iterator[GatewayProcess]:
+    process = start_gateway(redis_server.url, tmp_path / "busy", extra_env=request.param)
+    yield process
+    stop_gateway(process)
+
+
+@pytest.mark.slow
+async def test_past_a_limit_calls_are_overloaded_with_retry_after_and_never_unavailable(
+    busy_gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace, sub="busy-" + uuid.uuid4().hex[:8])
+    calls = mixed_calls(token, workspace, CONCURRENT_CALLS)
+    answers = results(await send_all(busy_gateway.mcp_url, calls))
+    outcomes = Counter(outcome(a) for a in answers)
+    assert set(outcomes) == {"ok", "overloaded"}, outcomes
+    for answer in answers:
+        if answer["isError"]:
+            error = answer["structuredContent"]["error"]
+            assert error["retry_after"] > 0 and "retry_after" in error["hint"], error
+    # Every write answered ok is there; none answered overloaded is.
+    written = {
+        i: outcome(a) for i, a in enumerate(answers) if i % 3 == 0
+    }  # mixed_calls writes n{i} for i % 3 == 0
+    async with httpx.AsyncClient(timeout=30.0) as http:
+        check = request(
+            token, 0, "get_state", {"uris": [f"bb://{workspace}/load/n{i}" for i in written][:100]}
+        )
+        read = (await http.post(busy_gateway.mcp_url, **check)).json()["result"]
+    assert not read["isError"], read
+    for item in read["structuredContent"]["items"]:
+        i = int(item["uri"].rsplit("/n", 1)[1])
+        assert ("error" not in item) == (written[i] == "ok"), (item, written[i])
+
+
+@pytest.fixture
+def limited_pair(redis_server: EmbeddedRedis, tmp_path: Path) -> Iterator[list[GatewayProcess]]:
+    """Two gateways with a tiny in-flight limit: the direct path's and the SDK's."""
+    pair = [
+        start_gateway(
+            redis_server.url,
+            tmp_path / name,
+            extra_env={"BB_MAX_IN_FLIGHT": "2", "BB_DIRECT_TOOL_CALLS": direct},
+        )
+        for name, direct in (("direct", "true"), ("sdk", "false"))
+    ]
+    yield pair
+    for process in pair:
+        stop_gateway(process)
+
+
+@pytest.mark.slow
+async def test_an_overloaded_answer_is_the_same_on_the_direct_and_the_sdk_path(
+    limited_pair: list[GatewayProcess], issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace, sub="pair-" + uuid.uuid4().hex[:8])
+    calls = [
+        request(token, 7, "get_state", {"uris": [f"bb://{workspace}/t/k"]}) for _ in range(200)
+    ]
+    overloaded = []
+    for gateway in limited_pair:
+        answers = [r.json() for r in await send_all(gateway.mcp_url, calls)]
+        busy = [a for a in answers if a["result"]["isError"]]
+        assert busy, "no call was refused: the limit was never reached"
+        assert all(outcome(a["result"]) == "overloaded" for a in busy)
+        overloaded.append(busy[0])
+    direct, sdk = overloaded
+    assert direct == sdk
+
+
+# -- the pool ----------------------------------------------------------------------------------
+
+
+async def test_a_call_that_waits_past_the_pool_timeout_is_overloaded_and_the_pool_recovers(
+    redis_url: str,
+) -> None:
+    board = Board.from_url(redis_url, pool_size=1, pool_wait_seconds=0.2)
+    try:
+        await board.start()
+        # BLPOP holds the only connection for a second, as a slow call would.
+        holder = asyncio.create_task(board.client.blpop(["bb-test-nothing"], timeout=1))
+        await asyncio.sleep(0.05)
+        with pytest.raises(Overloaded) as refused:
+            await board.get_state(uris=["bb://ws/t/k"])
+        assert refused.value.code == "overloaded"
+        assert refused.value.details["retry_after"] > 0
+        await holder
+        # The slot came back: a waiter within the bound is served, in turn.
+        answers = await asyncio.gather(*(board.get_state(uris=["bb://ws/t/k"]) for _ in range(20)))
+        assert len(answers) == 20
+    finally:
+        await board.close()
+
+
+async def test_connections_that_fail_to_connect_give_their_slot_back(tmp_path: Path) -> None:
+    board = Board.from_url(f"redis://127.0.0.1:{free_port()}/0", pool_size=1, pool_wait_seconds=0.5)
+    try:
+        for _ in range(3):
+            # Unavailable every time: a leaked slot would make the next one `overloaded`.
+            with pytest.raises(Unavailable) as failed:
+                await board.get_state(uris=["bb://ws/t/k"])
+            assert not isinstance(failed.value, Overloaded)
+    finally:
+        await board.close()
