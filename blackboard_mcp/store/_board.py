@@ -217,6 +217,7 @@ class Board:
         fields: object = None,
         budget_tokens: object = None,
         cursor: object = None,
+        after: object = None,
         readable: Readable = every_topic,
     ) -> dict[str, Any]:
         return await list_keys(
@@ -231,6 +232,7 @@ class Board:
             fields=fields,
             budget_tokens=budget_tokens,
             cursor=cursor,
+            after=after,
             readable=readable,
         )
 
