@@ -37,6 +37,7 @@ from typing import Any
 
 import httpx
 import jwt
+import orjson
 import pytest
 import redis
 from hypothesis import HealthCheck, event, given, settings
@@ -44,7 +45,7 @@ from hypothesis import strategies as st
 from support import TEST_JWT_SECRET, GatewayProcess, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.store import EmbeddedRedis, TiktokenCounter
 
 DOCUMENTED_CODES = frozenset(
     {
@@ -58,7 +59,12 @@ DOCUMENTED_CODES = frozenset(
         "unavailable",
     }
 )
-ENVELOPE = frozenset({"items", "spent_tokens", "truncated", "omitted", "omitted_uris", "cursor"})
+ENVELOPE = frozenset({"items", "spent_tokens", "truncated", "omitted", "cursor"})
+# What each read adds to the envelope: how it reports what the budget left out.
+GET_EXTRA = frozenset({"omitted_at", "need_budget"})
+LIST_EXTRA = frozenset({"table", "next", "need_budget"})
+SEARCH_EXTRA = frozenset({"omitted_uris"})
+COUNTER = TiktokenCounter()
 WRITE_TOOLS = frozenset({"update_state", "link_state"})
 RELATIONS = (
     "depends_on",
@@ -538,13 +544,20 @@ def _address_of(uri: str) -> tuple[str, str]:
     return workspace, topic
 
 
-def _envelope(body: dict[str, Any], extra: frozenset[str] = frozenset()) -> None:
+def _envelope(body: dict[str, Any], budget: object, extra: frozenset[str]) -> None:
     assert ENVELOPE <= set(body) <= ENVELOPE | extra | {"warnings"}, body
     assert isinstance(body["items"], list) and all(isinstance(i, dict) for i in body["items"])
-    assert _is_int(body["spent_tokens"]) and body["spent_tokens"] >= 0, body
+    # The budget is a ceiling on the whole answer, and spent_tokens is its exact cost: the
+    # tokens of the tool result's text, which is this object serialized.
+    limit = budget if _is_int(budget) else 2000
+    assert _is_int(body["spent_tokens"]), body
+    assert body["spent_tokens"] == COUNTER.count(orjson.dumps(body).decode()), body
+    assert body["spent_tokens"] <= limit, (limit, body)
     assert isinstance(body["truncated"], bool), body
-    assert isinstance(body["omitted_uris"], list), body
-    assert body["omitted"] == len(body["omitted_uris"]), body
+    assert _is_int(body["omitted"]) and body["omitted"] >= 0, body
+    if "omitted_uris" in extra:
+        assert isinstance(body["omitted_uris"], list), body
+        assert body["omitted"] == len(body["omitted_uris"]), body
     assert _is_int(body["cursor"]) and body["cursor"] >= 0, body
     assert all(isinstance(w, str) for w in body.get("warnings", [])), body
     if body["omitted"]:
@@ -580,11 +593,14 @@ def _note_key(uri: str) -> str:
 
 
 def _get_shape(world: World, viewer: Viewer, args: Mapping[str, Any], body: dict[str, Any]) -> None:
-    _envelope(body)
+    _envelope(body, args.get("budget_tokens"), GET_EXTRA)
     uris = args["uris"] if isinstance(args["uris"], list) else [args["uris"]]
     shown = [i["uri"] for i in body["items"]]
-    # Every distinct address asked for is answered exactly once: shown, not_found or omitted.
-    assert sorted(shown + body["omitted_uris"]) == sorted(_dedup(uris)), body
+    # Every distinct address asked for is answered exactly once: shown, not_found or omitted
+    # (by its positions in uris).
+    omitted = [uris[p] for first, last in body["omitted_at"] for p in range(first, last + 1)]
+    assert sorted(shown + _dedup(omitted)) == sorted(_dedup(uris)), body
+    assert body["omitted"] == len(_dedup(omitted)), body
     for item in body["items"]:
         assert viewer.can_read(*_address_of(item["uri"])), item
         if "error" in item:
@@ -597,13 +613,13 @@ def _get_shape(world: World, viewer: Viewer, args: Mapping[str, Any], body: dict
 def _list_shape(
     world: World, viewer: Viewer, args: Mapping[str, Any], body: dict[str, Any]
 ) -> None:
-    _envelope(body, frozenset({"table", "more"}))
+    _envelope(body, args.get("budget_tokens"), LIST_EXTRA)
     limit = args.get("limit") or 20
     topic = args.get("topic")
     if args.get("mode") == "table":
         lines = body["table"].split("\n")
         header = lines[0].split("\t")
-        assert header[:4] == ["uri", "digest", "version", "est_tokens"], body
+        assert header[0] == "uri", body
         assert all(len(line.split("\t")) == len(header) for line in lines[1:]), body
         uris = [line.split("\t")[0] for line in lines[1:]]
         assert body["items"] == [], body
@@ -611,7 +627,7 @@ def _list_shape(
         uris = [i["uri"] for i in body["items"]]
     assert len(uris) + body["omitted"] <= limit, body
     assert len(set(uris)) == len(uris), body
-    for uri in [*uris, *body["omitted_uris"]]:
+    for uri in uris:
         workspace, note_topic = _address_of(uri)
         assert viewer.can_read(workspace, note_topic), uri
         assert topic is None or note_topic == topic, uri
@@ -620,7 +636,7 @@ def _list_shape(
 def _search_shape(
     world: World, viewer: Viewer, args: Mapping[str, Any], body: dict[str, Any]
 ) -> None:
-    _envelope(body)
+    _envelope(body, None, SEARCH_EXTRA)
     limit = args.get("limit") or 10
     assert len(body["items"]) <= limit, body
     for item in body["items"]:
@@ -962,7 +978,7 @@ FIELDS = st.one_of(
     st.just([f"f{i}" for i in range(33)]),
     JSON_VALUES,
 )
-BUDGETS = st.one_of(st.integers(16, 100_000), st.sampled_from([16, 17, 60, 100_000]))
+BUDGETS = st.one_of(st.integers(100, 100_000), st.sampled_from([99, 100, 101, 150, 100_000]))
 
 
 @st.composite

@@ -149,11 +149,21 @@ def fit(
     the first entry even when ``count`` is 0: a lone item too big for the budget is cut at a
     clean boundary instead, marked with ``cut: {shown_tokens, total_tokens}``.
     """
+    fitted: dict[str, Any] | None = None
     while count > 0:
         response = _render(render, entries, count)
         if finish(counter, response) <= budget:
-            return Fitted(response, count, False)
+            fitted = response
+            break
         count -= 1
+    # Estimates err both ways: grow while the next entry (its content at hand) fits exactly.
+    while count < len(entries) and _ready(entries[count]):
+        response = _render(render, entries, count + 1)
+        if finish(counter, response) > budget:
+            break
+        fitted, count = response, count + 1
+    if fitted is not None:
+        return Fitted(fitted, count, False)
     first = entries[0] if entries else None
     if first is not None and first.big is not None and first.content:
         cut = _cut_first(counter, budget, first, render)
@@ -173,6 +183,10 @@ def fit(
             del response["need_budget"]
             finish(counter, response)
     return Fitted(response, 0, False)
+
+
+def _ready(entry: Entry) -> bool:
+    return entry.big is None or entry.content is not None
 
 
 def _render(render: Render, entries: Sequence[Entry], count: int) -> dict[str, Any]:
