@@ -75,24 +75,48 @@ def decode(feed: str, value: object) -> Row | None:
 
 # Version order within one topic: score (version) descending, path ascending. Redis orders a
 # sorted set by (score, member) ascending, so ties at one score are a run of ranks in path
-# order; the script walks scores downwards and each score's run upwards. ``start`` is the
-# rank to resume from inside the run of ``score`` (-1: the whole run, -2: none of it).
+# order; the script walks scores downwards and each score's run upwards. It runs whole, so
+# ranks cannot shift under it while concurrent writes move other notes between versions.
+# ARGV: how = none | all | below | after, the cursor's score and path, the count wanted.
+# ``after`` resumes just past the cursor's path inside the run at its score; if that note has
+# moved to another version since, its place is found by bisection, comparing bytes as Redis
+# does (Lua's own string comparison follows the server's locale).
 _VERSION_PAGE = """
 local key = KEYS[1]
-local start = tonumber(ARGV[1])
-local score = ARGV[2]
-local n = tonumber(ARGV[3])
+local how, score, path = ARGV[1], ARGV[2], ARGV[3]
+local n = tonumber(ARGV[4])
+local function after(a, b)
+  local m = math.min(#a, #b)
+  for i = 1, m do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
 local out = {}
 local upper = '+inf'
-if score ~= '' then
-  if start ~= -2 then
-    local lo = redis.call('ZCOUNT', key, '-inf', '(' .. score)
-    local last = lo + redis.call('ZCOUNT', key, score, score) - 1
-    if start == -1 then start = lo end
-    if start <= last then
-      local got = redis.call('ZRANGE', key, start, math.min(last, start + n - 1), 'WITHSCORES')
-      for i = 1, #got do out[#out + 1] = got[i] end
+if how ~= 'none' then
+  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. score)
+  local last = lo + redis.call('ZCOUNT', key, score, score) - 1
+  local start = last + 1
+  if how == 'all' then
+    start = lo
+  elseif how == 'after' then
+    local current = redis.call('ZSCORE', key, path)
+    if current and tonumber(current) == tonumber(score) then
+      start = redis.call('ZRANK', key, path) + 1
+    else
+      local l, h = lo, last + 1
+      while l < h do
+        local mid = math.floor((l + h) / 2)
+        if after(redis.call('ZRANGE', key, mid, mid)[1], path) then h = mid else l = mid + 1 end
+      end
+      start = l
     end
+  end
+  if start <= last then
+    local got = redis.call('ZRANGE', key, start, math.min(last, start + n - 1), 'WITHSCORES')
+    for i = 1, #got do out[#out + 1] = got[i] end
   end
   upper = '(' .. score
 end
@@ -224,42 +248,12 @@ async def _version_chunk(
     client: aioredis.Redis[bytes], key: str, topic: str, after: Row | None, want: int
 ) -> list[tuple[bytes, float]]:
     if after is None:
-        return await _run_version_page(client, key, -1, "", want)
-    if topic < after.topic:
-        start = -2  # its notes at the cursor's version came before
+        how, score, path = "none", "", ""
+    elif topic < after.topic:
+        how, score, path = "below", str(after.score), ""  # its ties came before the cursor
     elif topic > after.topic:
-        start = -1  # all of its notes at that version come after
+        how, score, path = "all", str(after.score), ""  # all of its ties come after
     else:
-        start = await _rank_after(client, key, after)
-    return await _run_version_page(client, key, start, str(after.score), want)
-
-
-async def _run_version_page(
-    client: aioredis.Redis[bytes], key: str, start: int, score: str, want: int
-) -> list[tuple[bytes, float]]:
-    flat = await client.eval(_VERSION_PAGE, 1, key, start, score, want)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+        how, score, path = "after", str(after.score), after.path
+    flat = await client.eval(_VERSION_PAGE, 1, key, how, score, path, want)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
     return [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
-
-
-async def _rank_after(client: aioredis.Redis[bytes], key: str, after: Row) -> int:
-    """The rank of the first note after ``after`` among this topic's notes at its version."""
-    pipe = client.pipeline(transaction=False)
-    pipe.zscore(key, after.path)
-    pipe.zrank(key, after.path)
-    pipe.zcount(key, "-inf", f"({after.score}")
-    pipe.zcount(key, after.score, after.score)
-    score, rank, low, ties = await pipe.execute()
-    if score is not None and int(score) == after.score:
-        return int(rank) + 1
-    # The cursor's note has been written since (it has a new version): find where its path
-    # would sit among the notes still at that version, by bisecting their run of ranks.
-    target = after.path.encode()
-    lo, hi = int(low), int(low) + int(ties)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        [member] = await client.zrange(key, mid, mid)
-        if member > target:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
