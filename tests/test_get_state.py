@@ -406,3 +406,61 @@ async def test_missing_uris_count_against_the_budget_like_any_item(board: Board)
     generous = await board.get_state(uris=missing, budget_tokens=5000)
     assert [item["uri"] for item in generous["items"]] == missing
     assert generous["truncated"] is False
+
+
+async def test_fields_digest_and_version_are_fields_like_any_other(board: Board) -> None:
+    await seed(board)
+    response = await board.get_state(
+        uris=[uri("text")], mode="fields", fields=["digest", "version"]
+    )
+    assert response["items"] == [{"uri": uri("text"), "digest": "A text note.", "version": 1}]
+    assert "warnings" not in response
+
+
+ALL_FIELDS = [
+    "uri",
+    "digest",
+    "version",
+    "est_tokens",
+    "kind",
+    "updated",
+    "author",
+    "created",
+    "size",
+    "seq",
+    "confidence",
+    "sources",
+    "links",
+    "columns",
+    "rows",
+    "origin",
+]
+
+
+@pytest.mark.parametrize("name", [*ALL_FIELDS, "body", "table"])
+async def test_every_key_a_read_returns_can_be_asked_for_by_name(board: Board, name: str) -> None:
+    await seed(board)
+    target = uri("tab") if name in ("table", "columns", "rows") else uri("text")
+    full = await one(board, target, mode="full")
+    item = await one(board, target, mode="fields", fields=[name])
+    assert set(item) == {"uri", name}
+    if name in full:
+        assert item[name] == full[name]
+
+
+async def test_table_mode_fields_select_the_columns(board: Board) -> None:
+    await seed(board)
+    response = await board.get_state(uris=[uri("tab")], mode="table", fields=["note", "team"])
+    assert response["items"][0]["table"] == "note\tteam\nok\tred\nbest\tblue"
+    missing = await board.get_state(uris=[uri("tab")], mode="table", fields=["team", "colour"])
+    assert missing["items"][0]["table"] == "team\nred\nblue"
+    assert missing["warnings"] == [f"{uri('tab')} has no column colour"]
+
+
+async def test_a_field_that_is_neither_a_key_nor_a_column_is_named_in_a_warning(
+    board: Board,
+) -> None:
+    await seed(board)
+    response = await board.get_state(uris=[uri("text")], mode="fields", fields=["digest", "colour"])
+    assert response["items"] == [{"uri": uri("text"), "digest": "A text note."}]
+    assert response["warnings"] == [f"{uri('text')}: no field colour"]

@@ -282,3 +282,15 @@ async def test_invalid_list_arguments_are_refused(
     with pytest.raises(InvalidArgument) as info:
         await board.list_keys(workspace=WS, **kwargs)
     assert info.value.details["argument"] == argument
+
+
+async def test_digest_mode_fields_name_exactly_what_each_item_holds(board: Board) -> None:
+    await write(board, "a")
+    response = await board.list_keys(workspace=WS, topic="t", fields=["version", "author"])
+    assert response["items"] == [{"uri": uri("a"), "version": 1, "author": AUTHOR}]
+
+
+async def test_content_is_not_a_listing_field(board: Board) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        await board.list_keys(workspace=WS, topic="t", mode="table", fields=["body"])
+    assert info.value.details["argument"] == "fields"
