@@ -92,6 +92,7 @@ class Entry:
     big_tokens: int = 0
     content: str | None = None
     columns: tuple[str, ...] | None = None  # a table's columns to show, if not all
+    partial: bool = False  # ``content`` is only the start of the text: show it cut or not at all
 
     def estimate(self, counter: TokenCounter) -> int:
         cost = count_json(counter, orjson.dumps(self.item).decode()) + 1
@@ -186,7 +187,7 @@ def fit(
 
 
 def _ready(entry: Entry) -> bool:
-    return entry.big is None or entry.content is not None
+    return entry.big is None or (entry.content is not None and not entry.partial)
 
 
 def _render(render: Render, entries: Sequence[Entry], count: int) -> dict[str, Any]:

@@ -93,10 +93,13 @@ async def _fetch_content(
             pipe.getrange(keys.blob(address.workspace, note["blob"]), 0, prefix_bytes - 1)
         else:
             pipe.get(keys.blob(address.workspace, note["blob"]))
-    for (entry, _, _), raw in zip(wanted, await pipe.execute(), strict=True):
+    for (entry, _, note), raw in zip(wanted, await pipe.execute(), strict=True):
+        data = raw or b""
+        entry.partial = len(data) < int(note.get("size") or 0)
         # A range may end inside a character; the partial one is dropped.
-        text = (raw or b"").decode("utf-8", "ignore")
-        finish_content(entry, text, lambda t: count_as_json_string(counter, t))
+        finish_content(
+            entry, data.decode("utf-8", "ignore"), lambda t: count_as_json_string(counter, t)
+        )
 
 
 def _filter_links(
