@@ -62,6 +62,19 @@ def finish(counter: TokenCounter, response: dict[str, Any]) -> int:
     number are tokens of their own (groups of up to three), so this settles in a step or two.
     """
     spent = int(response.get("spent_tokens") or 0)
+    response["spent_tokens"] = spent
+    real = count_json(counter, orjson.dumps(response).decode())
+    if real == spent:
+        return spent
+    # The number's own tokens are its digits in groups of up to three (cl100k's split
+    # pattern); predict the fixed point from that, then check it by counting.
+    guess = real
+    for _ in range(4):
+        step = real - _digit_tokens(spent) + _digit_tokens(guess)
+        if step == guess:
+            break
+        guess = step
+    spent = guess
     for _ in range(8):
         response["spent_tokens"] = spent
         real = count_json(counter, orjson.dumps(response).decode())
@@ -74,6 +87,10 @@ def finish(counter: TokenCounter, response: dict[str, Any]) -> int:
     real = count_json(counter, orjson.dumps(response).decode())
     response["spent_tokens"] = real
     return real
+
+
+def _digit_tokens(number: int) -> int:
+    return (len(str(number)) + 2) // 3
 
 
 @dataclass

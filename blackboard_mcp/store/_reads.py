@@ -32,6 +32,7 @@ from ._views import (
     check_fields,
     check_list_fields,
     check_mode,
+    fields_for,
     finish_content,
     iso_time,
 )
@@ -52,13 +53,16 @@ Fetched = list[tuple[dict[str, str] | None, set[bytes], set[bytes]]]
 
 
 async def _fetch_meta(
-    client: aioredis.Redis[bytes], workspace: str, addresses: Sequence[Address]
+    client: aioredis.Redis[bytes],
+    workspace: str,
+    addresses: Sequence[Address],
+    names: list[str] = META_FIELDS,
 ) -> tuple[Fetched, int]:
     """One pipeline for every note's small fields and both link sets, and the workspace's
     change sequence number (the read's cursor). Content is never fetched here."""
     pipe = client.pipeline(transaction=False)
     for address in addresses:
-        pipe.hmget(keys.note(address.workspace, address.member), META_FIELDS)
+        pipe.hmget(keys.note(address.workspace, address.member), names)
         pipe.smembers(keys.links_out(address.workspace, address.member))
         pipe.smembers(keys.links_in(address.workspace, address.member))
     pipe.get(keys.sequence(workspace))
@@ -70,7 +74,7 @@ async def _fetch_meta(
         if values[0] is None:
             out.append((None, set(), set()))
             continue
-        note = {f: _text(v) for f, v in zip(META_FIELDS, values, strict=True)}
+        note = {f: _text(v) for f, v in zip(names, values, strict=True)}
         out.append((note, outgoing, incoming))
     return out, cursor
 
@@ -192,7 +196,9 @@ async def get_state(
     index = {a: i for i, a in enumerate(addresses)}
     slot = [index[a] for a in given]
     async with mapped_redis_errors():
-        fetched, cursor = await _fetch_meta(client, addresses[0].workspace, addresses)
+        fetched, cursor = await _fetch_meta(
+            client, addresses[0].workspace, addresses, fields_for(checked_mode, checked_fields)
+        )
         built = _entries(
             addresses, fetched, mode=checked_mode, fields=checked_fields, readable=readable
         )
@@ -264,7 +270,8 @@ async def list_keys(
             since=since,
         )
         addresses = [Address(workspace, r.topic, r.path) for r in rows]
-        fetched, now = await _fetch_meta(client, workspace, addresses)
+        names = META_FIELDS if checked_mode == "table" else fields_for(checked_mode, checked_fields)
+        fetched, now = await _fetch_meta(client, workspace, addresses, names)
         if checked_mode == "table":
             entry_mode: Any = "digest"
         else:

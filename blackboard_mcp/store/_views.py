@@ -69,6 +69,15 @@ META_FIELDS = [
     "origin",
 ]
 
+# Digest and ref items need only these; every field a reply parses costs (redis-py parses in
+# Python), so a listing does not ask for the rest.
+BRIEF_FIELDS = ["uri", "digest", "version", "est_tokens", "kind", "updated", "body_tokens"]
+
+
+def fields_for(mode: Mode, fields: Sequence[str]) -> list[str]:
+    return BRIEF_FIELDS if mode in ("digest", "ref") and not fields else META_FIELDS
+
+
 Readable = Callable[[str], bool]
 
 
