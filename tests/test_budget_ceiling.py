@@ -236,7 +236,7 @@ def test_the_sdk_path_sends_the_same_text_at_the_same_cost(
 @st.composite
 def boards(draw: st.DrawFn) -> dict[str, Any]:
     notes: list[tuple[str, Any]] = []
-    for _ in range(draw(st.integers(1, 14))):
+    for _ in range(draw(st.integers(1, 20))):
         form = draw(st.sampled_from(["text", "text", "table", "big", "empty"]))
         if form == "text":
             notes.append(("text", draw(st.integers(1, 700))))
@@ -282,18 +282,20 @@ def reads(draw: st.DrawFn, count: int) -> list[tuple[str, dict[str, Any]]]:
         elif mode == "fields":
             args["fields"] = ["digest", "version"]
         out.append(("get_state", args))
-    list_args: dict[str, Any] = {
-        "topic": "t",
-        "mode": draw(st.sampled_from(["digest", "table", "ref"])),
-        "order": draw(st.sampled_from(["recent", "name", "version"])),
-        "limit": draw(st.integers(1, 40)),
-        "budget_tokens": draw(budget),
-    }
-    if draw(st.booleans()):
-        list_args["fields"] = draw(
-            st.lists(st.sampled_from(["digest", "version", "kind", "size"]), min_size=1)
-        )
-    out.append(("list_keys", list_args))
+    for mode in ("digest", "table", "ref"):
+        list_args: dict[str, Any] = {
+            "topic": "t",
+            "mode": mode,
+            "order": draw(st.sampled_from(["recent", "name", "version"])),
+            "limit": draw(st.integers(1, 40)),
+            # Listings are cheap per row: small budgets are where they are cut.
+            "budget_tokens": draw(st.one_of(st.integers(100, 400), budget)),
+        }
+        if draw(st.booleans()):
+            list_args["fields"] = draw(
+                st.lists(st.sampled_from(["digest", "version", "kind", "size"]), min_size=1)
+            )
+        out.append(("list_keys", list_args))
     out.append(("search_keys", {"q": draw(st.sampled_from(["cache", "replica lag", "東京"]))}))
     return out
 
@@ -356,7 +358,7 @@ def check_read(wire: Wire, ws: str, uris: list[str], tool: str, args: dict[str, 
 
 
 @settings(
-    max_examples=30,
+    max_examples=60,
     derandomize=True,
     database=None,
     deadline=None,
