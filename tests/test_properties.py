@@ -1021,6 +1021,13 @@ def list_arguments(draw: st.DrawFn, world: World) -> dict[str, Any]:
         "fields": GOOD_FIELDS,
         "budget_tokens": BUDGETS,
         "cursor": st.integers(0, 10_000),
+        # A page position as list_keys writes it (``next``), for any order.
+        "after": st.builds(
+            lambda letter, score, path: f"{letter}{score}:{path}",
+            st.sampled_from("rnvc"),
+            st.integers(0, 10_000),
+            st.sampled_from(["pub/alpha", "pub/zz", "vault/secret", "pub-notes/a/b"]),
+        ),
     }
     bad: dict[str, st.SearchStrategy[Any]] = {
         "topic": st.one_of(name_values(world), JSON_VALUES),
@@ -1031,6 +1038,7 @@ def list_arguments(draw: st.DrawFn, world: World) -> dict[str, Any]:
         "fields": FIELDS,
         "budget_tokens": INT_ARGS,
         "cursor": INT_ARGS,
+        "after": st.one_of(st.text(max_size=30), JSON_VALUES),
     }
     values = good if draw(st.booleans()) else bad
     args: dict[str, Any] = {}
@@ -1205,7 +1213,7 @@ def test_link_state_links_only_what_it_reports_and_only_readable_targets(
 
 ALL_ARGUMENT_NAMES = _split(
     "uri digest body source_path columns rows append expect_version sources confidence uris mode",
-    "fields budget_tokens topic kind order limit cursor q src rel dst",
+    "fields budget_tokens topic kind order limit cursor after q src rel dst",
 )
 
 
