@@ -294,3 +294,67 @@ async def test_content_is_not_a_listing_field(board: Board) -> None:
     with pytest.raises(InvalidArgument) as info:
         await board.list_keys(workspace=WS, topic="t", mode="table", fields=["body"])
     assert info.value.details["argument"] == "fields"
+
+
+async def _walk(board: Board, **args: Any) -> list[str]:
+    seen: list[str] = []
+    after = None
+    for _ in range(100):
+        page = await board.list_keys(workspace=WS, after=after, **args)
+        seen += uris(page)
+        if "next" not in page:
+            return seen
+        after = page["next"]
+    raise AssertionError("the listing does not end")
+
+
+async def test_version_order_resumes_in_place_when_the_last_note_shown_is_rewritten(
+    board: Board,
+) -> None:
+    for name in ("a", "b", "c", "d", "e"):
+        await write(board, name)  # all at version 1: one run of ties, in name order
+    page = await board.list_keys(workspace=WS, topic="t", order="version", limit=2)
+    assert uris(page) == [uri("a"), uri("b")]
+    await write(board, "b")  # b moves to version 2; its old place must still be found
+    rest = await board.list_keys(
+        workspace=WS, topic="t", order="version", limit=10, after=page["next"]
+    )
+    assert uris(rest) == [uri("c"), uri("d"), uri("e")]
+
+
+async def test_kind_filtered_pages_over_several_topics_list_each_note_once(board: Board) -> None:
+    expected = []
+    for topic in ("t", "u"):
+        for i in range(7):
+            if i % 3 == 0:
+                await board.update_state(
+                    author=AUTHOR,
+                    uri=uri(f"x{i}", topic=topic),
+                    digest="T.",
+                    columns=["a"],
+                    rows=[["1"]],
+                )
+                expected.append(uri(f"x{i}", topic=topic))
+            else:
+                await write(board, f"x{i}", topic=topic)
+    for order in ("name", "version", "recent"):
+        listed = await _walk(board, kind="table", order=order, limit=2)
+        assert sorted(listed) == sorted(expected), order
+        assert len(listed) == len(set(listed))
+    named = await _walk(board, order="name", limit=3)
+    assert named == sorted(named, key=lambda u: (u.split("/")[3], u.split("/", 4)[4]))
+    assert len(named) == 14
+
+
+async def test_a_change_feed_pages_with_next_like_any_listing(board: Board) -> None:
+    for i in range(9):
+        await write(board, f"c{i}")
+    first = await board.list_keys(workspace=WS, topic="t", cursor=3, limit=2)
+    assert uris(first) == [uri("c3"), uri("c4")]
+    listed = uris(first)
+    after = first["next"]
+    while after:
+        page = await board.list_keys(workspace=WS, topic="t", cursor=3, limit=2, after=after)
+        listed += uris(page)
+        after = page.get("next")
+    assert listed == [uri(f"c{i}") for i in range(3, 9)]
