@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 
 from . import _keys as keys
 from ._addresses import Address, parse_address, validate_name
-from ._budget import Entry, check_budget, finish, fit, plan, position_ranges
+from ._budget import Entry, Render, check_budget, finish, fit, plan, position_ranges
 from ._errors import InvalidArgument
 from ._links import decode_links, link_warnings
 from ._notes import KINDS
@@ -148,7 +148,7 @@ async def _show(
     budget: int,
     addresses: Sequence[Address],
     built: list[tuple[Entry, dict[str, str] | None]],
-    render: Any,
+    render: Render,
 ) -> tuple[dict[str, Any], int]:
     """Plan from estimates, fetch the content of what is planned, then fit exactly."""
     entries = [e for e, _ in built]
@@ -355,7 +355,7 @@ def _table_response(
     built: list[tuple[Entry, dict[str, str] | None]],
     fetched: Fetched,
     fields: Sequence[str],
-    render: Any,
+    render: Render,
 ) -> dict[str, Any]:
     """One header line plus a TSV row per note: the cheapest listing for three or more.
 
