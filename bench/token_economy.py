@@ -225,6 +225,39 @@ async def run(notes: int, seed: int) -> None:
                     {**{k: v for k, v in item.items() if k != "table"}, "rows": records}
                 ).decode()
             )
+        # 5. The budget as a ceiling: every read at a spread of budgets, the real cost of each
+        #    answer against its budget and against its own spent_tokens.
+        overshoot, worst_error, reads = 0.0, 0.0, 0
+        rng = random.Random(seed)
+        for budget in (100, 150, 300, 700, 2000, 5000):
+            for _ in range(6):
+                sample = [*rng.sample(uris, 60), f"bb://{WS}/research/missing-{budget}"]
+                answers = [
+                    await board.get_state(uris=sample, mode=mode, budget_tokens=budget)
+                    for mode in ("full", "digest", "ref", "table")
+                ]
+                for topic in TOPICS:
+                    for mode in ("digest", "table", "ref"):
+                        answers.append(
+                            await board.list_keys(
+                                workspace=WS,
+                                topic=topic,
+                                mode=mode,
+                                limit=200,
+                                budget_tokens=budget,
+                            )
+                        )
+                for answer in answers:
+                    real = tokens(counter, answer)
+                    overshoot = max(overshoot, real / budget)
+                    worst_error = max(worst_error, abs(answer["spent_tokens"] - real) / real)
+                    reads += 1
+        for q in [" ".join(i["digest"].split()[:2]) for i in as_json["items"][:3]]:
+            answer = await board.search_keys(workspace=WS, q=q, limit=50)
+            real = tokens(counter, answer)
+            overshoot = max(overshoot, real / 2000)
+            worst_error = max(worst_error, abs(answer["spent_tokens"] - real) / real)
+            reads += 1
         await board.close()
 
     print()
@@ -250,6 +283,10 @@ async def run(notes: int, seed: int) -> None:
         f"{tsv_tokens:>9,} {tsv_tokens / json_rows:>8.2f}"
     )
     print()
+    print(
+        f"budget as a ceiling: {reads} reads at budgets 100-5,000: largest cost/budget "
+        f"{overshoot:.3f}x; largest |spent_tokens - real| / real {worst_error:.4f}"
+    )
     print("spent_tokens as reported vs counted on the serialised response:")
     for label, reported, counted in checks:
         print(f"  {label:<28} {reported:>7,} / {counted:>7,}  ({reported / counted:.3f})")

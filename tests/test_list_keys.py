@@ -89,17 +89,24 @@ async def test_a_note_that_changes_kind_is_listed_under_its_new_kind_only(board:
     assert (await board.list_keys(workspace=WS, topic="t", kind="text"))["items"] == []
 
 
-async def test_limit_and_more_flag(board: Board) -> None:
+async def test_limit_gives_next_and_after_continues_the_listing(board: Board) -> None:
     for i in range(5):
         await write(board, f"n{i}")
     limited = await board.list_keys(workspace=WS, topic="t", limit=3)
     assert uris(limited) == [uri("n4"), uri("n3"), uri("n2")]
-    assert limited["more"] is True
+    assert isinstance(limited["next"], str) and "more" not in limited
+    rest = await board.list_keys(workspace=WS, topic="t", limit=3, after=limited["next"])
+    assert uris(rest) == [uri("n1"), uri("n0")]
+    assert "next" not in rest
     exact = await board.list_keys(workspace=WS, topic="t", limit=5)
     assert len(exact["items"]) == 5
-    assert "more" not in exact
+    assert "next" not in exact
     named = await board.list_keys(workspace=WS, topic="t", limit=2, order="name")
-    assert (uris(named), named["more"]) == ([uri("n0"), uri("n1")], True)
+    assert uris(named) == [uri("n0"), uri("n1")]
+    named = await board.list_keys(
+        workspace=WS, topic="t", limit=2, order="name", after=named["next"]
+    )
+    assert uris(named) == [uri("n2"), uri("n3")]
 
 
 async def test_table_mode_is_one_header_line_plus_tsv_rows(board: Board) -> None:
@@ -115,14 +122,14 @@ async def test_table_mode_is_one_header_line_plus_tsv_rows(board: Board) -> None
     ]
 
 
-async def test_table_mode_extra_fields_become_columns(board: Board) -> None:
+async def test_table_mode_fields_select_the_columns_after_the_address(board: Board) -> None:
     await write(board, "a")
     response = await board.list_keys(
         workspace=WS, topic="t", mode="table", fields=["kind", "author"]
     )
     header, row = response["table"].split("\n")
-    assert header == "uri\tdigest\tversion\test_tokens\tkind\tauthor"
-    assert row.split("\t")[4:] == ["text", AUTHOR]
+    assert header == "uri\tkind\tauthor"
+    assert row.split("\t") == [uri("a"), "text", AUTHOR]
 
 
 async def test_table_mode_costs_fewer_tokens_than_digest_mode(board: Board) -> None:
@@ -147,7 +154,18 @@ async def test_table_mode_respects_the_budget(board: Board) -> None:
     assert 0 < len(rows) < 30
     assert response["omitted"] == 30 - len(rows)
     assert response["truncated"] is True
-    listed = [row.split("\t")[0] for row in rows] + response["omitted_uris"]
+    assert response["spent_tokens"] <= 200
+    listed = [row.split("\t")[0] for row in rows]
+    while "next" in response:
+        response = await board.list_keys(
+            workspace=WS,
+            topic="t",
+            mode="table",
+            limit=30,
+            budget_tokens=200,
+            after=response["next"],
+        )
+        listed += [row.split("\t")[0] for row in response["table"].split("\n")[1:]]
     assert listed == [uri(f"finding-{i:02d}") for i in reversed(range(30))]
 
 
@@ -205,7 +223,7 @@ async def test_paging_with_cursor_walks_every_change_once_in_seq_order(board: Bo
         seen.extend((i["uri"], i["version"]) for i in page["items"])
         assert page["cursor"] >= cursor
         cursor = page["cursor"]
-        if not page.get("more"):
+        if "next" not in page:
             break
     expected_order = [
         uri(f"{'a' if n % 2 == 0 else 'b'}{n // 2}", topic="t" if n % 2 == 0 else "other")
@@ -237,7 +255,7 @@ async def test_paging_with_a_small_budget_still_walks_every_change_once(board: B
         seen.extend(uris(page))
         assert page["items"], "a page made no progress"
         cursor = page["cursor"]
-        if not page.get("more") and not page["omitted"]:
+        if "next" not in page:
             break
     assert seen == [uri(f"n{i:02d}") for i in range(12)]
 
@@ -264,3 +282,79 @@ async def test_invalid_list_arguments_are_refused(
     with pytest.raises(InvalidArgument) as info:
         await board.list_keys(workspace=WS, **kwargs)
     assert info.value.details["argument"] == argument
+
+
+async def test_digest_mode_fields_name_exactly_what_each_item_holds(board: Board) -> None:
+    await write(board, "a")
+    response = await board.list_keys(workspace=WS, topic="t", fields=["version", "author"])
+    assert response["items"] == [{"uri": uri("a"), "version": 1, "author": AUTHOR}]
+
+
+async def test_content_is_not_a_listing_field(board: Board) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        await board.list_keys(workspace=WS, topic="t", mode="table", fields=["body"])
+    assert info.value.details["argument"] == "fields"
+
+
+async def _walk(board: Board, **args: Any) -> list[str]:
+    seen: list[str] = []
+    after = None
+    for _ in range(100):
+        page = await board.list_keys(workspace=WS, after=after, **args)
+        seen += uris(page)
+        if "next" not in page:
+            return seen
+        after = page["next"]
+    raise AssertionError("the listing does not end")
+
+
+async def test_version_order_resumes_in_place_when_the_last_note_shown_is_rewritten(
+    board: Board,
+) -> None:
+    for name in ("a", "b", "c", "d", "e"):
+        await write(board, name)  # all at version 1: one run of ties, in name order
+    page = await board.list_keys(workspace=WS, topic="t", order="version", limit=2)
+    assert uris(page) == [uri("a"), uri("b")]
+    await write(board, "b")  # b moves to version 2; its old place must still be found
+    rest = await board.list_keys(
+        workspace=WS, topic="t", order="version", limit=10, after=page["next"]
+    )
+    assert uris(rest) == [uri("c"), uri("d"), uri("e")]
+
+
+async def test_kind_filtered_pages_over_several_topics_list_each_note_once(board: Board) -> None:
+    expected = []
+    for topic in ("t", "u"):
+        for i in range(7):
+            if i % 3 == 0:
+                await board.update_state(
+                    author=AUTHOR,
+                    uri=uri(f"x{i}", topic=topic),
+                    digest="T.",
+                    columns=["a"],
+                    rows=[["1"]],
+                )
+                expected.append(uri(f"x{i}", topic=topic))
+            else:
+                await write(board, f"x{i}", topic=topic)
+    for order in ("name", "version", "recent"):
+        listed = await _walk(board, kind="table", order=order, limit=2)
+        assert sorted(listed) == sorted(expected), order
+        assert len(listed) == len(set(listed))
+    named = await _walk(board, order="name", limit=3)
+    assert named == sorted(named, key=lambda u: (u.split("/")[3], u.split("/", 4)[4]))
+    assert len(named) == 14
+
+
+async def test_a_change_feed_pages_with_next_like_any_listing(board: Board) -> None:
+    for i in range(9):
+        await write(board, f"c{i}")
+    first = await board.list_keys(workspace=WS, topic="t", cursor=3, limit=2)
+    assert uris(first) == [uri("c3"), uri("c4")]
+    listed = uris(first)
+    after = first["next"]
+    while after:
+        page = await board.list_keys(workspace=WS, topic="t", cursor=3, limit=2, after=after)
+        listed += uris(page)
+        after = page.get("next")
+    assert listed == [uri(f"c{i}") for i in range(3, 9)]

@@ -37,6 +37,7 @@ from typing import Any
 
 import httpx
 import jwt
+import orjson
 import pytest
 import redis
 from hypothesis import HealthCheck, event, given, settings
@@ -44,7 +45,7 @@ from hypothesis import strategies as st
 from support import TEST_JWT_SECRET, GatewayProcess, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.store import EmbeddedRedis, TiktokenCounter
 
 DOCUMENTED_CODES = frozenset(
     {
@@ -58,7 +59,12 @@ DOCUMENTED_CODES = frozenset(
         "unavailable",
     }
 )
-ENVELOPE = frozenset({"items", "spent_tokens", "truncated", "omitted", "omitted_uris", "cursor"})
+ENVELOPE = frozenset({"items", "spent_tokens", "truncated", "omitted", "cursor"})
+# What each read adds to the envelope: how it reports what the budget left out.
+GET_EXTRA = frozenset({"omitted_at", "need_budget"})
+LIST_EXTRA = frozenset({"table", "next", "need_budget"})
+SEARCH_EXTRA = frozenset({"omitted_uris"})
+COUNTER = TiktokenCounter()
 WRITE_TOOLS = frozenset({"update_state", "link_state"})
 RELATIONS = (
     "depends_on",
@@ -539,13 +545,20 @@ def _address_of(uri: str) -> tuple[str, str]:
     return workspace, topic
 
 
-def _envelope(body: dict[str, Any], extra: frozenset[str] = frozenset()) -> None:
+def _envelope(body: dict[str, Any], budget: object, extra: frozenset[str]) -> None:
     assert ENVELOPE <= set(body) <= ENVELOPE | extra | {"warnings"}, body
     assert isinstance(body["items"], list) and all(isinstance(i, dict) for i in body["items"])
-    assert _is_int(body["spent_tokens"]) and body["spent_tokens"] >= 0, body
+    # The budget is a ceiling on the whole answer, and spent_tokens is its exact cost: the
+    # tokens of the tool result's text, which is this object serialized.
+    limit = budget if _is_int(budget) else 2000
+    assert _is_int(body["spent_tokens"]), body
+    assert body["spent_tokens"] == COUNTER.count(orjson.dumps(body).decode()), body
+    assert body["spent_tokens"] <= limit, (limit, body)
     assert isinstance(body["truncated"], bool), body
-    assert isinstance(body["omitted_uris"], list), body
-    assert body["omitted"] == len(body["omitted_uris"]), body
+    assert _is_int(body["omitted"]) and body["omitted"] >= 0, body
+    if "omitted_uris" in extra:
+        assert isinstance(body["omitted_uris"], list), body
+        assert body["omitted"] == len(body["omitted_uris"]), body
     assert _is_int(body["cursor"]) and body["cursor"] >= 0, body
     assert all(isinstance(w, str) for w in body.get("warnings", [])), body
     if body["omitted"]:
@@ -581,11 +594,14 @@ def _note_key(uri: str) -> str:
 
 
 def _get_shape(world: World, viewer: Viewer, args: Mapping[str, Any], body: dict[str, Any]) -> None:
-    _envelope(body)
+    _envelope(body, args.get("budget_tokens"), GET_EXTRA)
     uris = args["uris"] if isinstance(args["uris"], list) else [args["uris"]]
     shown = [i["uri"] for i in body["items"]]
-    # Every distinct address asked for is answered exactly once: shown, not_found or omitted.
-    assert sorted(shown + body["omitted_uris"]) == sorted(_dedup(uris)), body
+    # Every distinct address asked for is answered exactly once: shown, not_found or omitted
+    # (by its positions in uris).
+    omitted = [uris[p] for first, last in body["omitted_at"] for p in range(first, last + 1)]
+    assert sorted(shown + _dedup(omitted)) == sorted(_dedup(uris)), body
+    assert body["omitted"] == len(_dedup(omitted)), body
     for item in body["items"]:
         assert viewer.can_read(*_address_of(item["uri"])), item
         if "error" in item:
@@ -598,13 +614,13 @@ def _get_shape(world: World, viewer: Viewer, args: Mapping[str, Any], body: dict
 def _list_shape(
     world: World, viewer: Viewer, args: Mapping[str, Any], body: dict[str, Any]
 ) -> None:
-    _envelope(body, frozenset({"table", "more"}))
+    _envelope(body, args.get("budget_tokens"), LIST_EXTRA)
     limit = args.get("limit") or 20
     topic = args.get("topic")
     if args.get("mode") == "table":
         lines = body["table"].split("\n")
         header = lines[0].split("\t")
-        assert header[:4] == ["uri", "digest", "version", "est_tokens"], body
+        assert header[0] == "uri", body
         assert all(len(line.split("\t")) == len(header) for line in lines[1:]), body
         uris = [line.split("\t")[0] for line in lines[1:]]
         assert body["items"] == [], body
@@ -612,7 +628,7 @@ def _list_shape(
         uris = [i["uri"] for i in body["items"]]
     assert len(uris) + body["omitted"] <= limit, body
     assert len(set(uris)) == len(uris), body
-    for uri in [*uris, *body["omitted_uris"]]:
+    for uri in uris:
         workspace, note_topic = _address_of(uri)
         assert viewer.can_read(workspace, note_topic), uri
         assert topic is None or note_topic == topic, uri
@@ -621,7 +637,7 @@ def _list_shape(
 def _search_shape(
     world: World, viewer: Viewer, args: Mapping[str, Any], body: dict[str, Any]
 ) -> None:
-    _envelope(body)
+    _envelope(body, None, SEARCH_EXTRA)
     limit = args.get("limit") or 10
     assert len(body["items"]) <= limit, body
     for item in body["items"]:
@@ -963,7 +979,7 @@ FIELDS = st.one_of(
     st.just([f"f{i}" for i in range(33)]),
     JSON_VALUES,
 )
-BUDGETS = st.one_of(st.integers(16, 100_000), st.sampled_from([16, 17, 60, 100_000]))
+BUDGETS = st.one_of(st.integers(100, 100_000), st.sampled_from([99, 100, 101, 150, 100_000]))
 
 
 @st.composite
@@ -1006,6 +1022,13 @@ def list_arguments(draw: st.DrawFn, world: World) -> dict[str, Any]:
         "fields": GOOD_FIELDS,
         "budget_tokens": BUDGETS,
         "cursor": st.integers(0, 10_000),
+        # A page position as list_keys writes it (``next``), for any order.
+        "after": st.builds(
+            lambda letter, score, path: f"{letter}{score}:{path}",
+            st.sampled_from("rnvc"),
+            st.integers(0, 10_000),
+            st.sampled_from(["pub/alpha", "pub/zz", "vault/secret", "pub-notes/a/b"]),
+        ),
     }
     bad: dict[str, st.SearchStrategy[Any]] = {
         "topic": st.one_of(name_values(world), JSON_VALUES),
@@ -1016,6 +1039,7 @@ def list_arguments(draw: st.DrawFn, world: World) -> dict[str, Any]:
         "fields": FIELDS,
         "budget_tokens": INT_ARGS,
         "cursor": INT_ARGS,
+        "after": st.one_of(st.text(max_size=30), JSON_VALUES),
     }
     values = good if draw(st.booleans()) else bad
     args: dict[str, Any] = {}
@@ -1190,7 +1214,7 @@ def test_link_state_links_only_what_it_reports_and_only_readable_targets(
 
 ALL_ARGUMENT_NAMES = _split(
     "uri digest body source_path columns rows append expect_version sources confidence uris mode",
-    "fields budget_tokens topic kind order limit cursor q src rel dst",
+    "fields budget_tokens topic kind order limit cursor after q src rel dst",
 )
 
 

@@ -310,3 +310,31 @@ async def test_every_topic_search_finds_what_a_topic_filtered_one_does(board: Bo
     assert sorted(found(unfiltered)) == sorted(
         [uri("in-digest"), uri("in-body"), uri("hidden", topic="secret")]
     )
+
+
+async def test_a_stale_hit_carries_the_same_warnings_as_a_read(board: Board) -> None:
+    await note(board, "old", "Kafka retention is seven days.")
+    await note(board, "new", "Kafka retention is now three days.")
+    await note(board, "doubt", "Kafka retention was never seven days.")
+    await note(board, "hidden-doubt", "Kafka retention doubts.", topic="secret")
+    await board.link_state(author=AUTHOR, src=uri("new"), rel="supersedes", dst=[uri("old")])
+    await board.link_state(author=AUTHOR, src=uri("doubt"), rel="contradicts", dst=[uri("old")])
+    await board.link_state(
+        author=AUTHOR, src=uri("hidden-doubt", topic="secret"), rel="contradicts", dst=[uri("old")]
+    )
+    readable = lambda topic: topic != "secret"  # noqa: E731
+    response = await board.search_keys(workspace=WS, q="kafka retention", readable=readable)
+    read = await board.get_state(uris=[uri("old")], readable=readable)
+    assert uri("old") in found(response)
+    stale = [w for w in response["warnings"] if w.startswith(uri("old"))]
+    assert (
+        stale
+        == read["warnings"]
+        == [
+            f"{uri('old')} is superseded by {uri('new')}",
+            f"{uri('old')} is contradicted by {uri('doubt')}",
+        ]
+    )
+    # The note that contradicts is itself warned about, from its own side.
+    assert f"{uri('doubt')} contradicts {uri('old')}" in response["warnings"]
+    assert "secret" not in str(response)

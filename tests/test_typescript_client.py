@@ -209,7 +209,7 @@ def test_get_state_reads_digests_by_default_and_bodies_and_tables_in_full_mode(
     assert item["uri"] == first and item["version"] == 2
     assert item["digest"] == "Sea otters hold hands while sleeping in kelp"
     assert "body" not in item
-    assert digest["truncated"] is False and digest["omitted_uris"] == []
+    assert digest["truncated"] is False and digest["omitted_at"] == []
     # Three writes landed; the conflicting one took no sequence number.
     assert digest["cursor"] == 3
 

@@ -64,7 +64,7 @@ TOOLS: tuple[Tool, ...] = (
         name="list_keys",
         description=(
             "List notes; always pass topic. mode=table (TSV) for 3+ rows. cursor: changes "
-            "since a read."
+            "since a read. More: pass next as after."
         ),
         input_schema=_obj(
             None,
@@ -76,6 +76,7 @@ TOOLS: tuple[Tool, ...] = (
             fields=_URIS,
             budget_tokens=_BUDGET,
             cursor=_INT,
+            after=_S,
         ),
     ),
     Tool(

@@ -251,6 +251,7 @@ class Board:
         fields: object = None,
         budget_tokens: object = None,
         cursor: object = None,
+        after: object = None,
         readable: Readable = every_topic,
     ) -> dict[str, Any]:
         return await list_keys(
@@ -265,6 +266,7 @@ class Board:
             fields=fields,
             budget_tokens=budget_tokens,
             cursor=cursor,
+            after=after,
             readable=readable,
         )
 

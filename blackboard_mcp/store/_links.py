@@ -122,14 +122,24 @@ def decode_links(
     return out
 
 
+_WARNED = (
+    ("supersedes", "from", "is superseded by"),
+    ("contradicts", "from", "is contradicted by"),
+    ("contradicts", "to", "contradicts"),
+)
+
+
 def link_warnings(uri: str, links: list[dict[str, str]]) -> list[str]:
-    """What a reader must know: the note was superseded, or it is disputed."""
+    """What a reader must know: the note was superseded, or it is disputed.
+
+    One warning per relation, naming one other note and counting the rest (the note's links
+    name them all), so a note with 59 ``contradicts`` links costs one line, not 59.
+    """
     warnings = []
-    for link in links:
-        if link["rel"] == "supersedes" and "from" in link:
-            warnings.append(f"{uri} is superseded by {link['from']}")
-        elif link["rel"] == "contradicts" and "from" in link:
-            warnings.append(f"{uri} is contradicted by {link['from']}")
-        elif link["rel"] == "contradicts" and "to" in link:
-            warnings.append(f"{uri} contradicts {link['to']}")
+    for rel, direction, verb in _WARNED:
+        others = [link[direction] for link in links if link["rel"] == rel and direction in link]
+        if len(others) == 1:
+            warnings.append(f"{uri} {verb} {others[0]}")
+        elif others:
+            warnings.append(f"{uri} {verb} {others[0]} and {len(others) - 1} more")
     return warnings

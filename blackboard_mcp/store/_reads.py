@@ -1,40 +1,48 @@
-"""get_state and list_keys: batched reads under an honest token budget."""
+"""get_state and list_keys: batched reads under an honest token budget.
+
+A read makes two passes over Redis. The first fetches each note's small fields (sizes and
+stored token counts among them) and its links; the budget then decides which items can be
+shown, and the second fetches content (a body, an offloaded blob, or just the start of one
+for an item that will be cut) for those items only. A read at a small budget over notes of a
+megabyte each moves kilobytes, not megabytes.
+"""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import redis.asyncio as aioredis
 
 from . import _keys as keys
 from ._addresses import Address, parse_address, validate_name
-from ._budget import ENVELOPE_RESERVE, BudgetedRead, Candidate, check_budget
+from ._budget import Entry, Render, check_budget, finish, fit, plan, position_ranges
 from ._errors import InvalidArgument
 from ._links import decode_links, link_warnings
 from ._notes import KINDS
+from ._paging import ORDERS, Order, decode, encode, select_page
 from ._redis_errors import mapped_redis_errors
-from ._tokencount import TokenCounter
+from ._tokencount import TokenCounter, count_as_json_string
 from ._views import (
-    FIELDS_BY_MODE,
     GET_MODES,
     LIST_MODES,
+    META_FIELDS,
     Readable,
-    build_candidate,
+    build_entry,
     check_fields,
+    check_list_fields,
     check_mode,
+    fields_for,
+    finish_content,
     iso_time,
-    needs_body,
 )
 
-Order = Literal["recent", "name", "version"]
-ORDERS: tuple[Order, ...] = ("recent", "name", "version")
 MAX_URIS = 100
 MAX_LIMIT = 200
-# With a kind filter and name/version order, candidates come from this many of the most
-# recent notes of that kind per topic.
-KIND_WINDOW = 1000
+# Bytes of an offloaded body fetched per token of budget when only its start can be shown.
+# A token of cl100k is rarely over 16 bytes; a cut that uses up a short prefix is still
+# exact, it just shows less than the budget allowed.
+_PREFIX_BYTES_PER_TOKEN = 24
 
 
 def _text(value: bytes | None) -> str:
@@ -44,21 +52,17 @@ def _text(value: bytes | None) -> str:
 Fetched = list[tuple[dict[str, str] | None, set[bytes], set[bytes]]]
 
 
-async def _fetch(
+async def _fetch_meta(
     client: aioredis.Redis[bytes],
     workspace: str,
     addresses: Sequence[Address],
-    mode: str,
-    with_body: bool,
+    names: list[str] = META_FIELDS,
 ) -> tuple[Fetched, int]:
-    """One pipeline for the note fields and both link sets of every address, and the
-    workspace's change sequence number (the read's cursor)."""
-    fields = FIELDS_BY_MODE[mode]
-    if not with_body:
-        fields = [f for f in fields if f != "body"]
+    """One pipeline for every note's small fields and both link sets, and the workspace's
+    change sequence number (the read's cursor). Content is never fetched here."""
     pipe = client.pipeline(transaction=False)
     for address in addresses:
-        pipe.hmget(keys.note(address.workspace, address.member), fields)
+        pipe.hmget(keys.note(address.workspace, address.member), names)
         pipe.smembers(keys.links_out(address.workspace, address.member))
         pipe.smembers(keys.links_in(address.workspace, address.member))
     pipe.get(keys.sequence(workspace))
@@ -70,18 +74,36 @@ async def _fetch(
         if values[0] is None:
             out.append((None, set(), set()))
             continue
-        out.append(({f: _text(v) for f, v in zip(fields, values, strict=True)}, outgoing, incoming))
-    # Offloaded bodies: a second round trip, only for the notes that need it.
-    blobs = [(i, n["blob"]) for i, (n, _, _) in enumerate(out) if n and n.get("blob")]
-    if with_body and blobs:
-        pipe = client.pipeline(transaction=False)
-        for i, sha in blobs:
-            pipe.get(keys.blob(addresses[i].workspace, sha))
-        for (i, _), content in zip(blobs, await pipe.execute(), strict=True):
-            note = out[i][0]
-            assert note is not None
-            note["body"] = _text(content)
+        note = {f: _text(v) for f, v in zip(names, values, strict=True)}
+        out.append((note, outgoing, incoming))
     return out, cursor
+
+
+async def _fetch_content(
+    client: aioredis.Redis[bytes],
+    counter: TokenCounter,
+    wanted: list[tuple[Entry, Address, dict[str, str]]],
+    prefix_bytes: int | None,
+) -> None:
+    """Give each entry its content: one field of the note, or its blob (whole, or the first
+    ``prefix_bytes`` bytes of the first entry when only that one may be shown, cut)."""
+    if not wanted:
+        return
+    pipe = client.pipeline(transaction=False)
+    for i, (entry, address, note) in enumerate(wanted):
+        if not note.get("blob"):
+            pipe.hget(keys.note(address.workspace, address.member), "body")
+        elif i == 0 and prefix_bytes is not None and entry.columns is None:
+            pipe.getrange(keys.blob(address.workspace, note["blob"]), 0, prefix_bytes - 1)
+        else:
+            pipe.get(keys.blob(address.workspace, note["blob"]))
+    for (entry, _, note), raw in zip(wanted, await pipe.execute(), strict=True):
+        data = raw or b""
+        entry.partial = len(data) < int(note.get("size") or 0)
+        # A range may end inside a character; the partial one is dropped.
+        finish_content(
+            entry, data.decode("utf-8", "ignore"), lambda t: count_as_json_string(counter, t)
+        )
 
 
 def _filter_links(
@@ -97,37 +119,52 @@ def _filter_links(
     ]
 
 
-def _budgeted(
-    counter: TokenCounter,
-    budget: int,
+def _entries(
     addresses: Sequence[Address],
     fetched: Fetched,
     *,
     mode: Any,
     fields: Sequence[str],
     readable: Readable,
-) -> BudgetedRead:
-    read = BudgetedRead(budget=budget, counter=counter)
+) -> list[tuple[Entry, dict[str, str] | None]]:
+    out: list[tuple[Entry, dict[str, str] | None]] = []
     for address, (note, outgoing, incoming) in zip(addresses, fetched, strict=True):
         if note is None:
             # Reported per uri, and under the budget like any other item.
-            read.offer(
-                Candidate(address.uri, {"uri": address.uri, "error": "not_found"}), ENVELOPE_RESERVE
-            )
+            out.append((Entry(address.uri, {"uri": address.uri, "error": "not_found"}), None))
             continue
         links = _filter_links(address.workspace, outgoing, incoming, readable)
-        read.warnings.extend(link_warnings(address.uri, links))
-        candidate = build_candidate(
-            note,
-            mode=mode,
-            fields=fields,
-            body=note.get("body", ""),
-            links=links,
-            warnings=read.warnings,
-            readable=readable,
+        warnings = link_warnings(address.uri, links)
+        entry = build_entry(
+            note, mode=mode, fields=fields, links=links, warnings=warnings, readable=readable
         )
-        read.offer(candidate, ENVELOPE_RESERVE)
-    return read
+        out.append((entry, note))
+    return out
+
+
+async def _show(
+    client: aioredis.Redis[bytes],
+    counter: TokenCounter,
+    budget: int,
+    addresses: Sequence[Address],
+    built: list[tuple[Entry, dict[str, str] | None]],
+    render: Render,
+) -> tuple[dict[str, Any], int]:
+    """Plan from estimates, fetch the content of what is planned, then fit exactly."""
+    entries = [e for e, _ in built]
+    base = finish(counter, render([], [], 0))
+    count = plan(counter, budget, entries, base)
+    # The first entry is fetched even when it does not fit whole: it may be shown cut.
+    reach = max(count, 1)
+    wanted = [
+        (entry, address, note)
+        for (entry, note), address in zip(built[:reach], addresses[:reach], strict=True)
+        if entry.big is not None and note is not None
+    ]
+    prefix = budget * _PREFIX_BYTES_PER_TOKEN if count == 0 else None
+    await _fetch_content(client, counter, wanted, prefix)
+    fitted = fit(counter, budget, entries, count, render)
+    return fitted.response, fitted.shown
 
 
 async def get_state(
@@ -146,33 +183,41 @@ async def get_state(
         raise InvalidArgument("uris must be a non-empty list of addresses", argument="uris")
     if len(uris) > MAX_URIS:
         raise InvalidArgument(f"at most {MAX_URIS} uris per call", argument="uris")
-    addresses = list(dict.fromkeys(parse_address(u, argument="uris") for u in uris))
-    workspaces = {a.workspace for a in addresses}
-    if len(workspaces) > 1:
+    given = [parse_address(u, argument="uris") for u in uris]
+    addresses = list(dict.fromkeys(given))
+    if len({a.workspace for a in addresses}) > 1:
         raise InvalidArgument("all uris of one call must be in one workspace", argument="uris")
     checked_mode = check_mode(mode, GET_MODES)
     checked_fields = check_fields(fields)
     if checked_mode == "fields" and not checked_fields:
         raise InvalidArgument("mode=fields needs fields=[...]", argument="fields")
     budget = check_budget(budget_tokens)
+    # Where each position of ``uris`` is in ``addresses`` (duplicates share one item).
+    index = {a: i for i, a in enumerate(addresses)}
+    slot = [index[a] for a in given]
     async with mapped_redis_errors():
-        fetched, cursor = await _fetch(
-            client,
-            addresses[0].workspace,
-            addresses,
-            checked_mode,
-            needs_body(checked_mode, checked_fields),
+        fetched, cursor = await _fetch_meta(
+            client, addresses[0].workspace, addresses, fields_for(checked_mode, checked_fields)
         )
-    read = _budgeted(
-        counter,
-        budget,
-        addresses,
-        fetched,
-        mode=checked_mode,
-        fields=checked_fields,
-        readable=readable,
-    )
-    return read.response(cursor)
+        built = _entries(
+            addresses, fetched, mode=checked_mode, fields=checked_fields, readable=readable
+        )
+
+        def render(items: list[dict[str, Any]], warnings: list[str], shown: int) -> dict[str, Any]:
+            out: dict[str, Any] = {
+                "items": items,
+                "spent_tokens": 0,
+                "truncated": shown < len(addresses) or any("cut" in i for i in items),
+                "omitted": len(addresses) - shown,
+                "omitted_at": position_ranges([p for p, i in enumerate(slot) if i >= shown]),
+                "cursor": cursor,
+            }
+            if warnings:
+                out["warnings"] = warnings
+            return out
+
+        response, _ = await _show(client, counter, budget, addresses, built, render)
+    return response
 
 
 async def list_keys(
@@ -188,17 +233,20 @@ async def list_keys(
     fields: object = None,
     budget_tokens: object = None,
     cursor: object = None,
+    after: object = None,
     readable: Readable,
 ) -> dict[str, Any]:
     checked_mode = check_mode(mode, LIST_MODES)
-    checked_fields = check_fields(fields)
+    checked_fields = check_list_fields(check_fields(fields))
     budget = check_budget(budget_tokens)
     checked_order = _check_order(order)
     checked_limit = _check_limit(limit)
     since = _check_cursor(cursor)
+    feed = "changes" if since is not None else checked_order
+    start = decode(feed, after)
     if kind is not None and kind not in KINDS:
         raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}", argument="kind")
-    warnings: list[str] = []
+    notices: list[str] = []
     async with mapped_redis_errors():
         if topic is not None:
             # The gateway has checked the caller's scopes already; filter anyway, so the
@@ -207,53 +255,63 @@ async def list_keys(
         else:
             known = sorted(t.decode() for t in await client.smembers(keys.topics(workspace)))
             topics = [t for t in known if readable(t)]
-            warnings.append(
+            notices.append(
                 f"no topic given: listed every topic you may read ({len(topics)}); "
                 "pass topic= to narrow it"
             )
-        members, more = await _select(
+        rows, stop = await select_page(
             client,
             workspace,
             topics,
-            kind=kind,
-            order=checked_order,
+            feed=feed,
+            kind=kind if isinstance(kind, str) else None,
             limit=checked_limit,
+            after=start,
             since=since,
         )
-        addresses = [Address(workspace, t, p) for t, p, _ in members]
-        fetched, now = await _fetch(
-            client, workspace, addresses, "full" if checked_mode == "table" else checked_mode, False
+        addresses = [Address(workspace, r.topic, r.path) for r in rows]
+        names = META_FIELDS if checked_mode == "table" else fields_for(checked_mode, checked_fields)
+        fetched, now = await _fetch_meta(client, workspace, addresses, names)
+        if checked_mode == "table":
+            entry_mode: Any = "digest"
+        else:
+            # Fields name exactly what each item holds, in digest and ref mode alike.
+            entry_mode = "fields" if checked_fields else checked_mode
+        built = _entries(
+            addresses, fetched, mode=entry_mode, fields=checked_fields, readable=readable
         )
+
+    def render(items: list[dict[str, Any]], warnings: list[str], shown: int) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "items": items,
+            "spent_tokens": 0,
+            "truncated": shown < len(rows),
+            "omitted": len(rows) - shown,
+            "cursor": _page_cursor(since, rows, shown, stop, now),
+        }
+        if shown:
+            if shown < len(rows) or stop is not None:
+                out["next"] = encode(feed, rows[shown - 1])
+        elif stop is not None and not rows:
+            out["next"] = encode(feed, stop)
+        if notices or warnings:
+            out["warnings"] = [*notices, *warnings]
+        return out
+
     if checked_mode == "table":
-        response = _table_response(
-            counter, budget, addresses, fetched, checked_fields, readable, workspace
-        )
-    else:
-        read = _budgeted(
-            counter,
-            budget,
-            addresses,
-            fetched,
-            mode=checked_mode,
-            fields=checked_fields,
-            readable=readable,
-        )
-        read.warnings[:0] = warnings
-        response = read.response(now)
-    if warnings and checked_mode == "table":
-        response.setdefault("warnings", [])[:0] = warnings
-    if more:
-        response["more"] = True
-    # Paging a change feed: the next call passes this cursor to continue after what it saw.
-    # Rows the budget left out must come back on the next page too, so the cursor stops at
-    # the last row shown whether more rows remain past the limit or only past the budget.
-    if since is not None and members and (more or response["omitted"]):
-        shown = len(members) - response["omitted"]
-        last_seq = members[shown - 1][2] if shown else since
-        response["cursor"] = int(last_seq)
-    else:
-        response["cursor"] = now
-    return response
+        return _table_response(counter, budget, built, fetched, checked_fields, render)
+    entries = [e for e, _ in built]
+    base = finish(counter, render([], [], 0))
+    fitted = fit(counter, budget, entries, plan(counter, budget, entries, base), render)
+    return fitted.response
+
+
+def _page_cursor(since: int | None, rows: list[Any], shown: int, stop: Any, now: int) -> int:
+    # A change feed continues from the last change shown when anything is left after it;
+    # otherwise the cursor is "now", for the next catch-up.
+    if since is not None and (shown < len(rows) or stop is not None):
+        return int(rows[shown - 1].score) if shown else since
+    return now
 
 
 def _check_order(value: object) -> Order:
@@ -282,72 +340,6 @@ def _check_cursor(value: object) -> int | None:
     return value
 
 
-async def _select(
-    client: aioredis.Redis[bytes],
-    workspace: str,
-    topics: list[str],
-    *,
-    kind: object,
-    order: Order,
-    limit: int,
-    since: int | None,
-) -> tuple[list[tuple[str, str, float]], bool]:
-    """Pick (topic, path, score) rows from the per-topic indexes; never scans the keyspace."""
-    if not topics:
-        return [], False
-    pipe = client.pipeline(transaction=False)
-    for topic in topics:
-        recent_key = (
-            keys.by_kind(workspace, topic, str(kind)) if kind else keys.by_recent(workspace, topic)
-        )
-        if since is not None:
-            pipe.zrangebyscore(
-                recent_key, f"({since}", "+inf", start=0, num=limit + 1, withscores=True
-            )
-        elif kind and order != "recent":
-            pipe.zrevrange(recent_key, 0, KIND_WINDOW - 1, withscores=True)
-        elif order == "recent":
-            pipe.zrevrange(recent_key, 0, limit, withscores=True)
-        elif order == "name":
-            pipe.zrange(keys.by_name(workspace, topic), 0, limit, withscores=True)
-        else:
-            pipe.zrevrange(keys.by_version(workspace, topic), 0, limit, withscores=True)
-    replies = await pipe.execute()
-    rows = [
-        (topic, member.decode(), float(score))
-        for topic, reply in zip(topics, replies, strict=True)
-        for member, score in reply
-    ]
-    if since is not None:
-        rows.sort(key=lambda r: r[2])
-    elif order == "recent":
-        rows.sort(key=lambda r: -r[2])
-    elif order == "name":
-        rows.sort(key=lambda r: (r[0], r[1]))
-    elif kind:
-        versions = await _versions(client, workspace, rows)
-        rows = [
-            r
-            for _, r in heapq.nsmallest(
-                limit + 1,
-                zip(versions, rows, strict=True),
-                key=lambda vr: (-vr[0], vr[1][0], vr[1][1]),
-            )
-        ]
-    else:
-        rows.sort(key=lambda r: (-r[2], r[0], r[1]))
-    return rows[:limit], len(rows) > limit
-
-
-async def _versions(
-    client: aioredis.Redis[bytes], workspace: str, rows: list[tuple[str, str, float]]
-) -> list[int]:
-    pipe = client.pipeline(transaction=False)
-    for topic, path, _ in rows:
-        pipe.hget(keys.note(workspace, f"{topic}/{path}"), "version")
-    return [int(v or 0) for v in await pipe.execute()]
-
-
 def _escape_cell(value: str) -> str:
     return (
         value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
@@ -360,45 +352,63 @@ TABLE_COLUMNS = ("uri", "digest", "version", "est_tokens")
 def _table_response(
     counter: TokenCounter,
     budget: int,
-    addresses: list[Address],
+    built: list[tuple[Entry, dict[str, str] | None]],
     fetched: Fetched,
     fields: Sequence[str],
-    readable: Readable,
-    workspace: str,
+    render: Render,
 ) -> dict[str, Any]:
-    """One header line plus a TSV row per note: the cheapest listing for three or more."""
-    extra = [f for f in fields if f in ("kind", "author", "updated", "size", "seq")]
-    header = "\t".join([*TABLE_COLUMNS, *extra])
-    lines = [header]
-    spent = counter.count(header) + 1
-    omitted: list[str] = []
-    warnings: list[str] = []
-    for address, (note, outgoing, incoming) in zip(addresses, fetched, strict=True):
-        if note is None:
-            continue
-        links = _filter_links(workspace, outgoing, incoming, readable)
-        warnings.extend(link_warnings(address.uri, links))
-        cells = [note["uri"], note["digest"], note["version"], note["est_tokens"]]
-        cells.extend(_extra_cell(note, f) for f in extra)
-        line = "\t".join(_escape_cell(c) for c in cells)
-        cost = counter.count(line) + 1
-        if omitted or spent + cost > budget - ENVELOPE_RESERVE:
-            omitted.append(address.uri)
-            continue
-        lines.append(line)
-        spent += cost
-    read = BudgetedRead(
-        budget=budget,
-        counter=counter,
-        omitted_uris=omitted,
-        warnings=warnings,
-        # The table travels outside the items, so the envelope count below includes it.
-        spent=0,
-    )
-    return read.response(0, {"table": "\n".join(lines)})
+    """One header line plus a TSV row per note: the cheapest listing for three or more.
+
+    ``fields`` are the columns (``uri`` always first); without them, uri, digest, version
+    and est_tokens.
+    """
+    columns = ["uri", *(f for f in fields if f != "uri")] if fields else list(TABLE_COLUMNS)
+    header = "\t".join(columns)
+    lines: list[str] = []
+    warnings: list[list[str]] = []
+    for (entry, _), (note, _, _) in zip(built, fetched, strict=True):
+        # A note is never deleted, so one listed is there; be safe about a vanished one.
+        values = note or {"uri": entry.uri}
+        lines.append("\t".join(_escape_cell(_cell(values, c)) for c in columns))
+        warnings.append(entry.warnings)
+
+    def table_render(shown: int) -> dict[str, Any]:
+        out = render([], [w for ws in warnings[:shown] for w in ws], shown)
+        out["table"] = "\n".join([header, *lines[:shown]])
+        # The table travels beside the (empty) items; keep the envelope's keys first.
+        return {"items": out.pop("items"), "table": out.pop("table"), **out}
+
+    total = finish(counter, table_render(0))
+    shown = 0
+    for i, line in enumerate(lines):
+        total += (
+            count_as_json_string(counter, line) + 1 + sum(counter.count(w) + 2 for w in warnings[i])
+        )
+        if total > budget:
+            break
+        shown = i + 1
+    while True:
+        response = table_render(shown)
+        if finish(counter, response) <= budget or shown == 0:
+            break
+        shown -= 1
+    if shown == 0 and lines:
+        need = table_render(1)
+        response["need_budget"] = finish(counter, need)
+        if finish(counter, response) > budget:
+            del response["need_budget"]
+            finish(counter, response)
+    if response["spent_tokens"] > budget:
+        raise InvalidArgument(
+            f"budget_tokens={budget} cannot hold even this listing's envelope",
+            argument="budget_tokens",
+        )
+    return response
 
 
-def _extra_cell(note: dict[str, str], name: str) -> str:
-    if name == "updated":
-        return iso_time(note.get("updated", ""))
+def _cell(note: dict[str, str], name: str) -> str:
+    if name in ("updated", "created"):
+        return iso_time(note.get(name, ""))
+    if name == "rows":
+        return note.get("nrows", "") if note.get("columns") else ""
     return note.get(name, "")

@@ -11,15 +11,16 @@ import logging
 import re
 from typing import Any
 
-import orjson
 import redis.asyncio as aioredis
 from redis.commands.search.query import Query
 from redis.exceptions import ResponseError
 
 from . import _keys as keys
 from ._addresses import validate_name
+from ._budget import DEFAULT_BUDGET, Entry, finish, fit, plan
 from ._errors import InvalidArgument, TooLarge, Unavailable
 from ._index import ensure_index
+from ._links import decode_links, link_warnings
 from ._notes import require_text
 from ._redis_errors import mapped_redis_errors
 from ._tokencount import TokenCounter
@@ -31,6 +32,8 @@ MAX_QUERY_CHARS = 10_000
 MAX_TERMS = 32
 MAX_TERM_CHARS = 64
 MAX_LIMIT = 50
+# search_keys takes no budget argument: its answer is held to the reads' default budget.
+SEARCH_BUDGET = DEFAULT_BUDGET
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TAG_SPECIAL = re.compile(r"([^A-Za-z0-9_])")
 # RediSearch's default stop words. The index drops them, so a query made only of them would
@@ -187,24 +190,52 @@ async def search_keys(
             else:
                 raise Unavailable("the search index could not answer this query") from exc
             result = await client.ft(keys.INDEX_NAME).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
-    items = [
-        {"uri": doc.uri, "digest": doc.digest, "score": float(doc.score)} for doc in result.docs
+        hits = [(str(doc.uri), str(doc.digest), float(doc.score)) for doc in result.docs]
+        pipe = client.pipeline(transaction=False)
+        for uri, _, _ in hits:
+            member = uri.split("/", 3)[3]
+            pipe.smembers(keys.links_out(workspace, member))
+            pipe.smembers(keys.links_in(workspace, member))
+        replies = await pipe.execute() if hits else []
+    entries = []
+    for i, (uri, digest, score) in enumerate(hits):
+        links = _readable_links(workspace, replies[2 * i], replies[2 * i + 1], readable)
+        item = {"uri": uri, "digest": digest, "score": score}
+        entries.append(Entry(uri, item, link_warnings(uri, links)))
+    return _envelope(counter, entries, warnings, cursor)
+
+
+def _readable_links(
+    workspace: str, outgoing: set[bytes], incoming: set[bytes], readable: Readable
+) -> list[dict[str, str]]:
+    # A link into a topic the caller may not read would leak that note's name.
+    prefix = len(f"bb://{workspace}/")
+    return [
+        link
+        for link in decode_links(workspace, outgoing, incoming)
+        if readable((link.get("to") or link["from"])[prefix:].split("/", 1)[0])
     ]
-    return _envelope(counter, items, warnings, cursor)
 
 
 def _envelope(
-    counter: TokenCounter, items: list[dict[str, Any]], warnings: list[str], cursor: int
+    counter: TokenCounter, entries: list[Entry], notices: list[str], cursor: int
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "items": items,
-        "spent_tokens": 0,
-        "truncated": False,
-        "omitted": 0,
-        "omitted_uris": [],
-        "cursor": cursor,
-    }
-    if warnings:
-        out["warnings"] = warnings
-    out["spent_tokens"] = counter.count(orjson.dumps(out).decode())
-    return out
+    """Hits under the default read budget, the ones left out listed by address."""
+
+    def render(items: list[dict[str, Any]], warnings: list[str], shown: int) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "items": items,
+            "spent_tokens": 0,
+            "truncated": shown < len(entries),
+            "omitted": len(entries) - shown,
+            "omitted_uris": [e.uri for e in entries[shown:]],
+            "cursor": cursor,
+        }
+        if notices or warnings:
+            out["warnings"] = [*notices, *warnings]
+        return out
+
+    base = finish(counter, render([], [], 0))
+    return fit(
+        counter, SEARCH_BUDGET, entries, plan(counter, SEARCH_BUDGET, entries, base), render
+    ).response

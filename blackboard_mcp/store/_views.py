@@ -1,4 +1,8 @@
-"""Turn stored note fields into the items reads return, per mode."""
+"""Turn stored note fields into the items reads return, per mode.
+
+Items are built from the note's small fields first; content (a body or a table) is fetched
+afterwards, and only for the items the budget shows (see _reads.py).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ._budget import Candidate
+from ._budget import Entry
 from ._errors import InvalidArgument
 from ._tables import parse_tsv
 
@@ -17,27 +21,42 @@ GET_MODES: tuple[Mode, ...] = ("digest", "fields", "table", "full", "ref")
 LIST_MODES: tuple[Mode, ...] = ("digest", "table", "ref")
 MAX_FIELDS = 32
 
-# Metadata a caller may name in ``fields``; any other name is taken as a table column.
-METADATA_FIELDS = (
+# Every key an item of a read can hold, and so every name ``fields`` accepts (``cut`` and
+# ``error`` aside: they report on the item). ``sources_hidden`` comes with ``sources``. In
+# mode=fields any other name is a column of a table note.
+ITEM_FIELDS = (
+    "uri",
+    "digest",
+    "version",
+    "est_tokens",
     "kind",
+    "updated",
     "author",
     "created",
-    "updated",
     "size",
+    "seq",
     "confidence",
     "sources",
-    "seq",
+    "links",
     "columns",
     "rows",
-    "links",
     "origin",
-)
-
-# What each mode needs from the note hash (``body`` is the expensive one).
-_BASE = ["uri", "digest", "version", "est_tokens", "kind", "updated", "body_tokens"]
-_FULL = [
-    *_BASE,
     "body",
+    "table",
+)
+CONTENT_FIELDS = ("body", "table")
+# What a listing can show as a column: one value per note, no content.
+LIST_FIELDS = tuple(f for f in ITEM_FIELDS if f not in (*CONTENT_FIELDS, "sources", "links"))
+
+# What the first round trip of a read asks of the note hash: everything but the content.
+META_FIELDS = [
+    "uri",
+    "digest",
+    "version",
+    "est_tokens",
+    "kind",
+    "updated",
+    "body_tokens",
     "blob",
     "author",
     "created",
@@ -49,13 +68,15 @@ _FULL = [
     "size",
     "origin",
 ]
-FIELDS_BY_MODE: dict[str, list[str]] = {
-    "ref": _BASE,
-    "digest": _BASE,
-    "table": [*_BASE, "body", "blob", "columns"],
-    "full": _FULL,
-    "fields": _FULL,
-}
+
+# Digest and ref items need only these; every field a reply parses costs (redis-py parses in
+# Python), so a listing does not ask for the rest.
+BRIEF_FIELDS = ["uri", "digest", "version", "est_tokens", "kind", "updated", "body_tokens"]
+
+
+def fields_for(mode: Mode, fields: Sequence[str]) -> list[str]:
+    return BRIEF_FIELDS if mode in ("digest", "ref") and not fields else META_FIELDS
+
 
 Readable = Callable[[str], bool]
 
@@ -84,7 +105,17 @@ def check_fields(value: object) -> tuple[str, ...]:
         raise InvalidArgument("fields must be a list of names", argument="fields")
     if len(value) > MAX_FIELDS:
         raise InvalidArgument(f"at most {MAX_FIELDS} fields", argument="fields")
-    return tuple(value)
+    return tuple(dict.fromkeys(value))
+
+
+def check_list_fields(fields: Sequence[str]) -> tuple[str, ...]:
+    unknown = [f for f in fields if f not in LIST_FIELDS]
+    if unknown:
+        raise InvalidArgument(
+            f"list_keys cannot show {', '.join(unknown)}; fields: {', '.join(LIST_FIELDS)}",
+            argument="fields",
+        )
+    return tuple(fields)
 
 
 def iso_time(ms: str) -> str:
@@ -94,69 +125,107 @@ def iso_time(ms: str) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def needs_body(mode: Mode, fields: Sequence[str]) -> bool:
-    if mode in ("full", "table"):
-        return True
-    return mode == "fields" and any(f not in METADATA_FIELDS for f in fields)
+def is_table(note: dict[str, str]) -> bool:
+    return note.get("kind") == "table" or bool(note.get("columns"))
 
 
-def build_candidate(
+def build_entry(
     note: dict[str, str],
     *,
     mode: Mode,
     fields: Sequence[str],
-    body: str,
     links: list[dict[str, str]],
     warnings: list[str],
     readable: Readable,
-) -> Candidate:
-    """The item for one note in ``mode``; ``body`` is the full content if the mode needs it."""
+) -> Entry:
+    """The item for one note in ``mode``, its content left to fetch (``Entry.big``)."""
     uri = note["uri"]
+    if mode == "fields":
+        return _fields_entry(note, fields, links, warnings, readable)
     item: dict[str, Any] = {
         "uri": uri,
         "digest": note["digest"],
         "version": int(note["version"]),
         "est_tokens": int(note["est_tokens"]),
     }
+    entry = Entry(uri, item, warnings)
     if mode == "ref":
-        return Candidate(uri, item)
+        return entry
     item["kind"] = note["kind"]
     if mode == "digest":
         item["updated"] = iso_time(note["updated"])
-        return Candidate(uri, item)
-    is_table = note["kind"] == "table" or bool(note.get("columns"))
+        return entry
     body_tokens = int(note.get("body_tokens") or 0)
+    table = is_table(note)
     if mode == "table":
-        if not is_table:
+        if not table:
             warnings.append(f"{uri} is not a table; read it with mode=full")
-            return Candidate(uri, item)
-        item["table"] = body
-        return Candidate(uri, item, "table", body_tokens)
-    if mode == "full":
-        item.update(_metadata(note, links, readable))
-        key = "table" if is_table else "body"
-        item[key] = body
-        return Candidate(uri, item, key, body_tokens)
-    # mode == "fields"
-    metadata = _metadata(note, links, readable)
-    columns = [f for f in fields if f not in METADATA_FIELDS]
+            return entry
+        _select_columns(entry, note, fields)
+        entry.big, entry.big_tokens = "table", body_tokens
+        return entry
+    item.update(_metadata(note, links, readable))
+    entry.big, entry.big_tokens = ("table" if table else "body"), body_tokens
+    return entry
+
+
+def _fields_entry(
+    note: dict[str, str],
+    fields: Sequence[str],
+    links: list[dict[str, str]],
+    warnings: list[str],
+    readable: Readable,
+) -> Entry:
+    """mode=fields: the address and exactly the named fields; other names are table columns."""
+    uri = note["uri"]
+    values: dict[str, Any] = {
+        "uri": uri,
+        "digest": note["digest"],
+        "version": int(note["version"]),
+        "est_tokens": int(note["est_tokens"]),
+        "kind": note["kind"],
+        "updated": iso_time(note["updated"]),
+        **_metadata(note, links, readable),
+    }
+    item: dict[str, Any] = {"uri": uri}
+    entry = Entry(uri, item, warnings)
+    table = is_table(note)
+    columns = [f for f in fields if f not in ITEM_FIELDS]
     for name in fields:
-        if name in METADATA_FIELDS:
-            item[name] = metadata.get(name, [] if name in ("sources", "links") else None)
+        if name in CONTENT_FIELDS:
+            if (name == "table") == table and entry.big is None:
+                entry.big, entry.big_tokens = name, int(note.get("body_tokens") or 0)
+            else:
+                item[name] = None
+        elif name in ITEM_FIELDS:
+            item[name] = values.get(name, [] if name in ("sources", "links") else None)
+            if name == "sources" and "sources_hidden" in values:
+                item["sources_hidden"] = values["sources_hidden"]
     if columns:
-        if not is_table:
-            warnings.append(
-                f"{uri}: {', '.join(columns)} are not metadata fields and it is not a table"
-            )
-        else:
-            table = parse_tsv(body)
-            missing = [c for c in columns if c not in table.columns]
-            if missing:
-                warnings.append(f"{uri} has no column {', '.join(missing)}")
-            present = [c for c in columns if c in table.columns]
-            if present:
-                item["table"] = table.to_tsv(present)
-    return Candidate(uri, item)
+        if not table:
+            warnings.append(f"{uri}: no field {', '.join(columns)}")
+        elif entry.big is None:
+            _select_columns(entry, note, columns)
+            entry.big, entry.big_tokens = "table", int(note.get("body_tokens") or 0)
+    return entry
+
+
+def _select_columns(entry: Entry, note: dict[str, str], columns: Sequence[str]) -> None:
+    if not columns:
+        return
+    stored = orjson.loads(note["columns"]) if note.get("columns") else []
+    missing = [c for c in columns if c not in stored]
+    if missing:
+        entry.warnings.append(f"{entry.uri} has no column {', '.join(missing)}")
+    entry.columns = tuple(c for c in columns if c in stored)
+
+
+def finish_content(entry: Entry, content: str, counter_tokens: Callable[[str], int]) -> None:
+    """Give a fetched entry its content: the stored text, or the chosen columns of a table."""
+    if entry.columns is not None:
+        content = parse_tsv(content).to_tsv(entry.columns)
+        entry.big_tokens = counter_tokens(content)
+    entry.content = content
 
 
 def _topic_of(uri: str) -> str:
