@@ -160,6 +160,40 @@ async def test_scopes_refuse_before_the_handler_and_never_leak_other_topics(
         assert err and body["error"]["code"] == "forbidden"
 
 
+async def test_a_writer_may_not_link_to_or_cite_a_note_it_may_not_read(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    secret = f"bb://{workspace}/vault/s"
+    mine = f"bb://{workspace}/pub/mine"
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
+        await call(admin, "update_state", uri=secret, digest="hidden", expect_version=0)
+        await call(admin, "update_state", uri=mine, digest="open", expect_version=0)
+    # May read and write pub, and nothing else: the vault note's name is all it knows.
+    pub_only = agent_token(issuer, workspace, read=["pub"], write=["pub"])
+    async with mcp_client(gateway.mcp_url, pub_only) as client:
+        err, body = await call(client, "link_state", src=mine, rel="cites", dst=[secret])
+        assert err and body["error"]["code"] == "forbidden", body
+        assert "vault" in body["error"]["message"]
+        err, body = await call(
+            client,
+            "update_state",
+            uri=mine,
+            digest="now citing the vault",
+            sources=[secret],
+            expect_version=1,
+        )
+        assert err and body["error"]["code"] == "forbidden", body
+        assert "vault" in body["error"]["message"]
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
+        _, read = await call(
+            admin, "get_state", uris=[mine, secret], mode="fields", fields=["links", "sources"]
+        )
+    [pub_item, vault_item] = read["items"]
+    assert pub_item["version"] == 1 and pub_item.get("links", []) == [], pub_item
+    assert pub_item.get("sources", []) == [], pub_item
+    assert vault_item.get("links", []) == [], vault_item
+
+
 async def test_missing_or_bad_tokens_get_http_401_with_www_authenticate(
     gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
 ) -> None:

@@ -562,6 +562,9 @@ def _update_shape(
     assert _is_int(body["version"]) and body["version"] >= 1, body
     assert body["digest"] == args["digest"], body
     assert all(isinstance(w, str) for w in body["warnings"]), body
+    # Sources are reads: an acknowledged write cites only notes its caller may read.
+    for source in args.get("sources") or []:
+        assert viewer.can_read(*_address_of(source)), f"{viewer.label} cited {source}"
     expected = args.get("expect_version")
     if expected is not None:
         assert body["version"] == expected + 1, body
@@ -638,6 +641,9 @@ def _link_shape(
     dst = args["dst"] if isinstance(args["dst"], list) else [args["dst"]]
     assert body["src"] == args["src"] and body["rel"] == args["rel"], body
     assert body["linked"] == _dedup(dst), body
+    # Targets are reads: their names are shown back, and each gains an incoming link.
+    for uri in dst:
+        assert viewer.can_read(*_address_of(uri)), f"{viewer.label} linked to {uri}"
 
 
 SHAPES: dict[Any, Callable[[World, Viewer, Mapping[str, Any], dict[str, Any]], None]] = {
@@ -802,6 +808,13 @@ def readable_addresses(world: World) -> st.SearchStrategy[str]:
 
 
 @functools.cache
+def hidden_addresses(world: World) -> st.SearchStrategy[str]:
+    """Existing notes the narrow token may not read: a well-formed call may still name them."""
+    ws = world.ws
+    return st.sampled_from([world.secret_uri, f"bb://{ws}/vault/ledger", f"bb://{ws}/pubx/near"])
+
+
+@functools.cache
 def addresses(world: World) -> st.SearchStrategy[str]:
     return st.one_of(readable_addresses(world), hostile_addresses(world))
 
@@ -929,7 +942,9 @@ def update_arguments(draw: st.DrawFn, world: World) -> dict[str, Any]:
             args["source_path"] = draw(st.sampled_from(world.source_names))
         if form != "append":
             maybe(draw, args, "expect_version", st.sampled_from([0, 1, 2]))
-        maybe(draw, args, "sources", st.lists(readable_addresses(world), max_size=2))
+        # Now and then a source the caller may not read: citing it must be refused.
+        sources = mostly(readable_addresses(world), hidden_addresses(world))
+        maybe(draw, args, "sources", st.lists(sources, max_size=2))
         maybe(draw, args, "confidence", st.floats(0.0, 1.0))
         return mutate(draw, args, fields, hostile)
     args = {"uri": draw(addresses(world)), "digest": draw(DIGESTS)}
@@ -1085,11 +1100,11 @@ def link_arguments(draw: st.DrawFn, world: World) -> dict[str, Any]:
     if draw(st.booleans()):
         src = draw(st.sampled_from(world.pub_uris[:4]))
         others = st.sampled_from([uri for uri in existing if uri != src])
-        args: dict[str, Any] = {
-            "src": src,
-            "rel": draw(st.sampled_from(RELATIONS)),
-            "dst": draw(st.lists(others, min_size=1, max_size=3)),
-        }
+        dst = draw(st.lists(others, min_size=1, max_size=3))
+        if draw(st.integers(0, 3)) == 0:
+            # A writer linking to a note it may not read: refused, whatever else it names.
+            dst.insert(draw(st.integers(0, len(dst))), draw(hidden_addresses(world)))
+        args: dict[str, Any] = {"src": src, "rel": draw(st.sampled_from(RELATIONS)), "dst": dst}
         return mutate(draw, args, ["src", "rel", "dst"], hostile)
     args = {
         "src": draw(addresses(world)),
