@@ -1202,6 +1202,56 @@ def test_link_state_links_only_what_it_reports_and_only_readable_targets(
     checked_call(world, viewer, "link_state", data.draw(link_arguments(world), label="args"))
 
 
+@settings(PROFILE, max_examples=150)
+@given(data=st.data())
+def test_a_writers_well_formed_writes_succeed_and_cite_only_what_it_may_read(
+    world: World, data: st.DataObject
+) -> None:
+    # The hostile properties above refuse most writes; this one holds the writes that must
+    # succeed to succeed (the version read back, the feed, the shape), so that acknowledged
+    # writes, not refusals, are most of what it checks.
+    viewer = world.narrow
+    uri = data.draw(writable_addresses(world), label="uri")
+    stored = world.redis.hmget(_note_key(uri), ["version", "kind"])
+    current = int(stored[0] or 0)
+    args: dict[str, Any] = {"uri": uri, "digest": data.draw(GOOD_TEXT, label="digest")}
+    form = data.draw(st.sampled_from(["body", "body", "table", "append"]), label="form")
+    if form == "append" and stored[1] == b"table":
+        form = "body"  # append extends text notes only
+    if form == "body":
+        args["body"] = data.draw(GOOD_BODIES, label="body")
+    elif form == "table":
+        args["columns"], args["rows"] = data.draw(good_table(), label="table")
+    else:
+        args["append"] = data.draw(GOOD_TEXT, label="append")
+    # Hypothesis leans towards the first of a list and the low end of a range: the common
+    # case goes there, the refusals later.
+    expect = data.draw(st.sampled_from(["current", "stale", "none", "current", "current"]))
+    if form != "append" and expect == "current":
+        args["expect_version"] = current
+    elif form != "append" and expect == "stale":
+        args["expect_version"] = data.draw(
+            st.sampled_from([v for v in (current - 1, current + 1, current + 5) if v >= 0])
+        )
+    sources = data.draw(st.lists(readable_addresses(world), max_size=2), label="sources")
+    if data.draw(st.integers(0, 5), label="hidden source") == 5:
+        sources.append(data.draw(hidden_addresses(world)))
+    if sources:
+        args["sources"] = sources
+    is_error, body = checked_call(world, viewer, "update_state", args)
+    if any(not viewer.can_read(*_address_of(s)) for s in sources):
+        assert is_error and body["error"]["code"] == "forbidden", body
+        event("refused: a hidden source")
+    elif "expect_version" in args and args["expect_version"] != current:
+        assert is_error and body["error"]["code"] == "conflict", body
+        assert body["error"]["current_version"] == current, body
+        event("refused: a stale expect_version")
+    else:
+        assert not is_error, body
+        assert body["version"] == current + 1, body
+        event("written")
+
+
 ALL_ARGUMENT_NAMES = _split(
     "uri digest body source_path columns rows append expect_version sources confidence uris mode",
     "fields budget_tokens topic kind order limit cursor q src rel dst",
