@@ -138,6 +138,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=_BUDGET,
     ),
     Mutation(
+        name="aof-never-fsynced",
+        why="with appendfsync always configured, Redis leaves its AOF to the kernel's writeback",
+        path="blackboard_mcp/store/_embedded.py",
+        original="self.appendfsync,",
+        replacement='"no",',
+        tests=("tests/test_embedded_persistence.py",),
+    ),
+    Mutation(
         name="revocation-ignored",
         why="a revoked token keeps working",
         path="blackboard_mcp/gateway/_calls.py",
