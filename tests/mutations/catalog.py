@@ -146,6 +146,16 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_embedded_persistence.py",),
     ),
     Mutation(
+        name="serve-ignores-workers",
+        why="--workers N starts one worker and nobody notices",
+        path="blackboard_mcp/cli.py",
+        original="workers=args.workers,",
+        replacement="workers=1,",
+        tests=(
+            "tests/test_gateway_e2e.py::test_several_workers_serve_one_board_with_no_session_affinity",
+        ),
+    ),
+    Mutation(
         name="revocation-ignored",
         why="a revoked token keeps working",
         path="blackboard_mcp/gateway/_calls.py",
