@@ -172,6 +172,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_audit_and_leaks.py", "tests/test_audit_buffer.py"),
     ),
     Mutation(
+        name="call-log-carries-arguments",
+        why="a successful call's log line (DEBUG) echoes its arguments, secrets and all",
+        path="blackboard_mcp/gateway/_calls.py",
+        original='"tool call %s %s",',
+        replacement='"tool call %s %s " + str(dict(arguments)).replace("%", "%%"),',
+        tests=("tests/test_audit_and_leaks.py",),
+    ),
+    Mutation(
         name="offloaded-blob-not-freed",
         why="a replaced large body stays in Redis forever",
         path="blackboard_mcp/store/_writes.py",
