@@ -156,6 +156,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="list-keys-schema-without-cursor",
+        why="clients are never told list_keys takes a cursor",
+        path="blackboard_mcp/gateway/_schemas.py",
+        original="cursor=_INT,",
+        replacement="",
+        tests=("tests/test_tool_surface.py",),
+    ),
+    Mutation(
         name="revocation-ignored",
         why="a revoked token keeps working",
         path="blackboard_mcp/gateway/_calls.py",
