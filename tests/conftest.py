@@ -10,12 +10,17 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 import redis.asyncio as aioredis
+from hypothesis import Phase, settings
 from support import TEST_JWT_SECRET, GatewayProcess, start_gateway, stop_gateway
 
 from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import TokenIssuer
+
+# For the mutation check (tests/mutations/run.py): a failing example is all it needs, so it
+# skips shrinking, which re-runs a property dozens of times against the broken code.
+settings.register_profile("mutations", phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 
 @pytest.fixture(scope="session")

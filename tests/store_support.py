@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
+from typing import Any
+
 import redis
+import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
+
+from blackboard_mcp.store._keys import NOTE_PREFIX
 
 WS = "ws"
 
@@ -31,3 +39,58 @@ def dbsize(url: str) -> int:
         return int(client.dbsize())
     finally:
         client.close()
+
+
+class ReadGate:
+    """Holds each racing task after its first read of a note under WATCH until all have read.
+
+    A lost update needs two writers to read the same version before either commits. Left to the
+    scheduler, racing tasks often run their transactions one after another and a broken WATCH
+    goes unseen; behind this gate every racer has read before any reaches EXEC. A task passes
+    once: its retries after a WatchError, and every other task of the test, go straight on.
+    """
+
+    def __init__(self, racers: int, *, timeout: float = 10.0) -> None:
+        self._barrier = asyncio.Barrier(racers)
+        self._timeout = timeout
+        self._passed: set[asyncio.Task[Any]] = set()
+        self.reads = 0
+
+    async def after_read(self, reply: Awaitable[Any]) -> Any:
+        value = await reply
+        task = asyncio.current_task()
+        if task is not None and task not in self._passed:
+            self._passed.add(task)
+            self.reads += 1
+            await asyncio.wait_for(self._barrier.wait(), self._timeout)
+        return value
+
+
+class _GatedPipeline(Pipeline):  # type: ignore[type-arg]
+    gate: ReadGate
+
+    def hmget(self, name: Any, keys: Any, *args: Any) -> Any:
+        reply = super().hmget(name, keys, *args)
+        # Only the read of a note while WATCHing it (immediate mode) is the read CAS is based on.
+        if self.watching and not self.explicit_transaction and str(name).startswith(NOTE_PREFIX):
+            return self.gate.after_read(reply)
+        return reply
+
+
+class GatedRedis(aioredis.Redis):  # type: ignore[type-arg]
+    """A client whose transactions wait at ``gate`` after reading their note."""
+
+    gate: ReadGate
+
+    def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> Any:
+        pipe = _GatedPipeline(
+            self.connection_pool, self.response_callbacks, transaction, shard_hint
+        )
+        pipe.gate = self.gate
+        return pipe
+
+
+def gated_client(url: str, gate: ReadGate) -> GatedRedis:
+    client = GatedRedis.from_url(url)
+    client.gate = gate
+    return client

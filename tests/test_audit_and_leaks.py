@@ -49,21 +49,29 @@ async def test_calls_allowed_and_refused_are_in_the_audit_stream(
 
 
 async def test_no_secret_or_token_reaches_a_log_or_a_response(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str, tmp_path: Path
 ) -> None:
+    # At DEBUG, where successful calls are logged too: at INFO only refusals are.
+    gateway = start_gateway(redis_server.url, tmp_path / "gw", extra_env={"BB_LOG_LEVEL": "DEBUG"})
     token = agent_token(issuer, workspace)
     bodies: list[str] = []
-    async with mcp_client(gateway.mcp_url, token) as client:
-        for tool, args in [
-            ("update_state", {"uri": f"bb://{workspace}/t/a", "digest": "d", "body": "b"}),
-            ("update_state", {"uri": "bad", "digest": "d"}),
-            ("get_state", {"uris": [f"bb://{workspace}/t/a"], "mode": "full"}),
-            ("search_keys", {"q": TEST_JWT_SECRET[:20]}),
-            ("list_keys", {"topic": "t", "cursor": -1}),
-        ]:
-            _, body = await call(client, tool, **args)
-            bodies.append(str(body))
+    try:
+        async with mcp_client(gateway.mcp_url, token) as client:
+            for tool, args in [
+                ("update_state", {"uri": f"bb://{workspace}/t/a", "digest": "d", "body": "b"}),
+                ("update_state", {"uri": "bad", "digest": "d"}),
+                ("get_state", {"uris": [f"bb://{workspace}/t/a"], "mode": "full"}),
+                # The whole secret and the whole token as arguments: neither may be echoed.
+                ("search_keys", {"q": TEST_JWT_SECRET}),
+                ("search_keys", {"q": token}),
+                ("list_keys", {"topic": "t", "cursor": -1}),
+            ]:
+                _, body = await call(client, tool, **args)
+                bodies.append(str(body))
+    finally:
+        stop_gateway(gateway)
     log = gateway.log_text()
+    assert "tool call search_keys ok" in log  # the successful calls' lines are in it
     for text in [log, *bodies]:
         assert TEST_JWT_SECRET not in text
         assert token not in text

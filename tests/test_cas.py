@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 import redis.asyncio as aioredis
-from store_support import WS, raw, snapshot, uri
+from store_support import WS, ReadGate, gated_client, raw, snapshot, uri
 
 from blackboard_mcp.store import Board, Conflict
 from blackboard_mcp.store._keys import INDEX_NAME
@@ -154,20 +154,55 @@ async def test_two_clients_racing_on_one_version_exactly_one_wins(
     assert item["version"] == 21
 
 
-async def test_many_tasks_racing_on_one_version_exactly_one_wins(board: Board) -> None:
+async def test_many_tasks_that_all_read_one_version_before_any_commits_exactly_one_wins(
+    board: Board, redis_url: str
+) -> None:
     await board.update_state(author=AUTHOR, uri=uri("n"), digest="base", expect_version=0)
-    results = await asyncio.gather(
-        *(
-            board.update_state(author=f"a{i}", uri=uri("n"), digest=f"d{i}", expect_version=1)
-            for i in range(10)
-        ),
-        return_exceptions=True,
-    )
-    wins = [r for r in results if isinstance(r, dict)]
-    assert len(wins) == 1
-    assert sum(isinstance(r, Conflict) for r in results) == 9
-    item = await read_full(board, uri("n"))
-    assert (item["version"], item["digest"]) == (2, wins[0]["digest"])
+    racers = 10
+    gate = ReadGate(racers)
+    gated = Board(client=gated_client(redis_url, gate))
+    try:
+        results = await asyncio.gather(
+            *(
+                gated.update_state(author=f"a{i}", uri=uri("n"), digest=f"d{i}", expect_version=1)
+                for i in range(racers)
+            ),
+            return_exceptions=True,
+        )
+        # Every racer read version 1 under WATCH before any of them reached EXEC.
+        assert gate.reads == racers
+        wins = [r for r in results if isinstance(r, dict)]
+        assert len(wins) == 1, results
+        losses = [r for r in results if isinstance(r, Conflict)]
+        assert len(losses) == racers - 1, results
+        assert all(c.current_version == 2 for c in losses), results
+        item = await read_full(board, uri("n"))
+        assert (item["version"], item["digest"]) == (2, wins[0]["digest"])
+    finally:
+        await gated.close()
+
+
+async def test_appends_that_all_read_one_body_before_any_commits_lose_none(
+    board: Board, redis_url: str
+) -> None:
+    await board.update_state(author=AUTHOR, uri=uri("log"), digest="log", body="start")
+    racers = 8
+    gate = ReadGate(racers)
+    gated = Board(client=gated_client(redis_url, gate))
+    try:
+        results = await asyncio.gather(
+            *(
+                gated.update_state(author=f"a{i}", uri=uri("log"), digest="log", append=f" {i}")
+                for i in range(racers)
+            )
+        )
+        assert gate.reads == racers
+        assert sorted(r["version"] for r in results) == list(range(2, racers + 2))
+        item = await read_full(board, uri("log"))
+        assert item["version"] == racers + 1
+        assert sorted(str(item["body"]).split()[1:]) == sorted(str(i) for i in range(racers))
+    finally:
+        await gated.close()
 
 
 def _indexed_documents(url: str) -> int:

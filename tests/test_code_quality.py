@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import tomllib
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -31,3 +34,27 @@ def test_ruff_formatting_is_applied_everywhere() -> None:
 def test_mypy_strict_is_clean_on_the_package() -> None:
     result = _run("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+LINT_TOOLS = (
+    "ruff",
+    "mypy",
+    "types-redis",
+    "check-jsonschema",
+    "kubernetes-validate",
+    "helm-python-sdk",
+)
+
+
+def test_lint_tools_are_pinned_exactly_and_installed_at_their_pins() -> None:
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["test"]
+    pins = {}
+    for requirement in extra:
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==([^;\s]+)", requirement)
+        if match:
+            pins[match.group(1).lower()] = match.group(2)
+    for tool in LINT_TOOLS:
+        assert tool in pins, f"{tool} is not pinned with == in the test extra"
+        assert version(tool) == pins[tool], f"{tool} {version(tool)} installed, {pins[tool]} pinned"

@@ -1,6 +1,8 @@
-"""Crashes under load: a SIGKILLed Redis loses no acknowledged write with appendfsync always
-and fails calls fast while it is down; a SIGKILLed gateway leaves its peer answering, with every
-acknowledged write on the board; a gateway idle through a Redis restart answers once it is back."""
+"""Crashes under load: a SIGKILLed Redis loses no acknowledged write from its AOF and fails
+calls fast while it is down (the kernel keeps a killed process's writes, so this proves the
+AOF, not fsync: test_embedded_persistence checks that fsync always leaves no dirty page);
+a SIGKILLed gateway leaves its peer answering, with every acknowledged write on the board; a
+gateway idle through a Redis restart answers once it is back."""
 
 from __future__ import annotations
 
@@ -187,7 +189,7 @@ async def test_a_gateway_sigkill_leaves_its_peer_answering_with_every_acknowledg
 
 
 @pytest.mark.slow
-async def test_writes_acknowledged_before_a_redis_sigkill_survive_with_fsync_always(
+async def test_writes_acknowledged_before_a_redis_sigkill_are_read_back_from_the_aof(
     rig: Rig, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace, sub="fault-writer")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -158,6 +159,40 @@ async def test_scopes_refuse_before_the_handler_and_never_leak_other_topics(
         assert not err and body["items"] == []
         err, body = await call(client, "get_state", uris=[f"bb://other-{workspace}/public-a/x"])
         assert err and body["error"]["code"] == "forbidden"
+
+
+async def test_a_writer_may_not_link_to_or_cite_a_note_it_may_not_read(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    secret = f"bb://{workspace}/vault/s"
+    mine = f"bb://{workspace}/pub/mine"
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
+        await call(admin, "update_state", uri=secret, digest="hidden", expect_version=0)
+        await call(admin, "update_state", uri=mine, digest="open", expect_version=0)
+    # May read and write pub, and nothing else: the vault note's name is all it knows.
+    pub_only = agent_token(issuer, workspace, read=["pub"], write=["pub"])
+    async with mcp_client(gateway.mcp_url, pub_only) as client:
+        err, body = await call(client, "link_state", src=mine, rel="cites", dst=[secret])
+        assert err and body["error"]["code"] == "forbidden", body
+        assert "vault" in body["error"]["message"]
+        err, body = await call(
+            client,
+            "update_state",
+            uri=mine,
+            digest="now citing the vault",
+            sources=[secret],
+            expect_version=1,
+        )
+        assert err and body["error"]["code"] == "forbidden", body
+        assert "vault" in body["error"]["message"]
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
+        _, read = await call(
+            admin, "get_state", uris=[mine, secret], mode="fields", fields=["links", "sources"]
+        )
+    [pub_item, vault_item] = read["items"]
+    assert pub_item["version"] == 1 and pub_item.get("links", []) == [], pub_item
+    assert pub_item.get("sources", []) == [], pub_item
+    assert vault_item.get("links", []) == [], vault_item
 
 
 async def test_missing_or_bad_tokens_get_http_401_with_www_authenticate(
@@ -380,6 +415,48 @@ async def test_both_protocol_eras_are_served_by_the_same_endpoint(
         assert result["structuredContent"]["error"]["code"] == "conflict"
 
 
+def _worker_pids(parent: int) -> set[int]:
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    return {int(pid) for pid in children}
+
+
+def _owner_of_connection(server_port: int, client_port: int, pids: set[int]) -> int | None:
+    """The process holding the server end of the TCP connection from ``client_port``."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, remote = fields[1].rsplit(":", 1)[1], fields[2].rsplit(":", 1)[1]
+            if int(local, 16) == server_port and int(remote, 16) == client_port:
+                inodes.add(f"socket:[{fields[9]}]")
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(fd) in inodes:
+                    return pid
+    return None
+
+
+async def _call_on(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, token: str, body: bytes
+) -> dict[str, object]:
+    port = writer.get_extra_info("peername")[1]
+    writer.write(
+        f"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()
+        + b"Content-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+        + f"Authorization: Bearer {token}\r\nContent-Length: {len(body)}\r\n".encode()
+        + b"Connection: close\r\n\r\n"
+        + body
+    )
+    raw = await reader.read()
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), raw[:500]
+    result = orjson.loads(payload)["result"]
+    assert isinstance(result, dict)
+    return result
+
+
 @pytest.mark.slow
 async def test_several_workers_serve_one_board_with_no_session_affinity(
     redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str, tmp_path: Path
@@ -387,25 +464,49 @@ async def test_several_workers_serve_one_board_with_no_session_affinity(
     gateway = start_gateway(redis_server.url, tmp_path / "gw", workers=2)
     token = agent_token(issuer, workspace)
     uri = f"bb://{workspace}/workers/counter"
+    port = int(gateway.url.rsplit(":", 1)[1])
     try:
-        # Fresh connections each time, so the kernel spreads them over both workers.
-        for version in range(1, 13):
-            async with mcp_client(gateway.mcp_url, token) as client:
-                err, body = await call(
-                    client,
-                    "update_state",
-                    uri=uri,
-                    digest=f"count {version}",
-                    body=str(version),
-                    expect_version=version - 1,
-                )
-                assert not err and body["version"] == version, body
+        workers = _worker_pids(gateway.process.pid)
+        assert len(workers) >= 2, workers
+        # Connections held open side by side, each looked up in /proc to find the worker
+        # process that accepted it; each then carries one CAS write. Every write must land on
+        # the version the other worker's write left, and both workers must have answered.
+        served: dict[int, int] = {}
+        for version in range(1, 25):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            client_port = writer.get_extra_info("sockname")[1]
+            owner = None
+            async with asyncio.timeout(10):
+                while owner is None:
+                    owner = _owner_of_connection(port, client_port, workers)
+                    await asyncio.sleep(0.01)
+            request = {
+                "jsonrpc": "2.0",
+                "id": version,
+                "method": "tools/call",
+                "params": {
+                    "name": "update_state",
+                    "arguments": {
+                        "uri": uri,
+                        "digest": f"count {version}",
+                        "body": str(version),
+                        "expect_version": version - 1,
+                    },
+                },
+            }
+            try:
+                result = await _call_on(reader, writer, token, orjson.dumps(request))
+            finally:
+                writer.close()
+            assert result["isError"] is False, result
+            assert result["structuredContent"]["version"] == version, result  # type: ignore[index]
+            served[owner] = served.get(owner, 0) + 1
+            if len(served) == 2 and version >= 12:
+                break
+        assert len(served) == 2, f"one worker answered every call: {served}"
         async with mcp_client(gateway.mcp_url, token) as client:
             err, body = await call(client, "get_state", uris=[uri], mode="full")
-        assert not err and body["items"][0]["body"] == "12"
-        async with httpx.AsyncClient() as http:
-            metrics = (await http.get(gateway.url + "/metrics")).text
-        assert "bb_tool_calls_total" in metrics
+        assert not err and body["items"][0]["body"] == str(version)
     finally:
         stop_gateway(gateway)
 

@@ -576,6 +576,9 @@ def _update_shape(
     assert _is_int(body["version"]) and body["version"] >= 1, body
     assert body["digest"] == args["digest"], body
     assert all(isinstance(w, str) for w in body["warnings"]), body
+    # Sources are reads: an acknowledged write cites only notes its caller may read.
+    for source in args.get("sources") or []:
+        assert viewer.can_read(*_address_of(source)), f"{viewer.label} cited {source}"
     expected = args.get("expect_version")
     if expected is not None:
         assert body["version"] == expected + 1, body
@@ -655,6 +658,9 @@ def _link_shape(
     dst = args["dst"] if isinstance(args["dst"], list) else [args["dst"]]
     assert body["src"] == args["src"] and body["rel"] == args["rel"], body
     assert body["linked"] == _dedup(dst), body
+    # Targets are reads: their names are shown back, and each gains an incoming link.
+    for uri in dst:
+        assert viewer.can_read(*_address_of(uri)), f"{viewer.label} linked to {uri}"
 
 
 SHAPES: dict[Any, Callable[[World, Viewer, Mapping[str, Any], dict[str, Any]], None]] = {
@@ -819,6 +825,13 @@ def readable_addresses(world: World) -> st.SearchStrategy[str]:
 
 
 @functools.cache
+def hidden_addresses(world: World) -> st.SearchStrategy[str]:
+    """Existing notes the narrow token may not read: a well-formed call may still name them."""
+    ws = world.ws
+    return st.sampled_from([world.secret_uri, f"bb://{ws}/vault/ledger", f"bb://{ws}/pubx/near"])
+
+
+@functools.cache
 def addresses(world: World) -> st.SearchStrategy[str]:
     return st.one_of(readable_addresses(world), hostile_addresses(world))
 
@@ -946,7 +959,9 @@ def update_arguments(draw: st.DrawFn, world: World) -> dict[str, Any]:
             args["source_path"] = draw(st.sampled_from(world.source_names))
         if form != "append":
             maybe(draw, args, "expect_version", st.sampled_from([0, 1, 2]))
-        maybe(draw, args, "sources", st.lists(readable_addresses(world), max_size=2))
+        # Now and then a source the caller may not read: citing it must be refused.
+        sources = mostly(readable_addresses(world), hidden_addresses(world))
+        maybe(draw, args, "sources", st.lists(sources, max_size=2))
         maybe(draw, args, "confidence", st.floats(0.0, 1.0))
         return mutate(draw, args, fields, hostile)
     args = {"uri": draw(addresses(world)), "digest": draw(DIGESTS)}
@@ -1110,11 +1125,11 @@ def link_arguments(draw: st.DrawFn, world: World) -> dict[str, Any]:
     if draw(st.booleans()):
         src = draw(st.sampled_from(world.pub_uris[:4]))
         others = st.sampled_from([uri for uri in existing if uri != src])
-        args: dict[str, Any] = {
-            "src": src,
-            "rel": draw(st.sampled_from(RELATIONS)),
-            "dst": draw(st.lists(others, min_size=1, max_size=3)),
-        }
+        dst = draw(st.lists(others, min_size=1, max_size=3))
+        if draw(st.integers(0, 3)) == 0:
+            # A writer linking to a note it may not read: refused, whatever else it names.
+            dst.insert(draw(st.integers(0, len(dst))), draw(hidden_addresses(world)))
+        args: dict[str, Any] = {"src": src, "rel": draw(st.sampled_from(RELATIONS)), "dst": dst}
         return mutate(draw, args, ["src", "rel", "dst"], hostile)
     args = {
         "src": draw(addresses(world)),
@@ -1210,6 +1225,56 @@ def test_link_state_links_only_what_it_reports_and_only_readable_targets(
 ) -> None:
     viewer = data.draw(callers(world), label="caller")
     checked_call(world, viewer, "link_state", data.draw(link_arguments(world), label="args"))
+
+
+@settings(PROFILE, max_examples=150)
+@given(data=st.data())
+def test_a_writers_well_formed_writes_succeed_and_cite_only_what_it_may_read(
+    world: World, data: st.DataObject
+) -> None:
+    # The hostile properties above refuse most writes; this one holds the writes that must
+    # succeed to succeed (the version read back, the feed, the shape), so that acknowledged
+    # writes, not refusals, are most of what it checks.
+    viewer = world.narrow
+    uri = data.draw(writable_addresses(world), label="uri")
+    stored = world.redis.hmget(_note_key(uri), ["version", "kind"])
+    current = int(stored[0] or 0)
+    args: dict[str, Any] = {"uri": uri, "digest": data.draw(GOOD_TEXT, label="digest")}
+    form = data.draw(st.sampled_from(["body", "body", "table", "append"]), label="form")
+    if form == "append" and stored[1] == b"table":
+        form = "body"  # append extends text notes only
+    if form == "body":
+        args["body"] = data.draw(GOOD_BODIES, label="body")
+    elif form == "table":
+        args["columns"], args["rows"] = data.draw(good_table(), label="table")
+    else:
+        args["append"] = data.draw(GOOD_TEXT, label="append")
+    # Hypothesis leans towards the first of a list and the low end of a range: the common
+    # case goes there, the refusals later.
+    expect = data.draw(st.sampled_from(["current", "stale", "none", "current", "current"]))
+    if form != "append" and expect == "current":
+        args["expect_version"] = current
+    elif form != "append" and expect == "stale":
+        args["expect_version"] = data.draw(
+            st.sampled_from([v for v in (current - 1, current + 1, current + 5) if v >= 0])
+        )
+    sources = data.draw(st.lists(readable_addresses(world), max_size=2), label="sources")
+    if data.draw(st.integers(0, 5), label="hidden source") == 5:
+        sources.append(data.draw(hidden_addresses(world)))
+    if sources:
+        args["sources"] = sources
+    is_error, body = checked_call(world, viewer, "update_state", args)
+    if any(not viewer.can_read(*_address_of(s)) for s in sources):
+        assert is_error and body["error"]["code"] == "forbidden", body
+        event("refused: a hidden source")
+    elif "expect_version" in args and args["expect_version"] != current:
+        assert is_error and body["error"]["code"] == "conflict", body
+        assert body["error"]["current_version"] == current, body
+        event("refused: a stale expect_version")
+    else:
+        assert not is_error, body
+        assert body["version"] == current + 1, body
+        event("written")
 
 
 ALL_ARGUMENT_NAMES = _split(

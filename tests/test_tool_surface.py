@@ -69,7 +69,8 @@ def test_there_are_exactly_the_five_tools_with_the_seed_arguments(tools_list: di
     tools = {t["name"]: t for t in tools_list["result"]["tools"]}
     assert set(tools) == set(SEED_ARGUMENTS)
     for name, arguments in SEED_ARGUMENTS.items():
-        assert set(tools[name]["inputSchema"]["properties"]) >= arguments - {"cursor"}, name
+        # Exactly these: an argument missing, or one more than the contract has, fails.
+        assert set(tools[name]["inputSchema"]["properties"]) == arguments, name
     assert tools["update_state"]["inputSchema"]["required"] == ["uri", "digest"]
     for (tool, argument), default in SEED_DEFAULTS.items():
         assert tools[tool]["inputSchema"]["properties"][argument]["default"] == default

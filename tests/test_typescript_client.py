@@ -60,6 +60,9 @@ def node() -> str:
     """The node binary, with the client's packages installed from the committed lockfile."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
+        # CI installs them (.ci/run): there a missing node is a broken build, not a skip.
+        if os.environ.get("CI") == "true":
+            pytest.fail("node and npm are not on PATH; CI must run the TypeScript MCP client")
         pytest.skip("node and npm are needed on PATH to run the TypeScript MCP client")
     # A version check rather than a bare existence check, so a bumped pin reinstalls instead
     # of silently testing the SDK version left over from an earlier checkout.

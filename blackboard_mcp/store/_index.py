@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 
 import redis.asyncio as aioredis
 from redis.commands.search.field import NumericField, TagField, TextField
@@ -63,3 +65,19 @@ async def index_ready(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAME
             return False
     indexing = info.get("indexing", 0)
     return str(indexing) in ("0", "0.0", "b'0'")
+
+
+async def wait_until_indexed(
+    client: aioredis.Redis[bytes], *, timeout: float, name: str = keys.INDEX_NAME
+) -> bool:
+    """Wait for a newly created index's background scan of existing notes; False on timeout.
+
+    Until the scan is done the index answers from the notes scanned so far: a search right
+    after a rebuild found none of the notes that were already there.
+    """
+    deadline = time.monotonic() + timeout
+    while not await index_ready(client, name):
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True

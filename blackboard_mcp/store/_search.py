@@ -19,7 +19,7 @@ from . import _keys as keys
 from ._addresses import validate_name
 from ._budget import DEFAULT_BUDGET, Entry, finish, fit, plan
 from ._errors import InvalidArgument, TooLarge, Unavailable
-from ._index import ensure_index
+from ._index import ensure_index, wait_until_indexed
 from ._links import decode_links, link_warnings
 from ._notes import require_text
 from ._redis_errors import mapped_redis_errors
@@ -34,6 +34,9 @@ MAX_TERM_CHARS = 64
 MAX_LIMIT = 50
 # search_keys takes no budget argument: its answer is held to the reads' default budget.
 SEARCH_BUDGET = DEFAULT_BUDGET
+# How long a search that had to rebuild the index waits for its scan of the existing notes
+# before answering from what was scanned so far, with a warning.
+REBUILD_WAIT_S = 2.0
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TAG_SPECIAL = re.compile(r"([^A-Za-z0-9_])")
 # RediSearch's default stop words. The index drops them, so a query made only of them would
@@ -185,8 +188,13 @@ async def search_keys(
                 log.warning("search query refused by the parser, retrying quoted: %s", exc)
                 query = _query(workspace, topics, terms, limit, quote_all=True)
             elif "no such index" in message:
-                # The index went away (a FLUSHALL, a new empty Redis): rebuild it and retry.
+                # The index went away (a FLUSHALL, a new empty Redis): rebuild it and retry
+                # once it has indexed the notes already there.
                 await ensure_index(client)
+                if not await wait_until_indexed(client, timeout=REBUILD_WAIT_S):
+                    warnings.append(
+                        "the search index is being rebuilt; these results may be incomplete"
+                    )
             else:
                 raise Unavailable("the search index could not answer this query") from exc
             result = await client.ft(keys.INDEX_NAME).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8

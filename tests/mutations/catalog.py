@@ -1,0 +1,206 @@
+"""The named ways of breaking the code that the tests must notice, each with the tests that should.
+
+A mutation is one exact snippet of one file and what replaces it. Snippets are kept small so
+that a change elsewhere in the file does not stale them; when one no longer matches, the runner
+stops before running anything and names the mutation to update here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    why: str  # what a surviving mutant would let through
+    path: str  # relative to the repository root
+    original: str  # must occur exactly once in the file
+    replacement: str
+    tests: tuple[str, ...]  # pytest arguments, fastest killers first
+
+
+# Test sets, fastest first: the runner stops a run at the first failure.
+_ACCESS = ("tests/test_access.py",)
+_GATEWAY = ("tests/test_gateway_e2e.py", "tests/test_direct_calls.py", "tests/test_properties.py")
+_CAS = ("tests/test_cas.py", "tests/test_concurrent_writers.py", "tests/test_multiprocess_cas.py")
+_BUDGET = (
+    "tests/test_token_accounting.py",
+    "tests/test_get_state.py",
+    "tests/test_list_keys.py",
+    "tests/test_properties.py",
+)
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        name="read-scope-check-removed",
+        why="a token reads topics outside its read scopes",
+        path="blackboard_mcp/auth/_dispatch.py",
+        original="if not grant.can_read(topic):",
+        replacement="if False:",
+        tests=(*_ACCESS, *_GATEWAY),
+    ),
+    Mutation(
+        name="write-scope-check-removed",
+        why="a token writes topics outside its write scopes",
+        path="blackboard_mcp/auth/_dispatch.py",
+        original="if not grant.can_write(topic):",
+        replacement="if False:",
+        tests=(*_ACCESS, *_GATEWAY),
+    ),
+    Mutation(
+        name="workspace-check-removed",
+        why="a token acts in another workspace",
+        path="blackboard_mcp/auth/_dispatch.py",
+        original="if workspace != grant.workspace:",
+        replacement="if False:",
+        tests=(*_ACCESS, *_GATEWAY),
+    ),
+    Mutation(
+        name="capability-check-removed",
+        why="a read-only token writes, or reads a file without file_read",
+        path="blackboard_mcp/auth/_dispatch.py",
+        original="if not grant.has_capability(capability):",
+        replacement="if False:",
+        tests=(*_ACCESS, *_GATEWAY),
+    ),
+    Mutation(
+        name="secret-handle-check-removed",
+        why="a tool that needs a secret handle runs for a token that does not hold it",
+        path="blackboard_mcp/auth/_dispatch.py",
+        original="if handle not in grant.secrets:",
+        replacement="if False:",
+        tests=_ACCESS,
+    ),
+    Mutation(
+        name="secret-resolver-holder-check-removed",
+        why="a secret's value is resolved for a token that does not hold its handle",
+        path="blackboard_mcp/auth/_secrets.py",
+        original="if handle not in grant.secrets:",
+        replacement="if False:",
+        tests=_ACCESS,
+    ),
+    Mutation(
+        name="get-state-addresses-not-read-checked",
+        why="get_state reads notes in topics the token may not read",
+        path="blackboard_mcp/gateway/_tools.py",
+        original="reads=addresses, writes=[]",
+        replacement="reads=[], writes=[]",
+        tests=_GATEWAY,
+    ),
+    Mutation(
+        name="link-targets-not-read-checked",
+        why="link_state links to (and names) notes the token may not read",
+        path="blackboard_mcp/gateway/_tools.py",
+        original="reads=dst,",
+        replacement="reads=[],",
+        tests=_GATEWAY,
+    ),
+    Mutation(
+        name="update-sources-not-read-checked",
+        why="update_state cites as sources notes the token may not read",
+        path="blackboard_mcp/gateway/_tools.py",
+        original="reads=sources,",
+        replacement="reads=[],",
+        tests=_GATEWAY,
+    ),
+    Mutation(
+        name="watch-removed",
+        why="a write based on a stale read commits over a concurrent one",
+        path="blackboard_mcp/store/_tx.py",
+        original="await pipe.watch(*watch)",
+        # Immediate mode without the WATCH: the body's reads still run, nothing guards them.
+        replacement="pipe.watching = True",
+        tests=_CAS,
+    ),
+    Mutation(
+        name="watch-on-an-unrelated-key",
+        why="update_state watches a key no writer touches, so races go unseen",
+        path="blackboard_mcp/store/_writes.py",
+        original="run_transaction(client, [note_key],",
+        replacement='run_transaction(client, [note_key + ":unrelated"],',
+        tests=_CAS,
+    ),
+    Mutation(
+        name="cas-version-comparison-inverted",
+        why="expect_version accepts exactly the stale versions",
+        path="blackboard_mcp/store/_writes.py",
+        original="write.expect_version != old_version",
+        replacement="write.expect_version == old_version",
+        tests=_CAS,
+    ),
+    Mutation(
+        name="budget-loosened-by-40-tokens",
+        why="a read spends 40 tokens more than the caller's budget",
+        path="blackboard_mcp/store/_budget.py",
+        original="room = self.budget - envelope_tokens - self.spent",
+        replacement="room = self.budget + 40 - envelope_tokens - self.spent",
+        tests=_BUDGET,
+    ),
+    Mutation(
+        name="aof-never-fsynced",
+        why="with appendfsync always configured, Redis leaves its AOF to the kernel's writeback",
+        path="blackboard_mcp/store/_embedded.py",
+        original="self.appendfsync,",
+        replacement='"no",',
+        tests=("tests/test_embedded_persistence.py",),
+    ),
+    Mutation(
+        name="serve-ignores-workers",
+        why="--workers N starts one worker and nobody notices",
+        path="blackboard_mcp/cli.py",
+        original="workers=args.workers,",
+        replacement="workers=1,",
+        tests=(
+            "tests/test_gateway_e2e.py::test_several_workers_serve_one_board_with_no_session_affinity",
+        ),
+    ),
+    Mutation(
+        name="list-keys-schema-without-cursor",
+        why="clients are never told list_keys takes a cursor",
+        path="blackboard_mcp/gateway/_schemas.py",
+        original="cursor=_INT,",
+        replacement="",
+        tests=("tests/test_tool_surface.py",),
+    ),
+    Mutation(
+        name="revocation-ignored",
+        why="a revoked token keeps working",
+        path="blackboard_mcp/gateway/_calls.py",
+        original="if admission.revoked:",
+        replacement="if False:",
+        tests=("tests/test_gateway_e2e.py", "tests/test_direct_calls.py"),
+    ),
+    Mutation(
+        name="audit-record-skipped",
+        why="tool calls leave no audit record",
+        path="blackboard_mcp/gateway/_calls.py",
+        original="await self._audit.record(record)",
+        replacement="pass",
+        tests=("tests/test_audit_and_leaks.py", "tests/test_audit_buffer.py"),
+    ),
+    Mutation(
+        name="call-log-carries-arguments",
+        why="a successful call's log line (DEBUG) echoes its arguments, secrets and all",
+        path="blackboard_mcp/gateway/_calls.py",
+        original='"tool call %s %s",',
+        replacement='"tool call %s %s " + str(dict(arguments)).replace("%", "%%"),',
+        tests=("tests/test_audit_and_leaks.py",),
+    ),
+    Mutation(
+        name="offloaded-blob-not-freed",
+        why="a replaced large body stays in Redis forever",
+        path="blackboard_mcp/store/_writes.py",
+        original="pipe.delete(keys.blob(ws, old_blob))",
+        replacement="pipe.exists(keys.blob(ws, old_blob))",
+        tests=("tests/test_offload.py", "tests/test_append.py"),
+    ),
+    Mutation(
+        name="search-without-topic-filter",
+        why="search_keys finds notes in topics the token may not read",
+        path="blackboard_mcp/store/_search.py",
+        original="@topic:{{{topic_filter}}} ({words})",
+        replacement="({words})",
+        tests=("tests/test_search.py", "tests/test_properties.py"),
+    ),
+)
