@@ -25,6 +25,7 @@ _ACCESS = ("tests/test_access.py",)
 _GATEWAY = ("tests/test_gateway_e2e.py", "tests/test_direct_calls.py", "tests/test_properties.py")
 _CAS = ("tests/test_cas.py", "tests/test_concurrent_writers.py", "tests/test_multiprocess_cas.py")
 _BUDGET = (
+    "tests/test_budget_ceiling.py",
     "tests/test_token_accounting.py",
     "tests/test_get_state.py",
     "tests/test_list_keys.py",
@@ -133,24 +134,24 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="budget-loosened-by-40-tokens",
         why="a read spends 40 tokens more than the caller's budget",
         path="blackboard_mcp/store/_budget.py",
-        original="room = self.budget - envelope_tokens - self.spent",
-        replacement="room = self.budget + 40 - envelope_tokens - self.spent",
+        original="    fitted: dict[str, Any] | None = None\n",
+        replacement="    fitted: dict[str, Any] | None = None\n    budget += 40\n",
         tests=_BUDGET,
     ),
     Mutation(
         name="aof-never-fsynced",
         why="with appendfsync always configured, Redis leaves its AOF to the kernel's writeback",
         path="blackboard_mcp/store/_embedded.py",
-        original="self.appendfsync,",
-        replacement='"no",',
+        original='f"appendfsync {self.appendfsync}",',
+        replacement='"appendfsync no",',
         tests=("tests/test_embedded_persistence.py",),
     ),
     Mutation(
         name="serve-ignores-workers",
         why="--workers N starts one worker and nobody notices",
         path="blackboard_mcp/cli.py",
-        original="workers=args.workers,",
-        replacement="workers=1,",
+        original="workers=args.workers) as serving",
+        replacement="workers=1) as serving",
         tests=(
             "tests/test_gateway_e2e.py::test_several_workers_serve_one_board_with_no_session_affinity",
         ),
