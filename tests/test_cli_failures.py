@@ -177,8 +177,8 @@ def test_health_of_a_gateway_that_is_not_there_says_unreachable_without_httpx(
     "command",
     [
         ("audit", "tail", "--workspace", "w"),
-        ("token", "revoke", "--sub", "someone"),
-        ("token", "revoke", "--id", "abc"),
+        ("token", "revoke", "--workspace", "w", "--sub", "someone"),
+        ("token", "revoke", "--workspace", "w", "--id", "abc"),
         ("health",),
     ],
     ids=["audit-tail", "revoke-sub", "revoke-id", "health"],
@@ -196,7 +196,11 @@ def test_an_unreachable_redis_is_named_in_one_line_without_its_password(
 
 @pytest.mark.parametrize(
     "command",
-    [("health",), ("audit", "tail", "--workspace", "w"), ("token", "revoke", "--sub", "x")],
+    [
+        ("health",),
+        ("audit", "tail", "--workspace", "w"),
+        ("token", "revoke", "--workspace", "w", "--sub", "x"),
+    ],
     ids=["health", "audit-tail", "revoke"],
 )
 def test_a_redis_url_that_is_not_a_redis_url_is_named(home: Path, command: tuple[str, ...]) -> None:

@@ -187,7 +187,11 @@ async def test_a_writer_may_not_link_to_or_cite_a_note_it_may_not_read(
         assert "vault" in body["error"]["message"]
     async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
         _, read = await call(
-            admin, "get_state", uris=[mine, secret], mode="fields", fields=["links", "sources"]
+            admin,
+            "get_state",
+            uris=[mine, secret],
+            mode="fields",
+            fields=["version", "links", "sources"],
         )
     [pub_item, vault_item] = read["items"]
     assert pub_item["version"] == 1 and pub_item.get("links", []) == [], pub_item

@@ -25,7 +25,17 @@ SEED_ARGUMENTS = {
         "confidence",
     },
     "get_state": {"uris", "mode", "fields", "budget_tokens"},
-    "list_keys": {"topic", "kind", "order", "limit", "mode", "fields", "budget_tokens", "cursor"},
+    "list_keys": {
+        "topic",
+        "kind",
+        "order",
+        "limit",
+        "mode",
+        "fields",
+        "budget_tokens",
+        "cursor",
+        "after",
+    },
     "search_keys": {"q", "topic", "limit"},
     "link_state": {"src", "rel", "dst"},
 }
