@@ -26,7 +26,7 @@ from blackboard_mcp._cli import (
 from blackboard_mcp.settings import Settings
 
 if TYPE_CHECKING:
-    from blackboard_mcp.auth import TokenIssuer
+    from blackboard_mcp.auth import TokenIssuer, TokenVerifier
 
 DEFAULT_AGENT_TTL = 24 * 3600
 
@@ -145,19 +145,25 @@ def cmd_token_issue(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_token_inspect(args: argparse.Namespace) -> int:
-    from blackboard_mcp.auth import AuthError, NoRevocations, TokenVerifier, keys_from_settings
+def _offline_verifier(settings: Settings) -> TokenVerifier:
+    """A verifier with this data dir's keys that checks signature and claims, not revocation."""
+    from blackboard_mcp.auth import NoRevocations, TokenVerifier, keys_from_settings
 
-    settings, _ = _with_default_keys(Settings(), create=False)
-    _, keys = keys_from_settings(settings)
-    verifier = TokenVerifier(
-        keys=keys,
+    keyed, _ = _with_default_keys(settings, create=False)
+    return TokenVerifier(
+        keys=keys_from_settings(keyed)[1],
         issuer=settings.jwt_issuer,
         audience=settings.jwt_audience,
         leeway=settings.jwt_leeway_seconds,
         revocations=NoRevocations(),
         max_ttl_seconds=settings.max_token_ttl,
     )
+
+
+def cmd_token_inspect(args: argparse.Namespace) -> int:
+    from blackboard_mcp.auth import AuthError
+
+    verifier = _offline_verifier(Settings())
     try:
         grant = asyncio.run(verifier.verify(args.token.strip()))
     except AuthError as exc:
@@ -170,28 +176,14 @@ def cmd_token_inspect(args: argparse.Namespace) -> int:
 def cmd_token_revoke(args: argparse.Namespace) -> int:
     import redis.asyncio as aioredis
 
-    from blackboard_mcp.auth import (
-        AuthError,
-        NoRevocations,
-        Revoker,
-        TokenVerifier,
-        keys_from_settings,
-    )
+    from blackboard_mcp.auth import AuthError, Revoker
     from blackboard_mcp.store import RedisRevocationList
 
     settings = Settings()
     presented = None
     if args.token:
         # The token's own claims say its workspace and expiry, once its signature holds.
-        keyed, _ = _with_default_keys(settings, create=False)
-        verifier = TokenVerifier(
-            keys=keys_from_settings(keyed)[1],
-            issuer=settings.jwt_issuer,
-            audience=settings.jwt_audience,
-            leeway=settings.jwt_leeway_seconds,
-            revocations=NoRevocations(),
-            max_ttl_seconds=settings.max_token_ttl,
-        )
+        verifier = _offline_verifier(settings)
         try:
             presented = verifier.decode(args.token.strip())
         except AuthError as exc:
