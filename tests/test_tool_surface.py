@@ -84,3 +84,32 @@ def test_there_are_exactly_the_five_tools_with_the_seed_arguments(tools_list: di
     assert tools["update_state"]["inputSchema"]["required"] == ["uri", "digest"]
     for (tool, argument), default in SEED_DEFAULTS.items():
         assert tools[tool]["inputSchema"]["properties"][argument]["default"] == default
+
+
+# What a client may assume of each tool (MCP tool annotations). update_state replaces a
+# note's content with no history kept (destructive), and a repeated call writes again: append
+# extends twice, a write without expect_version makes a new version (not idempotent).
+# link_state only adds links; adding one that exists changes no link (idempotent, additive).
+# No tool reaches anything beyond the board (closed world). The writes omit readOnlyHint,
+# whose protocol default is false, to keep the surface in its budget.
+READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+ANNOTATIONS = {
+    "get_state": READ_ONLY,
+    "list_keys": READ_ONLY,
+    "search_keys": READ_ONLY,
+    "update_state": {
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
+    "link_state": {
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+}
+
+
+def test_each_tool_carries_truthful_annotations_as_received(tools_list: dict) -> None:
+    received = {t["name"]: t.get("annotations") for t in tools_list["result"]["tools"]}
+    assert received == ANNOTATIONS

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.types import Tool
+from mcp.types import Tool, ToolAnnotations
 
 _S: dict[str, Any] = {"type": "string"}
 _URIS: dict[str, Any] = {"type": "array", "items": _S}
 _INT: dict[str, Any] = {"type": "integer"}
 _BUDGET: dict[str, Any] = {"type": "integer", "default": 2000}
+
+
+# Hints a client may use to decide what needs the user's confirmation. No tool reaches beyond
+# the board. update_state replaces a note's content and keeps no history (destructive), and a
+# repeat writes again (append extends twice; without expect_version a new version): not
+# idempotent. link_state only adds links, and re-adding one changes no link. The writes leave
+# out readOnlyHint: false is the protocol's default, and the surface's budget is tight.
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_WRITE = ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+_LINK = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 def _obj(required: list[str] | None, **props: dict[str, Any]) -> dict[str, Any]:
@@ -28,9 +38,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="update_state",
         description=(
-            "Write note uri (bb://workspace/topic/key) with a short digest. Content: one of "
-            "body, columns+rows, append (extends), source_path (server summarises a file). "
-            "Pass expect_version from your last read (0: create only)."
+            "Write note uri (bb://workspace/topic/key): short digest plus body, columns+rows, "
+            "append or source_path (server summarises a file). expect_version: last read's "
+            "(0: create only)."
         ),
         input_schema=_obj(
             ["uri", "digest"],
@@ -45,12 +55,13 @@ TOOLS: tuple[Tool, ...] = (
             sources=_URIS,
             confidence={"type": "number"},
         ),
+        annotations=_WRITE,
     ),
     Tool(
         name="get_state",
         description=(
-            "Read notes, batched; summary unless mode says more. Reports what the budget "
-            "omitted. Catch up: bb://workspace/run/state/current."
+            "Batch read; digest unless mode says more; reports omissions. "
+            "Catch up: bb://workspace/run/state/current."
         ),
         input_schema=_obj(
             ["uris"],
@@ -59,12 +70,13 @@ TOOLS: tuple[Tool, ...] = (
             fields=_URIS,
             budget_tokens=_BUDGET,
         ),
+        annotations=_READ,
     ),
     Tool(
         name="list_keys",
         description=(
-            "List notes; always pass topic. mode=table (TSV) for 3+ rows. cursor: changes "
-            "since a read. More: pass next as after."
+            "List notes; always pass topic. 3+ rows: mode=table. cursor: changes since. "
+            "More: after=next."
         ),
         input_schema=_obj(
             None,
@@ -78,17 +90,17 @@ TOOLS: tuple[Tool, ...] = (
             cursor=_INT,
             after=_S,
         ),
+        annotations=_READ,
     ),
     Tool(
         name="search_keys",
-        description=(
-            "Search digests and contents. Search before deriving: empty means nothing relates."
-        ),
+        description="Search digests and contents before deriving; empty means nothing relates.",
         input_schema=_obj(["q"], q=_S, topic=_S, limit={"type": "integer", "default": 10}),
+        annotations=_READ,
     ),
     Tool(
         name="link_state",
-        description="Record how note src relates to dst notes.",
+        description="Link note src to dst notes.",
         input_schema=_obj(
             ["src", "rel", "dst"],
             src=_S,
@@ -105,6 +117,7 @@ TOOLS: tuple[Tool, ...] = (
             },
             dst=_URIS,
         ),
+        annotations=_LINK,
     ),
 )
 

@@ -165,6 +165,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_tool_surface.py",),
     ),
     Mutation(
+        name="update-state-announced-idempotent",
+        why="clients are told a repeated update_state changes nothing, and retry it blindly",
+        path="blackboard_mcp/gateway/_schemas.py",
+        original="_WRITE = ToolAnnotations(destructive_hint=True, idempotent_hint=False,",
+        replacement="_WRITE = ToolAnnotations(destructive_hint=True, idempotent_hint=True,",
+        tests=("tests/test_tool_surface.py",),
+    ),
+    Mutation(
         name="revocation-ignored",
         why="a revoked token keeps working",
         path="blackboard_mcp/gateway/_calls.py",
