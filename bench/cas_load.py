@@ -5,7 +5,8 @@ to the version it last got back and a new digest and body every time. Through th
 the clients are ``wrk`` connections running ``bench/cas_update.lua`` (a C load generator,
 so the client costs little of the machine's two cores), one connection per wrk thread. The
 reference is bare redis-py: 8 processes, each looping WATCH/GET/MULTI/SET/INCR/EXEC on its
-own key. Since every client owns its note, real CAS must succeed nearly always: conflicts
+own key, once with hiredis and once with redis-py's pure-Python RESP3 parser (passed as its
+``parser_class``). Since every client owns its note, real CAS must succeed nearly always: conflicts
 and errors are counted and any error exits 1.
 
 One embedded Redis without persistence (appendonly off) serves every cell. Two gateways
@@ -16,7 +17,7 @@ it is imported). The cells are interleaved round by round, since this shared mac
     python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8]
 
 Prints, per round, writes/s of each cell, the gateway's CPU ms per write and the ratio
-gateway/bare; then the median of the rounds.
+gateway/bare (bare with hiredis); then the median of the rounds.
 """
 
 from __future__ import annotations
@@ -39,11 +40,14 @@ import orjson
 import redis
 from _gateway_process import bench_token, start_gateway
 from _rawhttp import process_tree_cpu_seconds
+from redis._parsers import _RESP3Parser
 
 from blackboard_mcp.store import EmbeddedRedis
 
 WORKSPACE = "casload"
 LUA = Path(__file__).resolve().parent / "cas_update.lua"
+BARE = "bare redis-py CAS, hiredis"
+BARE_PURE = "bare redis-py CAS, pure-Python"
 CAS_LINE = re.compile(r"CAS ok=(\d+) conflict=(\d+) error=(\d+) http_error=(\d+)")
 
 
@@ -122,8 +126,11 @@ def run_gateway(port: int, pid: int, token: str, tag: str, clients: int, seconds
     )
 
 
-def _bare_worker(url: str, key: str, start_at: float, seconds: float, out: Queue[int]) -> None:
-    client = redis.Redis.from_url(url)
+def _bare_worker(
+    url: str, key: str, start_at: float, seconds: float, pure: bool, out: Queue[int]
+) -> None:
+    # redis-py speaks RESP3 here; with hiredis importable it parses with it unless told not to.
+    client = redis.Redis.from_url(url, **({"parser_class": _RESP3Parser} if pure else {}))
     client.ping()
     commits = 0
     time.sleep(max(0.0, start_at - time.time()))
@@ -145,12 +152,14 @@ def _bare_worker(url: str, key: str, start_at: float, seconds: float, out: Queue
     out.put(commits)
 
 
-def run_bare(url: str, tag: str, clients: int, seconds: int) -> Cell:
+def run_bare(url: str, tag: str, clients: int, seconds: int, *, pure: bool) -> Cell:
     ctx = multiprocessing.get_context("fork")
     out: Queue[int] = ctx.Queue()
     start_at = time.time() + 1.0  # every process connected before the window opens
     procs = [
-        ctx.Process(target=_bare_worker, args=(url, f"bare:{tag}:{i}", start_at, seconds, out))
+        ctx.Process(
+            target=_bare_worker, args=(url, f"bare:{tag}:{i}", start_at, seconds, pure, out)
+        )
         for i in range(clients)
     ]
     for proc in procs:
@@ -201,9 +210,12 @@ def main() -> int:
                     tag = f"r{round_no}-{'h' if 'hiredis' in name else 'p'}"
                     cell = run_gateway(port, proc.pid, token, tag, args.clients, seconds)
                     cells.setdefault(name, []).append(cell)
-                cells.setdefault("bare redis-py CAS", []).append(
-                    run_bare(server.url, f"r{round_no}", args.clients, seconds)
-                )
+                for name, pure in (BARE, False), (BARE_PURE, True):
+                    cells.setdefault(name, []).append(
+                        run_bare(
+                            server.url, f"r{round_no}-{int(pure)}", args.clients, seconds, pure=pure
+                        )
+                    )
                 print(f"round {round_no}:")
                 _print_round({name: runs[-1] for name, runs in cells.items()})
         finally:
@@ -232,7 +244,7 @@ def _median_cpu(runs: list[Cell]) -> float | None:
 
 
 def _print_round(row: dict[str, Cell]) -> None:
-    bare = row["bare redis-py CAS"].writes_per_s
+    bare = row[BARE].writes_per_s
     for name, cell in row.items():
         cpu = f"{cell.cpu_ms_per_write:.2f}" if cell.cpu_ms_per_write is not None else "-"
         ratio = cell.writes_per_s / bare if bare else 0.0
