@@ -1,0 +1,259 @@
+"""Compare-and-swap writes through the gateway against bare redis-py CAS, side by side.
+
+The workload agents send: each of 8 clients rewrites its own note with ``expect_version`` set
+to the version it last got back and a new digest and body every time. Through the gateway
+the clients are ``wrk`` connections running ``bench/cas_update.lua`` (a C load generator,
+so the client costs little of the machine's two cores), one connection per wrk thread. The
+reference is bare redis-py: 8 processes, each looping WATCH/GET/MULTI/SET/INCR/EXEC on its
+own key, once with hiredis and once with redis-py's pure-Python RESP3 parser (passed as its
+``parser_class``). Since every client owns its note, real CAS must succeed nearly always: conflicts
+and errors are counted and any error exits 1.
+
+One embedded Redis without persistence (appendonly off) serves every cell. Two gateways
+(one uvicorn worker each) run on it: one as installed, and one with ``hiredis`` hidden from
+its imports, so redis-py falls back to its pure-Python RESP parser (it picks the parser when
+it is imported). The cells are interleaved round by round, since this shared machine drifts.
+
+    python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8]
+
+Prints, per round, writes/s of each cell, the gateway's CPU ms per write and the ratio
+gateway/bare (bare with hiredis); then the median of the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from multiprocessing.queues import Queue
+from pathlib import Path
+
+import httpx
+import orjson
+import redis
+from _gateway_process import bench_token, start_gateway
+from _rawhttp import process_tree_cpu_seconds
+from redis._parsers import _RESP3Parser
+
+from blackboard_mcp.store import EmbeddedRedis
+
+WORKSPACE = "casload"
+LUA = Path(__file__).resolve().parent / "cas_update.lua"
+BARE = "bare redis-py CAS, hiredis"
+BARE_PURE = "bare redis-py CAS, pure-Python"
+CAS_LINE = re.compile(r"CAS ok=(\d+) conflict=(\d+) error=(\d+) http_error=(\d+)")
+
+
+@dataclass(frozen=True)
+class Cell:
+    writes_per_s: float
+    conflicts: int = 0
+    errors: int = 0
+    cpu_ms_per_write: float | None = None
+
+
+def _call(client: httpx.Client, port: int, arguments: dict[str, object]) -> dict[str, object]:
+    payload = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "update_state", "arguments": arguments},
+    }
+    response = client.post(f"http://127.0.0.1:{port}/mcp/", content=orjson.dumps(payload))
+    result = orjson.loads(response.content)["result"]
+    if result.get("isError"):
+        raise SystemExit(f"seeding failed: {result}")
+    content: dict[str, object] = result["structuredContent"]
+    return content
+
+
+def seed(port: int, token: str, tag: str, clients: int) -> list[int]:
+    """Create the clients' notes; returns their versions."""
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    with httpx.Client(headers=headers, timeout=30) as client:
+        versions = []
+        for i in range(1, clients + 1):
+            uri = f"bb://{WORKSPACE}/{tag}/c{i}"
+            reply = _call(client, port, {"uri": uri, "digest": "seed", "body": "seed"})
+            versions.append(int(str(reply["version"])))
+        return versions
+
+
+def run_gateway(port: int, pid: int, token: str, tag: str, clients: int, seconds: int) -> Cell:
+    versions = seed(port, token, tag, clients)
+    command = [
+        "wrk",
+        f"-t{clients}",
+        f"-c{clients}",
+        f"-d{seconds}s",
+        "-H",
+        f"Authorization: Bearer {token}",
+        "-s",
+        str(LUA),
+        f"http://127.0.0.1:{port}/mcp/",
+        "--",
+        WORKSPACE,
+        tag,
+        ",".join(map(str, versions)),
+    ]
+    cpu_before = process_tree_cpu_seconds(pid)
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"wrk failed: {done.stderr}{done.stdout}")
+    out = done.stdout
+    cpu = process_tree_cpu_seconds(pid) - cpu_before
+    match = CAS_LINE.search(out)
+    if match is None:
+        raise SystemExit(f"wrk printed no CAS line:\n{out}")
+    ok, conflict, error, http_error = map(int, match.groups())
+    return Cell(
+        writes_per_s=ok / seconds,
+        conflicts=conflict,
+        errors=error + http_error,
+        cpu_ms_per_write=1000 * cpu / ok if ok else None,
+    )
+
+
+def _bare_worker(
+    url: str, key: str, start_at: float, seconds: float, pure: bool, out: Queue[int]
+) -> None:
+    # redis-py speaks RESP3 here; with hiredis importable it parses with it unless told not to.
+    client = redis.Redis.from_url(url, **({"parser_class": _RESP3Parser} if pure else {}))
+    client.ping()
+    commits = 0
+    time.sleep(max(0.0, start_at - time.time()))
+    end = time.monotonic() + seconds
+    with client.pipeline() as pipe:
+        while time.monotonic() < end:
+            try:
+                pipe.watch(key)
+                pipe.get(key)
+                pipe.multi()
+                pipe.set(key, f"step {commits} of {key}: a new body every time")
+                pipe.incr(key + ":v")
+                pipe.execute()
+                commits += 1
+            except redis.WatchError:
+                pass
+            finally:
+                pipe.reset()
+    out.put(commits)
+
+
+def run_bare(url: str, tag: str, clients: int, seconds: int, *, pure: bool) -> Cell:
+    ctx = multiprocessing.get_context("fork")
+    out: Queue[int] = ctx.Queue()
+    start_at = time.time() + 1.0  # every process connected before the window opens
+    procs = [
+        ctx.Process(
+            target=_bare_worker, args=(url, f"bare:{tag}:{i}", start_at, seconds, pure, out)
+        )
+        for i in range(clients)
+    ]
+    for proc in procs:
+        proc.start()
+    commits = sum(out.get(timeout=60 + seconds) for _ in procs)
+    for proc in procs:
+        proc.join()
+    return Cell(writes_per_s=commits / seconds)
+
+
+def _hiredis_available() -> bool:
+    import redis.utils
+
+    return bool(redis.utils.HIREDIS_AVAILABLE)
+
+
+def _loads_hiredis(pid: int) -> bool:
+    """Whether the process has hiredis's extension mapped: proof of which parser it runs."""
+    return "hiredis" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=4)  # wrk takes whole seconds
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--clients", type=int, default=8)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    if not _hiredis_available():
+        raise SystemExit("hiredis is not installed: pip install the package's dependencies")
+    seconds = args.seconds
+    token = bench_token(workspace=WORKSPACE)
+    cells: dict[str, list[Cell]] = {}
+    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
+        # The workload's own cost, not the disk's: the embedded default is AOF everysec.
+        redis.Redis.from_url(server.url).config_set("appendonly", "no")
+        gateways = {
+            "gateway, hiredis": start_gateway(server.url),
+            "gateway, pure-Python parser": start_gateway(server.url, hidden_modules=["hiredis"]),
+        }
+        try:
+            for name, (proc, _) in gateways.items():
+                if _loads_hiredis(proc.pid) != ("hiredis" in name.split(",")[1]):
+                    raise SystemExit(f"{name}: the gateway does not run the parser it names")
+            for round_no in range(1, args.rounds + 1):
+                for name, (proc, port) in gateways.items():
+                    tag = f"r{round_no}-{'h' if 'hiredis' in name else 'p'}"
+                    cell = run_gateway(port, proc.pid, token, tag, args.clients, seconds)
+                    cells.setdefault(name, []).append(cell)
+                for name, pure in (BARE, False), (BARE_PURE, True):
+                    cells.setdefault(name, []).append(
+                        run_bare(
+                            server.url, f"r{round_no}-{int(pure)}", args.clients, seconds, pure=pure
+                        )
+                    )
+                print(f"round {round_no}:")
+                _print_round({name: runs[-1] for name, runs in cells.items()})
+        finally:
+            for proc, _ in gateways.values():
+                proc.terminate()
+                proc.wait(timeout=30)
+    print(f"median of {args.rounds} rounds, {args.clients} clients, {seconds:g} s per cell:")
+    _print_round(
+        {
+            name: Cell(
+                writes_per_s=statistics.median(c.writes_per_s for c in runs),
+                conflicts=sum(c.conflicts for c in runs),
+                errors=sum(c.errors for c in runs),
+                cpu_ms_per_write=_median_cpu(runs),
+            )
+            for name, runs in cells.items()
+        }
+    )
+    failed = any(c.errors for runs in cells.values() for c in runs)
+    return 1 if failed else 0
+
+
+def _median_cpu(runs: list[Cell]) -> float | None:
+    values = [c.cpu_ms_per_write for c in runs if c.cpu_ms_per_write is not None]
+    return statistics.median(values) if values else None
+
+
+def _print_round(row: dict[str, Cell]) -> None:
+    bare = row[BARE].writes_per_s
+    for name, cell in row.items():
+        cpu = f"{cell.cpu_ms_per_write:.2f}" if cell.cpu_ms_per_write is not None else "-"
+        ratio = cell.writes_per_s / bare if bare else 0.0
+        print(
+            f"  {name:<30} {cell.writes_per_s:>8.0f} writes/s  gateway CPU ms/write {cpu:>5}"
+            f"  conflicts {cell.conflicts:>3}  errors {cell.errors:>3}  /bare {ratio:.3f}"
+        )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
