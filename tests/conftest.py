@@ -69,6 +69,20 @@ def gateway(
 
 
 @pytest.fixture(scope="session")
+def sdk_gateway(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
+    """A gateway that answers every call through the SDK, not the direct path."""
+    process = start_gateway(
+        redis_server.url,
+        tmp_path_factory.mktemp("sdk-gateway"),
+        extra_env={"BB_DIRECT_TOOL_CALLS": "false"},
+    )
+    yield process
+    stop_gateway(process)
+
+
+@pytest.fixture(scope="session")
 def issuer() -> TokenIssuer:
     from blackboard_mcp.auth import TokenIssuer, keys_from_settings
     from blackboard_mcp.settings import Settings

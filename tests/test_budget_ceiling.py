@@ -18,10 +18,10 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import GatewayProcess, agent_token, start_gateway, stop_gateway
+from support import GatewayProcess, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis, TiktokenCounter
+from blackboard_mcp.store import TiktokenCounter
 
 COUNTER = TiktokenCounter()
 HEADERS = {
@@ -93,20 +93,6 @@ def honest(text: str, body: dict[str, Any], budget: int) -> None:
     real = COUNTER.count(text)
     assert body["spent_tokens"] == real, (body["spent_tokens"], real)
     assert real <= budget, (real, budget, text[:300])
-
-
-@pytest.fixture(scope="module")
-def sdk_gateway(
-    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[GatewayProcess]:
-    """A gateway that answers every call through the SDK, not the direct path."""
-    process = start_gateway(
-        redis_server.url,
-        tmp_path_factory.mktemp("sdk-gateway"),
-        extra_env={"BB_DIRECT_TOOL_CALLS": "false"},
-    )
-    yield process
-    stop_gateway(process)
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,7 @@ import pytest
 import redis
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
+from support import GatewayProcess, agent_token, call, mcp_client
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import EmbeddedRedis
@@ -46,19 +45,6 @@ class Exchange:
     headers: list[tuple[str, str]]
     body: bytes
     plain: bool  # built with no deviation at all: must take the direct path
-
-
-@pytest.fixture(scope="module")
-def sdk_gateway(
-    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[GatewayProcess]:
-    process = start_gateway(
-        redis_server.url,
-        tmp_path_factory.mktemp("sdk-gateway"),
-        extra_env={"BB_DIRECT_TOOL_CALLS": "false"},
-    )
-    yield process
-    stop_gateway(process)
 
 
 @pytest.fixture(scope="module")
