@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import base64
 import copy
+import importlib.metadata
+import json
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,9 @@ import kubernetes_validate
 import pytest
 import yaml
 from helm_python import chart
+from helm_python.errors import HelmError
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -29,21 +35,37 @@ DOCKERFILE = DEPLOY / "Dockerfile"
 K8S_VERSION = "1.30"
 UID = 10001
 
+# The least an install must say: where Redis is (the chart has no default for it).
+MINIMAL: dict[str, Any] = {"redis": {"url": "redis://redis.data.svc:6379/0"}}
+
 ALL_OPTIONAL_ON: dict[str, Any] = {
     "networkPolicy": {"enabled": True},
     "serviceMonitor": {"enabled": True},
     "redisStack": {"enabled": True},
     "existingSecret": "bb-managed-secret",
+    "ingress": {
+        "enabled": True,
+        "className": "nginx",
+        "annotations": {"nginx.ingress.kubernetes.io/proxy-buffering": "off"},
+        "hosts": [{"host": "bb.example.org", "paths": [{"path": "/", "pathType": "Prefix"}]}],
+        "tls": [{"secretName": "bb-tls", "hosts": ["bb.example.org"]}],
+    },
 }
 
 VALUE_SETS = {
-    "defaults": {},
+    "defaults-with-a-redis-url": MINIMAL,
     "all-optional-parts-on": ALL_OPTIONAL_ON,
     "redis-stack-with-chart-secret": {"redisStack": {"enabled": True}},
     "fixed-replicas-allowed-hosts": {
+        **MINIMAL,
         "autoscaling": {"enabled": False},
         "replicaCount": 3,
         "gateway": {"allowedHosts": ["bb.example.org"], "extraEnv": {"BB_CAS_MAX_RETRIES": 8}},
+    },
+    "own-service-account-no-spread": {
+        **MINIMAL,
+        "serviceAccount": {"create": False, "name": "bb-runner"},
+        "topologySpreadConstraints": [],
     },
 }
 
@@ -130,7 +152,7 @@ def compose() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def default_docs() -> list[dict[str, Any]]:
-    return render({})
+    return render(MINIMAL)
 
 
 @pytest.fixture(scope="module")
@@ -288,7 +310,7 @@ def test_dockerfile_runs_as_fixed_non_root_uid_with_a_python_healthcheck() -> No
     froms = [args for word, args in steps if word == "FROM"]
     assert len(froms) >= 2, "multi-stage build"
     args = dict(a.split("=", 1) for w, a in steps if w == "ARG" and "=" in a)
-    assert args["PYTHON_IMAGE"] == "python:3.11-slim"
+    assert args["PYTHON_IMAGE"].startswith("python:3.11.")
     users = [args for word, args in steps if word == "USER"]
     assert users, "no USER"
     assert users[-1].split(":")[0] == str(UID)
@@ -298,6 +320,63 @@ def test_dockerfile_runs_as_fixed_non_root_uid_with_a_python_healthcheck() -> No
     assert ("EXPOSE", "8765") in steps
     assert ("ENTRYPOINT", '["blackboard-mcp"]') in steps
     assert steps[-1] == ("CMD", '["serve", "--host", "0.0.0.0", "--port", "8765"]')
+
+
+def test_every_base_image_is_pinned_by_digest() -> None:
+    steps = dockerfile_instructions()
+    args = dict(a.split("=", 1) for w, a in steps if w == "ARG" and "=" in a)
+    for word, rest in steps:
+        if word != "FROM":
+            continue
+        image = rest.split()[0]
+        # ${NAME} refers to a build arg: its default is what an unqualified build uses.
+        image = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], image)
+        assert re.fullmatch(r"[\w./:-]+@sha256:[0-9a-f]{64}", image), image
+
+
+def test_the_image_installs_exact_versions_from_the_committed_constraints() -> None:
+    runs = [args for word, args in dockerfile_instructions() if word == "RUN"]
+    [install] = [r for r in runs if "pip install" in r]
+    assert install.startswith("PIP_CONSTRAINT=/src/constraints.txt "), install
+    copies = [args for word, args in dockerfile_instructions() if word == "COPY"]
+    assert "deploy/constraints.txt ./constraints.txt" in copies
+    assert "!deploy/constraints.txt" in (ROOT / ".dockerignore").read_text().splitlines()
+    assert "--upgrade" not in install, "an unpinned pip upgrade defeats the constraints"
+
+
+def _constraints() -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in (DEPLOY / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, sep, version = line.partition("==")
+        assert sep and version, f"not an exact pin: {line}"
+        pins[canonicalize_name(name)] = version
+    return pins
+
+
+def test_constraints_pin_every_runtime_dependency_within_pyprojects_ranges() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = _constraints()
+    assert "setuptools" in pins, "the isolated build environment is pinned too"
+    for spec in project["dependencies"]:
+        requirement = Requirement(spec)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{name} is not pinned in deploy/constraints.txt"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (spec, pins[name])
+    # The extras stay out of the image.
+    for extra in project["optional-dependencies"].values():
+        for spec in extra:
+            assert canonicalize_name(Requirement(spec).name) not in pins, spec
+
+
+def test_constraints_pin_the_versions_the_tests_run_against() -> None:
+    # A pin that differs from the test environment would ship code nobody ran here.
+    for name, version in _constraints().items():
+        if name == "setuptools":
+            continue
+        assert importlib.metadata.version(name) == version, name
 
 
 def test_dockerfile_installs_the_package_without_the_embedded_redis_extra() -> None:
@@ -357,6 +436,7 @@ def test_default_render_has_hpa_pdb_and_secret_and_no_optional_parts(
         "PodDisruptionBudget",
         "Secret",
         "Service",
+        "ServiceAccount",
     ]
     hpa = only(default_docs, "HorizontalPodAutoscaler")
     assert hpa["apiVersion"] == "autoscaling/v2"
@@ -373,10 +453,12 @@ def test_all_optional_parts_render_when_switched_on(optional_docs: list[dict]) -
     assert kinds(optional_docs) == [
         "Deployment",
         "HorizontalPodAutoscaler",
+        "Ingress",
         "NetworkPolicy",
         "PodDisruptionBudget",
         "Service",
         "Service",
+        "ServiceAccount",
         "ServiceMonitor",
         "StatefulSet",
     ]
@@ -513,7 +595,7 @@ def test_service_monitor_scrapes_metrics_of_the_gateway_service(
 
 
 def test_notes_tell_how_to_issue_the_first_admin_token() -> None:
-    notes = render_notes({})
+    notes = render_notes(MINIMAL)
     assert "kubectl -n agents exec deploy/bb-blackboard-mcp -- \\" in notes
     assert "blackboard-mcp token issue --admin" in notes
 
@@ -521,3 +603,181 @@ def test_notes_tell_how_to_issue_the_first_admin_token() -> None:
 def test_notes_hide_a_password_in_the_redis_url() -> None:
     notes = render_notes({"redis": {"url": "redis://user:hunter2@redis:6379/0"}})
     assert "hunter2" not in notes
+
+
+# ---------------------------------------------------------------- chart conventions
+
+
+def render_error(values: dict[str, Any]) -> str:
+    with pytest.raises(HelmError) as refused:
+        render(values)
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        ({**MINIMAL, "replicaCount": "three"}, "/replicaCount"),
+        ({**MINIMAL, "replicaCount": 0}, "/replicaCount"),
+        ({**MINIMAL, "gateway": {"port": "http"}}, "/gateway/port"),
+        ({**MINIMAL, "gateway": {"logFormat": "xml"}}, "/gateway/logFormat"),
+        ({**MINIMAL, "gateway": {"extraEnv": {"PATH": "/tmp"}}}, "/gateway/extraEnv"),
+        ({**MINIMAL, "autoscaling": {"enabled": "yes"}}, "/autoscaling/enabled"),
+        ({"redis": {"url": "http://redis:6379"}}, "/redis/url"),
+        ({**MINIMAL, "ingress": {"enabled": True, "hosts": [{"host": "a.b"}]}}, "/ingress/hosts/0"),
+    ],
+    ids=["word", "zero", "port", "log-format", "non-bb-env", "bool", "url-scheme", "no-paths"],
+)
+def test_the_values_schema_refuses_a_mistyped_value_naming_its_path(
+    values: dict[str, Any], path: str
+) -> None:
+    message = render_error(values)
+    assert "schema" in message and f"at '{path}'" in message, message
+
+
+def test_the_values_schema_refuses_a_misspelt_key() -> None:
+    message = render_error({**MINIMAL, "replicaCont": 3})
+    assert "replicaCont" in message and "not allowed" in message, message
+    nested = render_error({**MINIMAL, "ingress": {"enable": True}})
+    assert "'enable'" in nested, nested
+
+
+def test_without_a_redis_url_the_render_fails_and_names_the_three_ways_to_give_one() -> None:
+    message = render_error({})
+    assert "redis.url is not set" in message
+    for way in ("redis.url=", "existingSecret", "redisStack.enabled"):
+        assert way in message, message
+    # Each of them is enough.
+    assert render({"existingSecret": "bb-managed"})
+    assert render({"redisStack": {"enabled": True}})
+
+
+def test_the_chart_values_default_to_no_redis_url() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["redis"]["url"] == ""
+
+
+def test_pods_run_as_the_charts_service_account_without_its_token(
+    default_docs: list[dict[str, Any]],
+) -> None:
+    account = only(default_docs, "ServiceAccount")
+    assert account["automountServiceAccountToken"] is False
+    pod = only(default_docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == account["metadata"]["name"] == "bb-blackboard-mcp"
+    assert pod["automountServiceAccountToken"] is False
+
+
+def test_an_existing_service_account_is_used_and_none_is_created() -> None:
+    docs = render(VALUE_SETS["own-service-account-no-spread"])
+    assert "ServiceAccount" not in kinds(docs)
+    pod = only(docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "bb-runner"
+    assert "topologySpreadConstraints" not in pod
+
+
+def test_gateway_pods_spread_across_nodes_by_default(default_docs: list[dict[str, Any]]) -> None:
+    deployment = only(default_docs, "Deployment")
+    [spread] = deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname"
+    assert spread["maxSkew"] == 1
+    # A preference: a one-node cluster still schedules every replica.
+    assert spread["whenUnsatisfiable"] == "ScheduleAnyway"
+    assert spread["labelSelector"] == deployment["spec"]["selector"]
+
+
+def test_a_spread_constraint_keeps_its_own_label_selector() -> None:
+    own = {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["mcp"]}]}
+    docs = render(
+        {
+            **MINIMAL,
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 2,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": own,
+                }
+            ],
+        }
+    )
+    pod = only(docs, "Deployment")["spec"]["template"]["spec"]
+    [spread] = pod["topologySpreadConstraints"]
+    assert spread["labelSelector"] == own
+    assert spread["topologyKey"] == "topology.kubernetes.io/zone"
+
+
+def test_no_ingress_unless_asked(default_docs: list[dict[str, Any]]) -> None:
+    assert "Ingress" not in kinds(default_docs)
+
+
+def test_the_ingress_routes_its_hosts_to_the_gateway_service(optional_docs: list[dict[str, Any]]) -> None:
+    ingress = only(optional_docs, "Ingress")
+    assert ingress["apiVersion"] == "networking.k8s.io/v1"
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    assert ingress["metadata"]["annotations"] == {
+        "nginx.ingress.kubernetes.io/proxy-buffering": "off"
+    }
+    assert ingress["spec"]["tls"] == [{"secretName": "bb-tls", "hosts": ["bb.example.org"]}]
+    [rule] = ingress["spec"]["rules"]
+    assert rule["host"] == "bb.example.org"
+    [path] = rule["http"]["paths"]
+    gateway_service = next(
+        d
+        for d in optional_docs
+        if d["kind"] == "Service"
+        and d["spec"]["selector"].get("app.kubernetes.io/component") == "gateway"
+    )
+    assert path["path"] == "/" and path["pathType"] == "Prefix"
+    assert path["backend"]["service"] == {
+        "name": gateway_service["metadata"]["name"],
+        "port": {"number": gateway_service["spec"]["ports"][0]["port"]},
+    }
+
+
+def _value_paths(values: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted paths of values.yaml's leaves: scalars, lists and empty maps."""
+    paths = []
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            paths.extend(_value_paths(value, path + "."))
+        else:
+            paths.append(path)
+    return paths
+
+
+def _readme_value_rows() -> list[str]:
+    text = (CHART / "README.md").read_text()
+    section = text.split("## Values", 1)[1]
+    return re.findall(r"^\| `([^`]+)` \|", section, re.MULTILINE)
+
+
+def test_the_chart_readme_documents_every_value_and_no_other() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    rows = _readme_value_rows()
+    assert len(rows) == len(set(rows)), "a value documented twice"
+    # A row documents a key and everything under it (``resources`` covers its requests).
+    undocumented = [
+        path
+        for path in _value_paths(values)
+        if not any(path == row or path.startswith(row + ".") for row in rows)
+    ]
+    assert not undocumented, f"values.yaml keys missing from the chart README: {undocumented}"
+    leaves_and_parents = set(_value_paths(values))
+    leaves_and_parents |= {p.rsplit(".", n)[0] for p in leaves_and_parents for n in range(1, 4)}
+    stale = [row for row in rows if row not in leaves_and_parents]
+    assert not stale, f"the chart README documents keys values.yaml lacks: {stale}"
+
+
+def test_the_values_schema_knows_every_key_of_values_yaml() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    for path in _value_paths(values):
+        node = schema
+        for part in path.split("."):
+            if part in node.get("properties", {}):
+                node = node["properties"][part]
+                continue
+            # A map whose keys are the operator's (resources, annotations) types its entries.
+            assert isinstance(node.get("additionalProperties"), dict), f"{path}: not in the schema"
+            node = node["additionalProperties"]

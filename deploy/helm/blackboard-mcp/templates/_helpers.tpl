@@ -52,12 +52,25 @@ app.kubernetes.io/component: redis
 {{- default (include "blackboard-mcp.fullname" .) .Values.existingSecret }}
 {{- end }}
 
-{{/* The Redis URL the chart writes into its Secret. */}}
+{{/* The Redis URL the chart writes into its Secret. Empty when existingSecret holds it. A
+chart that rendered with no Redis of its own would deploy gateways that crash-loop on their
+readiness probe, so a missing URL fails the render instead, naming the three ways to give one. */}}
 {{- define "blackboard-mcp.redisUrl" -}}
 {{- if .Values.redisStack.enabled }}
 {{- printf "redis://%s:6379/0" (include "blackboard-mcp.redisName" .) }}
+{{- else if .Values.redis.url }}
+{{- .Values.redis.url }}
+{{- else if not .Values.existingSecret }}
+{{- fail "redis.url is not set: give the URL of a Redis with the query engine (--set redis.url=redis://host:6379/0), or set existingSecret to a Secret holding it, or set redisStack.enabled=true for an in-cluster one" }}
+{{- end }}
+{{- end }}
+
+{{/* The ServiceAccount the gateway pods run as. */}}
+{{- define "blackboard-mcp.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "blackboard-mcp.fullname" .) .Values.serviceAccount.name }}
 {{- else }}
-{{- required "redis.url is required (or set redisStack.enabled or existingSecret)" .Values.redis.url }}
+{{- default "default" .Values.serviceAccount.name }}
 {{- end }}
 {{- end }}
 
