@@ -710,7 +710,9 @@ def test_no_ingress_unless_asked(default_docs: list[dict[str, Any]]) -> None:
     assert "Ingress" not in kinds(default_docs)
 
 
-def test_the_ingress_routes_its_hosts_to_the_gateway_service(optional_docs: list[dict[str, Any]]) -> None:
+def test_the_ingress_routes_its_hosts_to_the_gateway_service(
+    optional_docs: list[dict[str, Any]],
+) -> None:
     ingress = only(optional_docs, "Ingress")
     assert ingress["apiVersion"] == "networking.k8s.io/v1"
     assert ingress["spec"]["ingressClassName"] == "nginx"
