@@ -244,6 +244,7 @@ def test_claude_code_add_then_get_reports_the_gateway_connected(
     tmp_path: Path,
 ) -> None:
     entry = readme_entry("Claude Code")
+    assert f"Claude Code {_locked_versions()['@anthropic-ai/claude-code']}" in entry
     [add] = command_lines(entry, "claude mcp add")
     [get] = command_lines(entry, "claude mcp get")
     # Claude Code keeps its config under HOME; a fresh one per test, and nothing phones home.
