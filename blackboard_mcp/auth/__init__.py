@@ -9,6 +9,7 @@ from ._errors import (
     Forbidden,
     GrantExceedsIssuer,
     InvalidScope,
+    KeysUnavailable,
     MissingCapability,
     MissingMemoryGrant,
     MissingSecret,
@@ -23,7 +24,9 @@ from ._errors import (
     UnknownKey,
     WrongWorkspace,
 )
+from ._external import ExternalTokens, external_tokens_from_settings
 from ._grants import Grant
+from ._jwks import KeySource
 from ._keys import (
     SigningKey,
     VerificationKeys,
@@ -32,6 +35,7 @@ from ._keys import (
     keys_from_settings,
 )
 from ._names import SUBJECT_PATTERN, is_subject, is_token_id, is_workspace
+from ._oauth_scopes import check_scope
 from ._revocations import NoRevocations, RevocationList, Revoker
 from ._scopes import check_pattern, pattern_covers, topic_matches
 from ._secrets import SecretResolver, SecretValue
@@ -55,10 +59,13 @@ __all__ = [
     "BatchAuditSink",
     "Contract",
     "ContractError",
+    "ExternalTokens",
     "Forbidden",
     "Grant",
     "GrantExceedsIssuer",
     "InvalidScope",
+    "KeySource",
+    "KeysUnavailable",
     "Manifest",
     "MissingCapability",
     "MissingMemoryGrant",
@@ -84,6 +91,8 @@ __all__ = [
     "VerificationKeys",
     "WrongWorkspace",
     "check_pattern",
+    "check_scope",
+    "external_tokens_from_settings",
     "generate_ed25519_keypair",
     "generate_hs_secret_file",
     "is_subject",
