@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     # Audiences accepted besides the resource identifier, e.g. the client id that
     # Entra ID puts in the `aud` of its v2 access tokens.
     oauth_audience: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # The claim that names the agent (its subject in grants, audit and revocation): `sub`,
+    # or e.g. `oid` for Entra ID, whose `sub` may start with `-` or `_`.
+    oauth_subject_claim: str = Field(default="sub", min_length=1)
     # What the metadata document advertises, so a client knows what to ask the IdP for.
     oauth_scopes_supported: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["bb:read:*", "bb:write:*"]

@@ -35,7 +35,6 @@ from ._keys import (
     keys_from_settings,
 )
 from ._names import SUBJECT_PATTERN, is_subject, is_token_id, is_workspace
-from ._oauth_scopes import check_scope
 from ._revocations import NoRevocations, RevocationList, Revoker
 from ._scopes import check_pattern, pattern_covers, topic_matches
 from ._secrets import SecretResolver, SecretValue
@@ -91,7 +90,6 @@ __all__ = [
     "VerificationKeys",
     "WrongWorkspace",
     "check_pattern",
-    "check_scope",
     "external_tokens_from_settings",
     "generate_ed25519_keypair",
     "generate_hs_secret_file",

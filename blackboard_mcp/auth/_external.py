@@ -22,7 +22,8 @@ from ._grants import Grant
 from ._jwks import KeySource, algorithms_for
 from ._oauth_scopes import grant_from_scopes
 
-REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud", "sub"]
+# With the subject claim (BB_OAUTH_SUBJECT_CLAIM), checked when the grant is made.
+REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud"]
 
 
 class ExternalTokens:
@@ -33,6 +34,7 @@ class ExternalTokens:
         audiences: Sequence[str],
         leeway: int,
         max_ttl_seconds: int,
+        subject_claim: str = "sub",
     ) -> None:
         if not audiences:
             raise ValueError("external tokens need an audience to be checked against")
@@ -40,6 +42,7 @@ class ExternalTokens:
         self._audiences = list(audiences)
         self._leeway = leeway
         self._max_ttl = max_ttl_seconds
+        self._subject_claim = subject_claim
 
     def is_external(self, token: str) -> bool:
         """Whether the token claims to come from one of the configured issuers (unverified)."""
@@ -83,7 +86,9 @@ class ExternalTokens:
         for name in ("iat", "exp"):
             if not isinstance(claims[name], int | float) or isinstance(claims[name], bool):
                 raise TokenInvalid(f"claim {name} must be a number")
-        grant = grant_from_scopes(claims, token_id=token_id_of(claims, token))
+        grant = grant_from_scopes(
+            claims, token_id=token_id_of(claims, token), subject_claim=self._subject_claim
+        )
         # Held to the board's own rule: a revocation is kept for the longest lifetime.
         if grant.expires_at - grant.issued_at > self._max_ttl:
             raise TokenInvalid("the token's lifetime exceeds the board's maximum")
@@ -119,6 +124,7 @@ def external_tokens_from_settings(settings: Settings, *, resource: str) -> Exter
         audiences=[resource, *settings.oauth_audience],
         leeway=settings.jwt_leeway_seconds,
         max_ttl_seconds=settings.max_token_ttl,
+        subject_claim=settings.oauth_subject_claim,
     )
 
 

@@ -59,14 +59,6 @@ class ScopeGrant:
             )
 
 
-def check_scope(scope: str) -> str:
-    """Refuse a malformed ``bb:`` scope (for the settings that advertise scopes)."""
-    if not scope.startswith(PREFIX):
-        raise TokenInvalid(f"scope {scope!r} does not start with {PREFIX}")
-    ScopeGrant().add(scope)
-    return scope
-
-
 def scopes_of(claims: dict[str, Any]) -> list[str]:
     """Every scope the token carries, from whichever claims its IdP uses."""
     found: list[str] = []
@@ -84,13 +76,15 @@ def scopes_of(claims: dict[str, Any]) -> list[str]:
     return found
 
 
-def grant_from_scopes(claims: dict[str, Any], *, token_id: str) -> Grant:
+def grant_from_scopes(
+    claims: dict[str, Any], *, token_id: str, subject_claim: str = "sub"
+) -> Grant:
     """The Grant of an external token whose signature and registered claims already hold."""
-    subject = claims.get("sub")
+    subject = claims.get(subject_claim)
     if not is_subject(subject):
         raise TokenInvalid(
-            "the token's subject is not a valid name (1-128 of A-Z a-z 0-9 . _ @ -, "
-            "starting with a letter or digit)"
+            f"the token's subject ({subject_claim}) is missing or not a valid name (1-128 of "
+            "A-Z a-z 0-9 . _ @ -, starting with a letter or digit)"
         )
     if not is_token_id(token_id):
         raise TokenInvalid("the token's id (jti) is not 1-128 printable characters")
