@@ -125,9 +125,10 @@ class KeySource:
             )
         except Exception as exc:  # any failure: keep the keys we have, if any
             log.warning(
-                "could not fetch the signing keys of %s: %s",
+                "could not fetch the signing keys of %s: %s: %s",
                 self._jwks_url or self._issuer,
                 exc.__class__.__name__,
+                str(exc)[:200],
             )
             return
         self._keys = keys
