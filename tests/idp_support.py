@@ -48,11 +48,21 @@ class FakeIdP:
     keys: dict[str, SigningKey] = field(default_factory=dict)
     jwks_fetches: int = 0
     server: ThreadingHTTPServer | None = None
+    # An issuer with a path (Keycloak's /realms/NAME) publishes OpenID Connect metadata
+    # under it; one without, RFC 8414 metadata at the root.
+    issuer_path: str = ""
+    # What the metadata says the issuer is, when it should lie.
+    announced_issuer: str | None = None
+    extra_jwks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def origin(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     @property
     def issuer(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return self.origin + self.issuer_path
 
     def add_rsa(self, kid: str, *, published: bool = True) -> SigningKey:
         private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -66,7 +76,7 @@ class FakeIdP:
         return key
 
     def jwks(self) -> dict[str, Any]:
-        return {"keys": [k.jwk() for k in self.keys.values() if k.published]}
+        return {"keys": [*self.extra_jwks, *(k.jwk() for k in self.keys.values() if k.published)]}
 
     def token(
         self,
@@ -113,6 +123,11 @@ class FakeIdP:
             signing_input.decode() + "." + base64.urlsafe_b64encode(signature).decode().rstrip("=")
         )
 
+    def metadata_path(self) -> str:
+        if self.issuer_path:
+            return self.issuer_path + "/.well-known/openid-configuration"
+        return "/.well-known/oauth-authorization-server"
+
     def start(self) -> None:
         idp = self
 
@@ -121,10 +136,10 @@ class FakeIdP:
                 if self.path == "/jwks":
                     idp.jwks_fetches += 1
                     body = idp.jwks()
-                elif self.path == "/.well-known/oauth-authorization-server":
+                elif self.path == idp.metadata_path():
                     body = {
-                        "issuer": idp.issuer,
-                        "jwks_uri": idp.issuer + "/jwks",
+                        "issuer": idp.announced_issuer or idp.issuer,
+                        "jwks_uri": idp.origin + "/jwks",
                         "authorization_endpoint": idp.issuer + "/authorize",
                         "token_endpoint": idp.issuer + "/token",
                         "response_types_supported": ["code"],
