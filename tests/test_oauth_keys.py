@@ -3,6 +3,9 @@ the IdP is down, and never a symmetric or encryption key (a real IdP over HTTP).
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -82,3 +85,32 @@ async def test_an_idp_never_reached_is_unavailable_not_unknown() -> None:
     source = KeySource(jwks_url=f"http://127.0.0.1:{free_port()}/jwks", timeout_seconds=1)
     with pytest.raises(KeysUnavailable):
         await source.key("rsa-1")
+
+
+async def test_a_hanging_idp_neither_hangs_the_call_nor_blocks_the_event_loop() -> None:
+    # Accepts connections and never answers.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    try:
+        port = listener.getsockname()[1]
+        source = KeySource(jwks_url=f"http://127.0.0.1:{port}/jwks", timeout_seconds=0.5)
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        running = asyncio.create_task(ticker())
+        started = time.monotonic()
+        with pytest.raises(KeysUnavailable):
+            await source.key("rsa-1")
+        waited = time.monotonic() - started
+        running.cancel()
+        assert 0.4 < waited < 3, waited
+        # The loop kept turning while the fetch waited on its worker thread.
+        assert ticks >= waited / 0.01 / 3, (ticks, waited)
+    finally:
+        listener.close()
