@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 def default_data_dir() -> Path:
@@ -57,6 +59,33 @@ class Settings(BaseSettings):
     max_token_ttl: int = Field(default=90 * 86400, gt=0)
     secrets_dir: Path | None = None
 
+    # OAuth 2.1 resource server (auth/_external.py, gateway/_resource.py). The externally
+    # visible base URL: the resource identifier is <public_url>/mcp, the audience external
+    # tokens must carry. Required once an external issuer is set, so that no Host header
+    # can choose which audience this board accepts.
+    public_url: str | None = None
+    # Issuers whose tokens are accepted besides the board's own, by exact `iss`; one, or
+    # several separated by commas or spaces (or a JSON list).
+    oauth_issuer: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Their keys; unset, each issuer's own metadata names its jwks_uri.
+    oauth_jwks_url: str | None = None
+    # Audiences accepted besides the resource identifier, e.g. the client id that
+    # Entra ID puts in the `aud` of its v2 access tokens.
+    oauth_audience: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # The claim that names the agent (its subject in grants, audit and revocation): `sub`,
+    # or e.g. `oid` for Entra ID, whose `sub` may start with `-` or `_`.
+    oauth_subject_claim: str = Field(default="sub", min_length=1)
+    # What the metadata document advertises, so a client knows what to ask the IdP for.
+    oauth_scopes_supported: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["bb:read:*", "bb:write:*"]
+    )
+    # A key or metadata fetch gets this long; a verification waits no longer for keys.
+    oauth_fetch_timeout_seconds: float = Field(default=5.0, gt=0)
+    # Keys are fetched again after this long, or sooner for a token with an unknown kid,
+    # but never twice within oauth_refetch_seconds.
+    oauth_jwks_cache_seconds: int = Field(default=300, ge=1)
+    oauth_refetch_seconds: float = Field(default=30.0, ge=0)
+
     # Gateway
     host: str = "127.0.0.1"
     port: int = 8765
@@ -82,3 +111,41 @@ class Settings(BaseSettings):
     allowed_hosts: list[str] = Field(default_factory=list)
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"
+
+    @field_validator("oauth_issuer", "oauth_audience", "oauth_scopes_supported", mode="before")
+    @classmethod
+    def _word_list(cls, value: object) -> object:
+        """A JSON list, or words separated by commas or whitespace."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [part for part in text.replace(",", " ").split() if part]
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("https", "http") or not parts.netloc:
+            raise ValueError("must be an absolute http(s) URL such as https://board.example.com")
+        if parts.query or parts.fragment or "@" in parts.netloc:
+            raise ValueError("must have no query, fragment or user part")
+        return value.strip().rstrip("/")
+
+    @field_validator("oauth_issuer")
+    @classmethod
+    def _issuers_need_public_url(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if value and not info.data.get("public_url"):
+            raise ValueError(
+                "BB_PUBLIC_URL is required with an external issuer: it fixes the audience "
+                "(<BB_PUBLIC_URL>/mcp) that external tokens must carry"
+            )
+        for issuer in value:
+            if urlsplit(issuer).scheme not in ("https", "http"):
+                raise ValueError(f"issuer {issuer!r} is not an http(s) URL")
+        if info.data.get("jwt_issuer") in value:
+            raise ValueError("an external issuer cannot be the board's own (BB_JWT_ISSUER)")
+        return value

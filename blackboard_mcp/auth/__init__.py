@@ -9,6 +9,7 @@ from ._errors import (
     Forbidden,
     GrantExceedsIssuer,
     InvalidScope,
+    KeysUnavailable,
     MissingCapability,
     MissingMemoryGrant,
     MissingSecret,
@@ -23,7 +24,9 @@ from ._errors import (
     UnknownKey,
     WrongWorkspace,
 )
+from ._external import ExternalTokens, external_tokens_from_settings
 from ._grants import Grant
+from ._jwks import KeySource
 from ._keys import (
     SigningKey,
     VerificationKeys,
@@ -55,10 +58,13 @@ __all__ = [
     "BatchAuditSink",
     "Contract",
     "ContractError",
+    "ExternalTokens",
     "Forbidden",
     "Grant",
     "GrantExceedsIssuer",
     "InvalidScope",
+    "KeySource",
+    "KeysUnavailable",
     "Manifest",
     "MissingCapability",
     "MissingMemoryGrant",
@@ -84,6 +90,7 @@ __all__ = [
     "VerificationKeys",
     "WrongWorkspace",
     "check_pattern",
+    "external_tokens_from_settings",
     "generate_ed25519_keypair",
     "generate_hs_secret_file",
     "is_subject",

@@ -44,6 +44,13 @@ class UnknownKey(Unauthenticated):
     """The token names a key id this gateway does not hold."""
 
 
+class KeysUnavailable(AuthError):
+    """An external issuer's signing keys could not be fetched, so no verdict is possible."""
+
+    code = "unavailable"
+    hint = "the identity provider's keys could not be fetched; retry in a moment"
+
+
 class Forbidden(AuthError):
     """The token is valid but does not grant this call."""
 

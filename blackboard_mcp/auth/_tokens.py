@@ -17,7 +17,9 @@ from ._errors import (
     TokenExpired,
     TokenInvalid,
     TokenNotYetValid,
+    TokenRevoked,
 )
+from ._external import ExternalTokens
 from ._grants import Grant
 from ._keys import SigningKey, VerificationKeys
 from ._names import is_subject, is_token_id, is_workspace
@@ -119,8 +121,11 @@ class TokenVerifier:
         revocations: RevocationList,
         cache_size: int = 4096,
         max_ttl_seconds: int = DEFAULT_MAX_TOKEN_TTL,
+        external: ExternalTokens | None = None,
     ) -> None:
         self._keys = keys
+        # Tokens of external identity providers, told apart by their `iss`.
+        self._external = external
         self._issuer = issuer
         self._audience = audience
         self._leeway = leeway
@@ -133,14 +138,38 @@ class TokenVerifier:
         self._verified: OrderedDict[str, Grant] = OrderedDict()
 
     def decode(self, token: str) -> Grant:
-        """Signature and claims only (no I/O)."""
+        """Signature and claims of one of the board's own tokens only (no I/O)."""
+        grant = self._cached(token)
+        if grant is None:
+            grant = self._remember(token, self._decode_uncached(token))
+        return grant
+
+    async def check(self, token: str) -> Grant:
+        """Signature and claims of a token from any accepted issuer, without revocation.
+
+        An external issuer's keys may have to be fetched first; see ``_jwks``.
+        """
+        grant = self._cached(token)
+        if grant is None:
+            if len(token) > MAX_TOKEN_CHARS:
+                raise TokenInvalid("the token is too long")
+            if self._external is not None and self._external.is_external(token):
+                grant = await self._external.decode(token)
+            else:
+                grant = self._decode_uncached(token)
+            self._remember(token, grant)
+        return grant
+
+    def _cached(self, token: str) -> Grant | None:
         grant = self._verified.get(token)
         if grant is not None:
             if time.time() <= grant.expires_at + self._leeway:
                 self._verified.move_to_end(token)
                 return grant
             del self._verified[token]
-        grant = self._decode_uncached(token)
+        return None
+
+    def _remember(self, token: str, grant: Grant) -> Grant:
         if self._cache_size > 0:
             self._verified[token] = grant
             if len(self._verified) > self._cache_size:
@@ -180,10 +209,8 @@ class TokenVerifier:
         return grant
 
     async def verify(self, token: str) -> Grant:
-        grant = self.decode(token)
+        grant = await self.check(token)
         if await self._revocations.is_revoked(grant):
-            from ._errors import TokenRevoked
-
             raise TokenRevoked("this token has been revoked")
         return grant
 

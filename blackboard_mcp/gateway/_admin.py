@@ -19,6 +19,7 @@ from blackboard_mcp.auth import (
     AuditRecord,
     AuditSink,
     Grant,
+    NotAdmin,
     RevocationList,
     Revoker,
     TokenExpired,
@@ -32,6 +33,7 @@ from blackboard_mcp.auth import (
 
 from ._admin_bodies import InvalidRevokeBody, IssueBody, RevokeBody, parse_body
 from ._errors import GatewayError, tool_error
+from ._resource import ProtectedResource
 
 _STATUS = {
     "invalid_argument": 400,
@@ -55,15 +57,40 @@ class NoSigningKey(GatewayError):
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _answering_errors(handler: Handler) -> Handler:
+def _answering_errors(handler: Handler, resource: ProtectedResource) -> Handler:
     async def endpoint(request: Request) -> Response:
         try:
             return await handler(request)
         except Exception as exc:  # every failure is answered in the error shape
             body = tool_error(exc, "admin")
-            return JSONResponse(body, status_code=_STATUS.get(body["error"]["code"], 500))
+            status = _STATUS.get(body["error"]["code"], 500)
+            return JSONResponse(
+                body, status_code=status, headers=_challenge(resource, request, exc)
+            )
 
     return endpoint
+
+
+def _challenge(resource: ProtectedResource, request: Request, exc: Exception) -> dict[str, str]:
+    """RFC 6750 section 3: a 401 says how to authenticate, a 403 for want of the admin
+    capability says which scope (``bb:admin``) a token needs."""
+    if isinstance(exc, Unauthenticated):
+        sent = request.headers.get("authorization") is not None
+        value = resource.challenge(
+            request.scope,
+            error="invalid_token" if sent else None,
+            description=exc.message if sent else None,
+        )
+    elif isinstance(exc, NotAdmin):
+        value = resource.challenge(
+            request.scope,
+            error="insufficient_scope",
+            description=exc.message,
+            needed_scope="bb:admin",
+        )
+    else:
+        return {}
+    return {"www-authenticate": value}
 
 
 def admin_routes(
@@ -73,6 +100,7 @@ def admin_routes(
     revoker: Revoker,
     issuer: TokenIssuer | None,
     audit: AuditSink,
+    resource: ProtectedResource,
 ) -> list[Route]:
     async def authenticate(request: Request) -> Grant:
         header = request.headers.get("authorization", "")
@@ -108,7 +136,7 @@ def admin_routes(
         body = await parse_body(request, RevokeBody)
         if body.token is not None:
             try:
-                presented = verifier.decode(body.token)
+                presented = await verifier.check(body.token)
             except TokenExpired:
                 raise InvalidRevokeBody(
                     "the token to revoke has expired already: no gateway accepts it"
@@ -125,8 +153,8 @@ def admin_routes(
         return JSONResponse({"revoked": target, "workspace": admin.workspace})
 
     return [
-        Route("/admin/tokens", _answering_errors(issue), methods=["POST"]),
-        Route("/admin/revoke", _answering_errors(revoke), methods=["POST"]),
+        Route("/admin/tokens", _answering_errors(issue, resource), methods=["POST"]),
+        Route("/admin/revoke", _answering_errors(revoke, resource), methods=["POST"]),
     ]
 
 

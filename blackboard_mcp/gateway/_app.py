@@ -36,6 +36,7 @@ from ._direct import DirectToolCalls
 from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
+from ._resource import ProtectedResource
 from ._tools import HANDLERS
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,19 @@ def _transport_security(settings: Settings) -> TransportSecuritySettings:
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
+def protected_resource(
+    settings: Settings, security: TransportSecuritySettings
+) -> ProtectedResource:
+    # Without BB_PUBLIC_URL, only a Host the rebinding check vouches for may name the board.
+    hosts = security.allowed_hosts if security.enable_dns_rebinding_protection else []
+    return ProtectedResource(
+        public_url=settings.public_url,
+        allowed_hosts=hosts,
+        authorization_servers=settings.oauth_issuer,
+        scopes_supported=settings.oauth_scopes_supported,
+    )
+
+
 def create_app(parts: GatewayParts) -> Starlette:
     settings = parts.settings
     manifest = Manifest(load_board_contract())
@@ -93,6 +107,7 @@ def create_app(parts: GatewayParts) -> Starlette:
     )
     server = build_mcp_server(caller)
     security = _transport_security(settings)
+    resource = protected_resource(settings, security)
     sessions = StreamableHTTPSessionManager(
         app=server,
         json_response=True,
@@ -107,7 +122,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         )
     mcp_app = PostOnly(
         BodyLimit(
-            BearerAuth(protocol_app, verifier=parts.verifier, realm="blackboard-mcp"),
+            BearerAuth(protocol_app, verifier=parts.verifier, resource=resource),
             max_bytes=settings.max_request_bytes,
         )
     )
@@ -145,6 +160,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         Route("/metrics", metrics_endpoint),
         # /mcp and /mcp/ are taken by McpEndpointFirst before routing; anything below them.
         Mount("/mcp", app=mcp_app),
+        *resource.routes(),
         *admin_routes(
             verifier=parts.verifier,
             revocations=parts.revocations,
@@ -155,6 +171,7 @@ def create_app(parts: GatewayParts) -> Starlette:
             ),
             issuer=parts.issuer,
             audit=parts.audit,
+            resource=resource,
         ),
     ]
     return Starlette(

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from blackboard_mcp.auth import AuthError, TokenVerifier
 
 from ._context import current_grant, current_request_id
+from ._resource import ProtectedResource
 
 log = logging.getLogger(__name__)
 
@@ -137,12 +138,18 @@ def _too_large(limit: int) -> dict[str, Any]:
 
 
 class BearerAuth:
-    """Verify the caller's JWT once per request and make its grant visible to the tools."""
+    """Verify the caller's JWT once per request and make its grant visible to the tools.
 
-    def __init__(self, app: ASGIApp, *, verifier: TokenVerifier, realm: str) -> None:
+    A refusal is a 401 whose challenge names the resource metadata (RFC 9728 section 5.1),
+    so a client can find the identity provider to get a token from; a token that cannot
+    be judged because its issuer's keys are out of reach is a 503, not a 401, since
+    asking the user to sign in again would not help.
+    """
+
+    def __init__(self, app: ASGIApp, *, verifier: TokenVerifier, resource: ProtectedResource):
         self.app = app
         self.verifier = verifier
-        self.realm = realm
+        self.resource = resource
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -156,16 +163,23 @@ class BearerAuth:
                 send,
                 "unauthenticated",
                 "an access token is required",
-                f'Bearer realm="{self.realm}"',
+                self.resource.challenge(scope),
             )
             return
         try:
             grant = await self.verifier.verify(token)
         except AuthError as exc:
             log.info("refused token for request %s: %s", request_id, exc.code)
-            await self._refuse(
-                send, exc.code, str(exc), f'Bearer realm="{self.realm}", error="invalid_token"'
-            )
+            if exc.code == "unavailable":
+                await _send_json(
+                    send,
+                    503,
+                    {"error": {"code": exc.code, "message": str(exc), "hint": exc.hint}},
+                    [(b"retry-after", b"5")],
+                )
+                return
+            challenge = self.resource.challenge(scope, error="invalid_token", description=str(exc))
+            await self._refuse(send, exc.code, str(exc), challenge)
             return
         reset = current_grant.set(grant)
         try:
@@ -182,10 +196,10 @@ class BearerAuth:
                     "code": "unauthenticated",
                     "reason": code,
                     "message": message,
-                    "hint": "ask the board's admin for a valid token",
+                    "hint": "ask the board's admin or your identity provider for a valid token",
                 }
             },
-            [(b"www-authenticate", challenge.encode())],
+            [(b"www-authenticate", challenge.encode("latin-1"))],
         )
 
 

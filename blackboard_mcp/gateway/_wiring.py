@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from starlette.applications import Starlette
 
-from blackboard_mcp.auth import NoRevocations, TokenIssuer, TokenVerifier, keys_from_settings
+from blackboard_mcp.auth import (
+    NoRevocations,
+    TokenIssuer,
+    TokenVerifier,
+    external_tokens_from_settings,
+    keys_from_settings,
+)
 from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import (
     Board,
@@ -16,6 +22,7 @@ from blackboard_mcp.store import (
 
 from ._app import GatewayParts, create_app
 from ._logs import configure_logging
+from ._resource import MCP_PATH
 
 
 def board_limits(settings: Settings) -> BoardLimits:
@@ -52,6 +59,10 @@ def build_parts(settings: Settings) -> GatewayParts:
         leeway=settings.jwt_leeway_seconds,
         revocations=NoRevocations(),
         max_ttl_seconds=settings.max_token_ttl,
+        # Settings refuse an external issuer without BB_PUBLIC_URL: the audience is fixed.
+        external=external_tokens_from_settings(
+            settings, resource=f"{settings.public_url}{MCP_PATH}"
+        ),
     )
     issuer = (
         TokenIssuer(

@@ -24,6 +24,7 @@ class Mutation:
 _ACCESS = ("tests/test_access.py",)
 _GATEWAY = ("tests/test_gateway_e2e.py", "tests/test_direct_calls.py", "tests/test_properties.py")
 _CAS = ("tests/test_cas.py", "tests/test_concurrent_writers.py", "tests/test_multiprocess_cas.py")
+_OAUTH = ("tests/test_oauth_scopes.py", "tests/test_oauth_resource_server.py")
 _BUDGET = (
     "tests/test_budget_ceiling.py",
     "tests/test_token_accounting.py",
@@ -211,5 +212,37 @@ MUTATIONS: tuple[Mutation, ...] = (
         original="@topic:{{{topic_filter}}} ({words})",
         replacement="({words})",
         tests=("tests/test_search.py", "tests/test_properties.py"),
+    ),
+    Mutation(
+        name="external-audience-widened",
+        why="a token the IdP issued for another API is accepted here",
+        path="blackboard_mcp/auth/_external.py",
+        original="audience=self._audiences,",
+        replacement='audience=[*self._audiences, "https://other.test/mcp"],',
+        tests=_OAUTH,
+    ),
+    Mutation(
+        name="external-several-workspaces",
+        why="an external token with several bb:ws: scopes picks one of them",
+        path="blackboard_mcp/auth/_oauth_scopes.py",
+        original="if len(scopes.workspaces) != 1:",
+        replacement="if not scopes.workspaces:",
+        tests=_OAUTH,
+    ),
+    Mutation(
+        name="jwks-refetch-unbounded",
+        why="tokens with made-up key ids make the gateway fetch the IdP's keys on every call",
+        path="blackboard_mcp/auth/_jwks.py",
+        original="if now - self._attempted_at < self._refetch_seconds:",
+        replacement="if False:",
+        tests=("tests/test_oauth_resource_server.py",),
+    ),
+    Mutation(
+        name="metadata-from-any-host",
+        why="a forged Host header puts an attacker's URL into the metadata and the challenges",
+        path="blackboard_mcp/gateway/_resource.py",
+        original="if host is None or not self._host_allowed(host):",
+        replacement="if host is None:",
+        tests=("tests/test_oauth_resource_server.py",),
     ),
 )

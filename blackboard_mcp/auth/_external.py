@@ -1,0 +1,137 @@
+"""Access tokens from external identity providers (OAuth 2.1, the MCP authorization spec).
+
+A token is external when its ``iss`` is one of the configured issuers; everything else is
+left to the board's own verifier. An external token must be signed with an asymmetric key
+from its issuer's key set, name this board's resource identifier (or another configured
+audience) in ``aud``, and carry exactly one ``bb:ws:`` scope; its grant comes from its
+scopes (see ``_oauth_scopes``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jwt
+
+from blackboard_mcp.settings import Settings
+
+from ._errors import TokenExpired, TokenInvalid, TokenNotYetValid
+from ._grants import Grant
+from ._jwks import KeySource, algorithms_for
+from ._oauth_scopes import grant_from_scopes
+
+# With the subject claim (BB_OAUTH_SUBJECT_CLAIM), checked when the grant is made.
+REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud"]
+
+
+class ExternalTokens:
+    def __init__(
+        self,
+        *,
+        sources: Mapping[str, KeySource],
+        audiences: Sequence[str],
+        leeway: int,
+        max_ttl_seconds: int,
+        subject_claim: str = "sub",
+    ) -> None:
+        if not audiences:
+            raise ValueError("external tokens need an audience to be checked against")
+        self._sources = dict(sources)
+        self._audiences = list(audiences)
+        self._leeway = leeway
+        self._max_ttl = max_ttl_seconds
+        self._subject_claim = subject_claim
+
+    def is_external(self, token: str) -> bool:
+        """Whether the token claims to come from one of the configured issuers (unverified)."""
+        try:
+            claims = jwt.decode(token, options={"verify_signature": False})
+        except jwt.PyJWTError:
+            return False
+        return isinstance(claims.get("iss"), str) and claims["iss"] in self._sources
+
+    async def decode(self, token: str) -> Grant:
+        """Signature, registered claims and scopes; raises an Unauthenticated on any doubt."""
+        try:
+            header = jwt.get_unverified_header(token)
+            issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
+        except jwt.PyJWTError as exc:
+            raise TokenInvalid("the token is not a JWT") from exc
+        source = self._sources.get(issuer) if isinstance(issuer, str) else None
+        if source is None:
+            raise TokenInvalid("the token's issuer is not one this board accepts")
+        kid = header.get("kid")
+        key = await source.key(kid if isinstance(kid, str) else None)
+        try:
+            # The algorithms come from the key, never from the token's header.
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key.key,
+                algorithms=algorithms_for(key),
+                audience=self._audiences,
+                issuer=issuer,
+                leeway=self._leeway,
+                options={"require": REQUIRED_CLAIMS},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise TokenExpired("the token has expired") from exc
+        except jwt.ImmatureSignatureError as exc:
+            raise TokenNotYetValid("the token is not valid yet") from exc
+        except jwt.InvalidAudienceError as exc:
+            raise TokenInvalid("the token was not issued for this board (aud)") from exc
+        except jwt.PyJWTError as exc:
+            raise TokenInvalid(f"the token was refused: {exc.__class__.__name__}") from exc
+        for name in ("iat", "exp"):
+            if not isinstance(claims[name], int | float) or isinstance(claims[name], bool):
+                raise TokenInvalid(f"claim {name} must be a number")
+        grant = grant_from_scopes(
+            claims, token_id=token_id_of(claims, token), subject_claim=self._subject_claim
+        )
+        # Held to the board's own rule: a revocation is kept for the longest lifetime.
+        if grant.expires_at - grant.issued_at > self._max_ttl:
+            raise TokenInvalid("the token's lifetime exceeds the board's maximum")
+        return grant
+
+
+def token_id_of(claims: Mapping[str, Any], token: str) -> str:
+    """``jti``; else Entra ID's ``uti``; else a digest of the token, so revoking it by
+    presenting it still works."""
+    for name in ("jti", "uti"):
+        value = claims.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return "sha256-" + hashlib.sha256(token.encode()).hexdigest()[:40]
+
+
+def external_tokens_from_settings(settings: Settings, *, resource: str) -> ExternalTokens | None:
+    """The external issuers of the settings, or None when there are none.
+
+    ``resource`` is this board's resource identifier, the audience every external token
+    must name (besides any ``BB_OAUTH_AUDIENCE``).
+    """
+    if not settings.oauth_issuer:
+        return None
+    shared = (
+        _source(settings, jwks_url=settings.oauth_jwks_url) if settings.oauth_jwks_url else None
+    )
+    sources = {
+        issuer: shared or _source(settings, issuer=issuer) for issuer in settings.oauth_issuer
+    }
+    return ExternalTokens(
+        sources=sources,
+        audiences=[resource, *settings.oauth_audience],
+        leeway=settings.jwt_leeway_seconds,
+        max_ttl_seconds=settings.max_token_ttl,
+        subject_claim=settings.oauth_subject_claim,
+    )
+
+
+def _source(settings: Settings, **where: str) -> KeySource:
+    return KeySource(
+        timeout_seconds=settings.oauth_fetch_timeout_seconds,
+        cache_seconds=settings.oauth_jwks_cache_seconds,
+        refetch_seconds=settings.oauth_refetch_seconds,
+        **where,
+    )

@@ -1,0 +1,183 @@
+"""An external issuer's signing keys: fetched with pyjwt's PyJWKClient, cached, bounded.
+
+The fetch is blocking I/O (urllib), so it runs on a worker thread and a verification waits
+for it no longer than the fetch timeout: a slow or dead identity provider makes calls fail
+with ``unavailable``, never hangs them or the event loop. A token naming a key id that is
+not in the cached set makes the set be fetched again (the IdP may have rotated its keys),
+at most once per ``refetch_seconds``, so a stream of tokens with made-up key ids cannot
+turn the gateway into a load generator against the IdP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import time
+import urllib.request
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from jwt import PyJWK, PyJWKClient
+
+from ._errors import KeysUnavailable, UnknownKey
+
+log = logging.getLogger(__name__)
+
+# Signature algorithms an external token may use, by key type. Never HMAC: a JWKS publishes
+# public keys, and a token "signed" with one as an HMAC secret must not pass.
+_RSA = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512"]
+ASYMMETRIC = frozenset([*_RSA, "ES256", "ES384", "ES512", "ES256K", "EdDSA"])
+_MAX_METADATA_BYTES = 256 * 1024
+
+
+def algorithms_for(key: PyJWK) -> list[str]:
+    """The algorithms ``key`` may verify: its own ``alg`` when the JWK names one."""
+    if "alg" in key._jwk_data:
+        named = str(key._jwk_data["alg"])
+        return [named] if named in ASYMMETRIC else []
+    if key.key_type == "RSA":
+        return list(_RSA)
+    return [key.algorithm_name] if key.algorithm_name in ASYMMETRIC else []
+
+
+def metadata_urls(issuer: str) -> list[str]:
+    """Where an issuer's metadata may live, in the order the MCP authorization spec tries:
+    RFC 8414 (well-known inserted before the path), then OpenID Connect Discovery."""
+    parts = urlsplit(issuer)
+    path = parts.path.rstrip("/")
+
+    def at(well_known_path: str) -> str:
+        return urlunsplit((parts.scheme, parts.netloc, well_known_path, "", ""))
+
+    if not path:
+        return [
+            at("/.well-known/oauth-authorization-server"),
+            at("/.well-known/openid-configuration"),
+        ]
+    return [
+        at(f"/.well-known/oauth-authorization-server{path}"),
+        at(f"/.well-known/openid-configuration{path}"),
+        at(f"{path}/.well-known/openid-configuration"),
+    ]
+
+
+class KeySource:
+    """One JWKS document, by URL or found through an issuer's metadata."""
+
+    def __init__(
+        self,
+        *,
+        jwks_url: str | None = None,
+        issuer: str | None = None,
+        timeout_seconds: float = 5.0,
+        cache_seconds: float = 300.0,
+        refetch_seconds: float = 30.0,
+    ) -> None:
+        if jwks_url is None and issuer is None:
+            raise ValueError("a key source needs a JWKS URL or an issuer to discover it from")
+        self._jwks_url = jwks_url
+        self._issuer = issuer
+        self._timeout = timeout_seconds
+        self._cache_seconds = cache_seconds
+        self._refetch_seconds = refetch_seconds
+        self._keys: dict[str | None, PyJWK] = {}
+        self._fetched_at = -math.inf
+        self._attempted_at = -math.inf
+        self._lock: asyncio.Lock | None = None
+
+    async def key(self, kid: str | None) -> PyJWK:
+        """The key ``kid`` names (or the only key, for a token without a kid)."""
+        if self._wants_fetch(kid):
+            if self._lock is None:
+                self._lock = asyncio.Lock()
+            async with self._lock:
+                # Whoever held the lock may have fetched already: check again.
+                if self._wants_fetch(kid):
+                    await self._refresh()
+        found = self._lookup(kid)
+        if found is not None:
+            return found
+        if math.isinf(self._fetched_at):
+            raise KeysUnavailable("the identity provider's signing keys could not be fetched")
+        raise UnknownKey(f"the token's key id {kid!r} is not in the issuer's key set")
+
+    def _lookup(self, kid: str | None) -> PyJWK | None:
+        if kid is None and len(self._keys) == 1:
+            return next(iter(self._keys.values()))
+        return self._keys.get(kid) if kid is not None else None
+
+    def _wants_fetch(self, kid: str | None) -> bool:
+        now = time.monotonic()
+        if now - self._attempted_at < self._refetch_seconds:
+            return False
+        stale = now - self._fetched_at >= self._cache_seconds
+        return stale or self._lookup(kid) is None
+
+    async def _refresh(self) -> None:
+        self._attempted_at = time.monotonic()
+        try:
+            # The thread is left to finish on its own when the wait ends: urllib's own
+            # timeout bounds it too.
+            keys = await asyncio.wait_for(
+                asyncio.to_thread(self._fetch), timeout=2 * self._timeout + 1
+            )
+        except Exception as exc:  # any failure: keep the keys we have, if any
+            log.warning(
+                "could not fetch the signing keys of %s: %s: %s",
+                self._jwks_url or self._issuer,
+                exc.__class__.__name__,
+                str(exc)[:200],
+            )
+            return
+        self._keys = keys
+        self._fetched_at = time.monotonic()
+
+    def _fetch(self) -> dict[str | None, PyJWK]:
+        if self._jwks_url is None:
+            assert self._issuer is not None
+            self._jwks_url = self._discover(self._issuer)
+        client = PyJWKClient(
+            self._jwks_url,
+            cache_jwk_set=False,
+            timeout=self._timeout,
+            headers={"User-Agent": "blackboard-mcp"},
+        )
+        keys: dict[str | None, PyJWK] = {}
+        for key in client.get_jwk_set().keys:
+            # Keys for encryption, and anything that is not a public signature key, are
+            # not ours to verify with.
+            if key.public_key_use not in (None, "sig") or not algorithms_for(key):
+                continue
+            keys[key.key_id] = key
+        if not keys:
+            raise KeysUnavailable("the key set holds no public signature keys")
+        return keys
+
+    def _discover(self, issuer: str) -> str:
+        for url in metadata_urls(issuer):
+            try:
+                document = _get_json(url, self._timeout)
+            except (OSError, ValueError):
+                continue
+            # RFC 8414 section 3.3: the document must be the issuer's own.
+            if document.get("issuer") != issuer:
+                log.warning("metadata at %s names another issuer; ignored", url)
+                continue
+            jwks_uri = document.get("jwks_uri")
+            if isinstance(jwks_uri, str) and urlsplit(jwks_uri).scheme in ("https", "http"):
+                return jwks_uri
+        raise KeysUnavailable(f"no metadata with a jwks_uri found for issuer {issuer}")
+
+
+def _get_json(url: str, timeout: float) -> dict[str, Any]:
+    request = urllib.request.Request(url, headers={"User-Agent": "blackboard-mcp"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        body = response.read(_MAX_METADATA_BYTES + 1)
+    if len(body) > _MAX_METADATA_BYTES:
+        raise ValueError("metadata document too large")
+    document = json.loads(body)
+    if not isinstance(document, dict):
+        raise ValueError("metadata is not a JSON object")
+    return document

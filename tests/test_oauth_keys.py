@@ -1,0 +1,116 @@
+"""An external issuer's keys: found through its metadata or named directly, cached, kept when
+the IdP is down, and never a symmetric or encryption key (a real IdP over HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from idp_support import FakeIdP
+
+from blackboard_mcp.auth import KeySource, KeysUnavailable, UnknownKey
+from blackboard_mcp.store import free_port
+
+
+@pytest.fixture
+def idp() -> Iterator[FakeIdP]:
+    provider = FakeIdP()
+    provider.add_rsa("rsa-1")
+    provider.add_ec("ec-1")
+    provider.start()
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture
+def realm_idp() -> Iterator[FakeIdP]:
+    """Keycloak's shape: the issuer has a path, its metadata is OpenID Connect's under it."""
+    provider = FakeIdP(issuer_path="/realms/fleet")
+    provider.add_rsa("rsa-1")
+    provider.start()
+    yield provider
+    provider.stop()
+
+
+async def test_keys_named_by_url_are_fetched_once_and_cached(idp: FakeIdP) -> None:
+    source = KeySource(jwks_url=idp.origin + "/jwks", refetch_seconds=60)
+    assert (await source.key("rsa-1")).key_type == "RSA"
+    assert (await source.key("ec-1")).key_type == "EC"
+    assert idp.jwks_fetches == 1
+
+
+async def test_keys_are_found_through_rfc8414_or_openid_metadata(
+    idp: FakeIdP, realm_idp: FakeIdP
+) -> None:
+    for provider in (idp, realm_idp):
+        source = KeySource(issuer=provider.issuer)
+        assert (await source.key("rsa-1")).key_id == "rsa-1"
+        assert provider.jwks_fetches == 1
+
+
+async def test_metadata_naming_another_issuer_is_not_trusted(realm_idp: FakeIdP) -> None:
+    realm_idp.announced_issuer = "https://evil.test/realms/fleet"
+    source = KeySource(issuer=realm_idp.issuer)
+    with pytest.raises(KeysUnavailable):
+        await source.key("rsa-1")
+    assert realm_idp.jwks_fetches == 0
+
+
+async def test_symmetric_and_encryption_keys_are_never_used(idp: FakeIdP) -> None:
+    idp.extra_jwks = [
+        {"kty": "oct", "kid": "shared", "k": "c2VjcmV0LXNlY3JldC1zZWNyZXQ"},
+        {**idp.keys["rsa-1"].jwk(), "kid": "enc-1", "use": "enc"},
+    ]
+    source = KeySource(jwks_url=idp.origin + "/jwks", refetch_seconds=60)
+    for kid in ("shared", "enc-1"):
+        with pytest.raises(UnknownKey):
+            await source.key(kid)
+    assert (await source.key("rsa-1")).key_id == "rsa-1"
+
+
+async def test_keys_held_stay_in_use_while_the_idp_is_down(idp: FakeIdP) -> None:
+    source = KeySource(
+        jwks_url=idp.origin + "/jwks", cache_seconds=0.01, refetch_seconds=0, timeout_seconds=1
+    )
+    assert (await source.key("rsa-1")).key_id == "rsa-1"
+    idp.stop()
+    # The cache has expired and every fetch fails: the key already held still verifies.
+    assert (await source.key("rsa-1")).key_id == "rsa-1"
+
+
+async def test_an_idp_never_reached_is_unavailable_not_unknown() -> None:
+    source = KeySource(jwks_url=f"http://127.0.0.1:{free_port()}/jwks", timeout_seconds=1)
+    with pytest.raises(KeysUnavailable):
+        await source.key("rsa-1")
+
+
+async def test_a_hanging_idp_neither_hangs_the_call_nor_blocks_the_event_loop() -> None:
+    # Accepts connections and never answers.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    try:
+        port = listener.getsockname()[1]
+        source = KeySource(jwks_url=f"http://127.0.0.1:{port}/jwks", timeout_seconds=0.5)
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        running = asyncio.create_task(ticker())
+        started = time.monotonic()
+        with pytest.raises(KeysUnavailable):
+            await source.key("rsa-1")
+        waited = time.monotonic() - started
+        running.cancel()
+        assert 0.4 < waited < 3, waited
+        # The loop kept turning while the fetch waited on its worker thread.
+        assert ticks >= waited / 0.01 / 3, (ticks, waited)
+    finally:
+        listener.close()
