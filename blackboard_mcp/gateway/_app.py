@@ -34,6 +34,7 @@ from ._audit_buffer import BufferedAudit
 from ._calls import ToolCaller
 from ._direct import DirectToolCalls
 from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly
+from ._live import ChangeHub
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
 from ._tools import HANDLERS
@@ -91,7 +92,12 @@ def create_app(parts: GatewayParts) -> Starlette:
         metrics=metrics,
         max_in_flight=settings.max_in_flight,
     )
-    server = build_mcp_server(caller)
+    hub = ChangeHub(
+        parts.board,
+        per_token=settings.listeners_per_token,
+        queue_size=settings.listener_queue,
+    )
+    server = build_mcp_server(caller, hub)
     security = _transport_security(settings)
     sessions = StreamableHTTPSessionManager(
         app=server,
@@ -137,6 +143,7 @@ def create_app(parts: GatewayParts) -> Starlette:
             )
         async with audit.running(), sessions.run():
             yield
+            await hub.close()
         await parts.board.close()
 
     routes = [
