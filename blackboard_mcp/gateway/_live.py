@@ -69,6 +69,12 @@ class Listener:
             self.queue.put_nowait(change)
         except asyncio.QueueFull:
             self.dropped = True
+            log.warning(
+                "listener of %s in %s dropped (overloaded): %d changes waiting",
+                self.grant.subject,
+                self.grant.workspace,
+                self.queue.maxsize,
+            )
             self.on_drop()
 
     def close(self) -> None:
