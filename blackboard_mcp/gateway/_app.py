@@ -31,6 +31,7 @@ from blackboard_mcp.store import Board, RedisCallAdmission, RedisRateLimiter, fa
 
 from ._admin import admin_routes
 from ._audit_buffer import BufferedAudit
+from ._board_page import board_routes
 from ._calls import ToolCaller
 from ._direct import DirectToolCalls
 from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly
@@ -152,6 +153,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         Route("/metrics", metrics_endpoint),
         # /mcp and /mcp/ are taken by McpEndpointFirst before routing; anything below them.
         Mount("/mcp", app=mcp_app),
+        *board_routes(caller=caller, hub=hub, verifier=parts.verifier, audit=parts.audit),
         *admin_routes(
             verifier=parts.verifier,
             revocations=parts.revocations,

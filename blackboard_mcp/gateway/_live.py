@@ -52,7 +52,8 @@ class Listener:
 
     grant: Grant
     notes: frozenset[str]
-    topics: frozenset[str]
+    # None: every topic the token may read.
+    topics: frozenset[str] | None
     queue: asyncio.Queue[Change | None]
     on_drop: Callable[[], None] = field(default=lambda: None)
     dropped: bool = False
@@ -60,6 +61,8 @@ class Listener:
     def wants(self, change: Change) -> bool:
         if not self.grant.can_read(change.topic):
             return False
+        if self.topics is None:
+            return True
         return change.topic in self.topics or change.uri in self.notes
 
     def offer(self, change: Change) -> None:
@@ -98,7 +101,7 @@ class ChangeHub:
         return len(self._listeners.get(workspace, ()))
 
     async def join(
-        self, grant: Grant, *, notes: frozenset[str], topics: frozenset[str]
+        self, grant: Grant, *, notes: frozenset[str], topics: frozenset[str] | None
     ) -> Listener:
         """Register a listener; once this returns, every later write reaches its queue."""
         held = self._per_token_count.get(grant.token_id, 0)
