@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -18,7 +19,7 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 import redis.asyncio as aioredis
-from mcp.client.subscriptions import ResourceUpdated, Subscription
+from mcp.client.subscriptions import ResourceUpdated, Subscription, SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
@@ -26,6 +27,8 @@ from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, EmbeddedRedis
 
 PER_TOKEN = 2
+# How long a stopping gateway gives open streams before it cuts them (_http_limits.py).
+STOP_SECONDS = 5
 QUEUE = 128
 
 
@@ -231,3 +234,42 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
         assert b'"code":"overloaded"' in sock_data
     finally:
         slow.close()
+
+
+@pytest.mark.slow
+async def test_a_gateway_with_open_listeners_stops_promptly(
+    redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str, tmp_path: Path
+) -> None:
+    process = start_gateway(redis_server.url, tmp_path / "gateway-stop")
+    try:
+        async with (
+            mcp_client(process.mcp_url, agent_token(issuer, workspace)) as client,
+            client.listen(resource_subscriptions=[addr(workspace, "facts")]) as sub,
+        ):
+            started = time.monotonic()
+            process.process.send_signal(signal.SIGINT)
+            with anyio.fail_after(15):
+                try:
+                    async for _event in sub:
+                        pass
+                except SubscriptionLost:
+                    pass  # an abrupt end is allowed: the client re-listens elsewhere
+                while process.process.poll() is None:
+                    await anyio.sleep(0.05)
+            assert process.process.returncode == 0, process.log_text()
+            assert time.monotonic() - started < STOP_SECONDS + 3
+    finally:
+        stop_gateway(process)
+
+
+async def test_a_listen_ends_when_its_token_expires(
+    gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace, ttl=2)
+    async with (
+        mcp_client(gateway_b.mcp_url, token) as client,
+        client.listen(resource_subscriptions=[addr(workspace, "facts")]) as sub,
+    ):
+        with anyio.fail_after(10):
+            events = [event async for event in sub]  # ends gracefully at expiry
+    assert events == []
