@@ -16,6 +16,7 @@ exactly what their token lets an agent see, and every read is audited:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
@@ -193,9 +194,9 @@ def board_routes(
         async def stream() -> AsyncIterator[bytes]:
             try:
                 yield b": listening\n\n"
-                while True:
+                while (left := grant.expires_at - time.time()) > 0:
                     try:
-                        async with asyncio.timeout(KEEP_ALIVE_SECONDS):
+                        async with asyncio.timeout(min(KEEP_ALIVE_SECONDS, left)):
                             change = await listener.queue.get()
                     except TimeoutError:
                         yield b": keep-alive\n\n"

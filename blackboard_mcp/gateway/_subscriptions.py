@@ -10,6 +10,7 @@ SSE comments, after every 15 s of silence.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -99,8 +100,11 @@ class BoardListen:
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
         # Only resource subscriptions are honoured: the tool and resource lists never change.
         honored = SubscriptionFilter(resource_subscriptions=uris or None)
+        # A stream outlives no token: at its expiry it ends, and the client listens again
+        # with a fresh one.
+        expires_in = max(0.0, grant.expires_at - time.time())
         try:
-            with anyio.CancelScope() as scope:
+            with anyio.CancelScope(deadline=anyio.current_time() + expires_in) as scope:
                 # A listener that fell behind is cut off here, even while this task is stuck
                 # writing to a client that stopped reading.
                 listener.on_drop = scope.cancel
