@@ -17,11 +17,20 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
+import httpx
 import pytest
 import redis.asyncio as aioredis
 from mcp.client.subscriptions import ResourceUpdated, Subscription, SubscriptionLost
 from mcp.shared.exceptions import MCPError
-from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
+from support import (
+    GatewayProcess,
+    admin_token,
+    agent_token,
+    call,
+    mcp_client,
+    start_gateway,
+    stop_gateway,
+)
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, EmbeddedRedis
@@ -274,3 +283,35 @@ async def test_a_listen_ends_when_its_token_expires(
         with anyio.fail_after(10):
             events = [event async for event in sub]  # ends gracefully at expiry
     assert events == []
+
+
+async def test_a_revoked_token_stops_hearing_of_changes(
+    gateway: GatewayProcess, gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    listener_token = agent_token(issuer, workspace, sub="listener")
+    async with (
+        mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer,
+        mcp_client(gateway_b.mcp_url, listener_token) as client,
+        client.listen(resource_subscriptions=[addr(workspace, "facts")]) as sub,
+    ):
+        async with httpx.AsyncClient() as http:
+            revoked = await http.post(
+                gateway.url + "/admin/revoke",
+                json={"sub": "listener"},
+                headers={"Authorization": f"Bearer {admin_token(issuer, workspace)}"},
+            )
+        assert revoked.status_code == 200, revoked.text
+        # Within the recheck interval (5 s) the stream ends with `unauthenticated`, and no
+        # change written after the revocation reaches it.
+        started = time.monotonic()
+        seen: list[str] = []
+        with pytest.raises(SubscriptionLost) as lost, anyio.fail_after(20):
+            while True:
+                await call(writer, "update_state", uri=addr(workspace, "facts/x"), digest="X.")
+                with anyio.move_on_after(0.5):
+                    event = await sub.__anext__()
+                    assert isinstance(event, ResourceUpdated)
+                    seen.append(event.uri)
+        assert time.monotonic() - started < 12
+        cause = lost.value.__cause__
+        assert isinstance(cause, MCPError) and cause.error.data["code"] == "unauthenticated"

@@ -95,6 +95,7 @@ def create_app(parts: GatewayParts) -> Starlette:
     )
     hub = ChangeHub(
         parts.board,
+        revocations=parts.revocations,
         per_token=settings.listeners_per_token,
         queue_size=settings.listener_queue,
     )

@@ -15,7 +15,6 @@ exactly what their token lets an agent see, and every read is audited:
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from importlib import resources
@@ -26,13 +25,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route, Router
 
-from blackboard_mcp.auth import AuditRecord, Grant, TokenVerifier, require_admin
+from blackboard_mcp.auth import AuditRecord, Grant, TokenRevoked, TokenVerifier, require_admin
 
 from ._calls import CallOutcome, ToolCaller
 from ._context import current_grant, current_request_id
 from ._edge import BearerAuth, BodyLimit
 from ._errors import GatewayError, tool_error
-from ._live import ChangeHub
+from ._live import IDLE, ChangeHub
 
 READ_TOOLS = frozenset({"get_state", "list_keys", "search_keys"})
 KEEP_ALIVE_SECONDS = 15.0
@@ -196,9 +195,12 @@ def board_routes(
                 yield b": listening\n\n"
                 while (left := grant.expires_at - time.time()) > 0:
                     try:
-                        async with asyncio.timeout(min(KEEP_ALIVE_SECONDS, left)):
-                            change = await listener.queue.get()
-                    except TimeoutError:
+                        change = await hub.next_change(
+                            listener, wait_seconds=min(KEEP_ALIVE_SECONDS, left)
+                        )
+                    except TokenRevoked:
+                        return
+                    if change is IDLE:
                         yield b": keep-alive\n\n"
                         continue
                     if change is None or listener.dropped:

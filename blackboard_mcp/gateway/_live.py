@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from blackboard_mcp.auth import Grant
+from blackboard_mcp.auth import Grant, RevocationList, TokenRevoked
 from blackboard_mcp.store import Board, Change, failure_reason
 
 from ._errors import GatewayError
@@ -28,6 +30,9 @@ log = logging.getLogger(__name__)
 _BLOCK_MS = 5000
 # After a failed read (Redis down), wait before the next so a dead Redis is not spun on.
 _RETRY_SECONDS = 1.0
+# An open stream's token is checked against the revocation list at most this often, so a
+# revoked token stops hearing of changes within about this long.
+RECHECK_SECONDS = 5.0
 # A listen that cannot start its workspace's feed (Redis down) is refused after this long.
 _START_SECONDS = 5.0
 
@@ -46,6 +51,13 @@ class ListenerDropped(GatewayError):
     hint = "re-listen, then refetch what you follow (list_keys with cursor)"
 
 
+class Idle(enum.Enum):
+    IDLE = "idle"
+
+
+IDLE = Idle.IDLE
+
+
 @dataclass(eq=False)
 class Listener:
     """One open subscription: what it follows and its queue of changes not yet sent."""
@@ -57,6 +69,7 @@ class Listener:
     queue: asyncio.Queue[Change | None]
     on_drop: Callable[[], None] = field(default=lambda: None)
     dropped: bool = False
+    checked_at: float = field(default_factory=time.monotonic)
 
     def wants(self, change: Change) -> bool:
         if not self.grant.can_read(change.topic):
@@ -89,8 +102,16 @@ class Listener:
 class ChangeHub:
     """This process's listeners, by workspace, and one pump per workspace that has any."""
 
-    def __init__(self, board: Board, *, per_token: int, queue_size: int) -> None:
+    def __init__(
+        self,
+        board: Board,
+        *,
+        revocations: RevocationList,
+        per_token: int,
+        queue_size: int,
+    ) -> None:
         self._board = board
+        self._revocations = revocations
         self._per_token = per_token
         self._queue_size = queue_size
         self._listeners: dict[str, set[Listener]] = {}
@@ -141,6 +162,30 @@ class ChangeHub:
             pump = self._pumps.pop(ws, None)
             if pump is not None and pump.task is not None:
                 pump.task.cancel()
+
+    async def next_change(self, listener: Listener, *, wait_seconds: float) -> Change | Idle | None:
+        """The listener's next change; ``IDLE`` after ``wait_seconds`` without one; None once
+        its stream is to end. Raises TokenRevoked when its token has been revoked."""
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            step = min(RECHECK_SECONDS, deadline - time.monotonic())
+            change: Change | Idle | None
+            try:
+                async with asyncio.timeout(max(0.0, step)):
+                    change = await listener.queue.get()
+            except TimeoutError:
+                change = IDLE
+            now = time.monotonic()
+            if now - listener.checked_at >= RECHECK_SECONDS:
+                listener.checked_at = now
+                try:
+                    revoked = await self._revocations.is_revoked(listener.grant)
+                except Exception:  # Redis away: no change reaches anyone meanwhile either
+                    revoked = False
+                if revoked:
+                    raise TokenRevoked("this token has been revoked")
+            if change is not IDLE or now >= deadline:
+                return change
 
     async def _pump(self, workspace: str, ready: asyncio.Event) -> None:
         feed = self._board.open_feed(workspace)

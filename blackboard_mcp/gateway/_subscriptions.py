@@ -28,13 +28,13 @@ from mcp_types import (
     SubscriptionsListenResult,
 )
 
-from blackboard_mcp.auth import Grant
+from blackboard_mcp.auth import Grant, TokenRevoked
 from blackboard_mcp.store import Board, InvalidArgument, parse_address, parse_topic_address
 
 from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
 from ._errors import tool_error
-from ._live import ChangeHub, ListenerDropped
+from ._live import IDLE, ChangeHub, ListenerDropped
 from ._resources import raise_refusal, rpc_error
 
 # A listen follows at most this many addresses; a topic's address follows a whole topic.
@@ -116,13 +116,20 @@ class BoardListen:
                     ),
                     related_request_id=subscription_id,
                 )
-                while (change := await listener.queue.get()) is not None:
+                while True:
+                    change = await self._hub.next_change(listener, wait_seconds=expires_in + 1)
+                    if change is None:
+                        break
+                    if change is IDLE:
+                        continue
                     await ctx.session.send_notification(
                         ResourceUpdatedNotification(
                             params=ResourceUpdatedNotificationParams(uri=change.uri, _meta=meta)
                         ),
                         related_request_id=subscription_id,
                     )
+        except TokenRevoked as exc:
+            raise rpc_error(tool_error(exc, request_id)["error"]) from None
         finally:
             self._hub.leave(listener)
         if listener.dropped:
