@@ -85,7 +85,7 @@ def _json(body: Mapping[str, Any], status: int = 200) -> Response:
         orjson.dumps(dict(body)),
         status_code=status,
         media_type="application/json",
-        headers={"cache-control": "no-store"},
+        headers={"cache-control": "no-store", "x-content-type-options": "nosniff"},
     )
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from blackboard_mcp.auth import Grant, RevocationList, TokenRevoked
-from blackboard_mcp.store import Board, Change, failure_reason
+from blackboard_mcp.store import Board, Change, Unavailable, failure_reason
 
 from ._errors import GatewayError
 
@@ -142,6 +142,9 @@ class ChangeHub:
         try:
             async with asyncio.timeout(_START_SECONDS):
                 await pump.ready.wait()
+        except TimeoutError:
+            self.leave(listener)
+            raise Unavailable("the change log cannot be read now") from None
         except BaseException:
             self.leave(listener)
             raise
