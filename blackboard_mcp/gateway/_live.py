@@ -118,9 +118,6 @@ class ChangeHub:
         self._pumps: dict[str, _Pump] = {}
         self._per_token_count: dict[str, int] = {}
 
-    def listeners(self, workspace: str) -> int:
-        return len(self._listeners.get(workspace, ()))
-
     async def join(
         self, grant: Grant, *, notes: frozenset[str], topics: frozenset[str] | None
     ) -> Listener:
