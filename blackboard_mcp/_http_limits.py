@@ -158,6 +158,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             )
 
 
+# Seconds a stopping process gives open responses (event streams included) before it cuts them.
+STOP_GRACE_SECONDS = 5
+
+
 def server_options(settings: Settings) -> dict[str, Any]:
     """The keyword arguments for ``uvicorn.run`` that carry the server's limits."""
     limits = ConnectionLimits(
@@ -172,4 +176,7 @@ def server_options(settings: Settings) -> dict[str, Any]:
     return {
         "http": cast("type[asyncio.Protocol]", protocol),
         "timeout_keep_alive": settings.keep_alive_seconds,
+        # A stop waits for open responses, and a listen stream or a board feed never ends by
+        # itself: without a bound, one open listener kept a stopping gateway up for ever.
+        "timeout_graceful_shutdown": STOP_GRACE_SECONDS,
     }

@@ -108,6 +108,10 @@ class Settings(BaseSettings):
     # Plain tools/call requests skip the SDK's per-request machinery (gateway/_direct.py);
     # false sends every request through the SDK, e.g. to get its OpenTelemetry spans.
     direct_tool_calls: bool = True
+    # subscriptions/listen streams one token may hold open on one gateway process, and the
+    # changes a stream may have waiting before it is dropped as too slow (gateway/_live.py).
+    listeners_per_token: int = Field(default=8, ge=1)
+    listener_queue: int = Field(default=1024, ge=1)
     allowed_hosts: list[str] = Field(default_factory=list)
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"

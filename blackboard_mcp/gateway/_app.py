@@ -31,9 +31,11 @@ from blackboard_mcp.store import Board, RedisCallAdmission, RedisRateLimiter, fa
 
 from ._admin import admin_routes
 from ._audit_buffer import BufferedAudit
+from ._board_page import board_routes
 from ._calls import ToolCaller
 from ._direct import DirectToolCalls
 from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly
+from ._live import ChangeHub
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
 from ._resource import ProtectedResource
@@ -105,7 +107,13 @@ def create_app(parts: GatewayParts) -> Starlette:
         metrics=metrics,
         max_in_flight=settings.max_in_flight,
     )
-    server = build_mcp_server(caller)
+    hub = ChangeHub(
+        parts.board,
+        revocations=parts.revocations,
+        per_token=settings.listeners_per_token,
+        queue_size=settings.listener_queue,
+    )
+    server = build_mcp_server(caller, hub)
     security = _transport_security(settings)
     resource = protected_resource(settings, security)
     sessions = StreamableHTTPSessionManager(
@@ -152,6 +160,7 @@ def create_app(parts: GatewayParts) -> Starlette:
             )
         async with audit.running(), sessions.run():
             yield
+            await hub.close()
         await parts.board.close()
 
     routes = [
@@ -161,6 +170,13 @@ def create_app(parts: GatewayParts) -> Starlette:
         # /mcp and /mcp/ are taken by McpEndpointFirst before routing; anything below them.
         Mount("/mcp", app=mcp_app),
         *resource.routes(),
+        *board_routes(
+            caller=caller,
+            hub=hub,
+            verifier=parts.verifier,
+            audit=parts.audit,
+            resource=resource,
+        ),
         *admin_routes(
             verifier=parts.verifier,
             revocations=parts.revocations,

@@ -24,7 +24,7 @@ from blackboard_mcp.store import Board, RedisCallAdmission
 from ._errors import RateLimited, TooManyInFlight, UnknownArgument, UnknownTool, tool_error
 from ._metrics import GatewayMetrics
 from ._schemas import ARGUMENTS
-from ._tools import HANDLERS, CallScope, scope_of
+from ._tools import HANDLERS, CallScope, Handler, scope_of
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,16 @@ class ToolCaller:
         self._in_flight = 0
 
     async def call(
-        self, tool: str, arguments: Mapping[str, Any], grant: Grant | None, request_id: str
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        grant: Grant | None,
+        request_id: str,
+        *,
+        run: Handler | None = None,
     ) -> CallOutcome:
+        """Run ``tool``; ``run`` stands in for its handler where the same call is answered in
+        another shape (resources/read is get_state's call: same checks, same refusals)."""
         started = time.perf_counter()
         scope: CallScope | None = None
         outcome = "ok"
@@ -116,7 +124,7 @@ class ToolCaller:
                 raise RateLimited(
                     f"rate limit reached for {grant.subject}", retry_after=admission.retry_after
                 )
-            handler = self._manifest.handler(tool)
+            handler = run or self._manifest.handler(tool)
             handler_ran = True
             result = await handler(self._board, grant, args)
             return CallOutcome(result, False)

@@ -16,7 +16,10 @@ from blackboard_mcp import __version__
 
 from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
+from ._live import ChangeHub
+from ._resources import BoardResources
 from ._schemas import HEADER_SCHEMAS, TOOLS
+from ._subscriptions import BoardListen
 
 INSTRUCTIONS = (
     "A shared board of versioned notes. Search before deriving; read digests first; "
@@ -24,7 +27,7 @@ INSTRUCTIONS = (
 )
 
 
-def build_mcp_server(caller: ToolCaller) -> Server[Any]:
+def build_mcp_server(caller: ToolCaller, hub: ChangeHub) -> Server[Any]:
     async def list_tools(_ctx: Any, _params: Any) -> ListToolsResult:
         return ListToolsResult(tools=list(TOOLS))
 
@@ -35,6 +38,7 @@ def build_mcp_server(caller: ToolCaller) -> Server[Any]:
         # One definition of the result's shape for both paths (see _direct.py).
         return CallToolResult.model_validate(outcome.wire())
 
+    resources = BoardResources(caller)
     return Server(
         "blackboard-mcp",
         version=__version__,
@@ -44,4 +48,9 @@ def build_mcp_server(caller: ToolCaller) -> Server[Any]:
         get_tool_input_schema=HEADER_SCHEMAS.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        # Resources cost no tools/list tokens: notes read whole, and change notifications.
+        on_list_resources=resources.list_resources,
+        on_list_resource_templates=resources.list_templates,
+        on_read_resource=resources.read_resource,
+        on_subscriptions_listen=BoardListen(caller, hub),
     )

@@ -1,6 +1,13 @@
 """The board's store: notes, versions, links and search on Redis with RediSearch."""
 
-from ._addresses import CATCH_UP_PATH, Address, catch_up_address, is_valid_name, parse_address
+from ._addresses import (
+    CATCH_UP_PATH,
+    Address,
+    catch_up_address,
+    is_valid_name,
+    parse_address,
+    parse_topic_address,
+)
 from ._admission import Admission, RedisCallAdmission
 from ._audit_log import RedisAuditLog
 from ._board import Board, BoardLimits
@@ -24,6 +31,7 @@ from ._errors import (
     Unavailable,
 )
 from ._links import RELATIONS
+from ._live import Change, ChangeFeed, NoteContent
 from ._location import client_location, failure_reason, redacted_url
 from ._processes import set_parent_death_signal
 from ._ratelimit import RedisRateLimiter
@@ -38,6 +46,8 @@ __all__ = [
     "Admission",
     "Board",
     "BoardLimits",
+    "Change",
+    "ChangeFeed",
     "Conflict",
     "Contended",
     "EmbeddedBinaries",
@@ -45,6 +55,7 @@ __all__ = [
     "EmbeddedRedisError",
     "InvalidArgument",
     "NotFound",
+    "NoteContent",
     "Overloaded",
     "Readable",
     "RedisAuditLog",
@@ -65,6 +76,7 @@ __all__ = [
     "is_valid_name",
     "make_private_dir",
     "parse_address",
+    "parse_topic_address",
     "redacted_url",
     "set_parent_death_signal",
     "write_private",

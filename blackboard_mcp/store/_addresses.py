@@ -98,3 +98,14 @@ def parse_address(uri: object, *, argument: str = "uri") -> Address:
 def catch_up_address(workspace: str) -> Address:
     """The well-known note an agent reads first: ``bb://<workspace>/run/state/current``."""
     return Address(validate_name(workspace, "workspace"), "run", "state/current")
+
+
+def parse_topic_address(uri: object, *, argument: str = "uri") -> tuple[str, str] | None:
+    """``(workspace, topic)`` for a topic's address ``bb://<workspace>/<topic>``, or None
+    when ``uri`` is not one (it may still be a note's address)."""
+    if not isinstance(uri, str) or not uri.startswith(SCHEME) or len(uri) > MAX_URI_LENGTH:
+        return None
+    parts = uri[len(SCHEME) :].split("/")
+    if len(parts) != 2:
+        return None
+    return validate_name(parts[0], "workspace"), validate_name(parts[1], argument)

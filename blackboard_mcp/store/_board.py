@@ -13,8 +13,10 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from . import _keys as keys
+from ._addresses import parse_address
 from ._index import ensure_index, index_ready
 from ._links import LinkResult, check_link, write_links
+from ._live import ChangeFeed, NoteContent, note_content, open_feed, readable_topics
 from ._location import client_location, failure_reason
 from ._notes import NoteWrite, build_write, check_digest
 from ._pool import WaitingConnectionPool
@@ -315,6 +317,18 @@ class Board:
         async with mapped_redis_errors():
             entries = await self._client.xrevrange(keys.changelog(workspace), count=count)
         return [{k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries]
+
+    def open_feed(self, workspace: str) -> ChangeFeed:
+        """A blocking feed of the workspace's change log from now on, on its own connection."""
+        return open_feed(self._client, workspace)
+
+    async def topics(self, *, workspace: str, readable: Readable) -> list[tuple[str, int]]:
+        """The topics ``readable`` allows, with their note counts (never a scan)."""
+        return await readable_topics(self._client, workspace, readable)
+
+    async def read_note(self, *, uri: object) -> NoteContent:
+        """A note's whole content; the caller has checked its topic may be read."""
+        return await note_content(self._client, parse_address(uri))
 
     async def health(self) -> dict[str, Any]:
         """Redis, index, memory and note counts per workspace, for ``blackboard-mcp health``."""

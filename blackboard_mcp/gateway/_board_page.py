@@ -1,0 +1,256 @@
+"""``/board``: a page for the people who run a fleet, and the small API behind it.
+
+The page is static (HTML, CSS, one script, all served from the package; nothing external).
+It sends the token it was given as a bearer header on every request; the token never
+appears in a URL. The API answers through the same ToolCaller as MCP, so a person sees
+exactly what their token lets an agent see, and every read is audited:
+
+- ``POST /board/api/call`` ``{tool, arguments}``: one of the three read tools;
+- ``GET /board/api/topics``: readable topics and their note counts;
+- ``GET /board/api/events``: server-sent events of the changes the token may see, from the
+  same change-log reader as subscriptions/listen (read with fetch(), which can send the
+  Authorization header that EventSource cannot);
+- ``GET /board/api/audit``: the audit tail, for admin tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from importlib import resources
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route, Router
+
+from blackboard_mcp.auth import AuditRecord, Grant, TokenRevoked, TokenVerifier, require_admin
+
+from ._calls import CallOutcome, ToolCaller
+from ._context import current_grant, current_request_id
+from ._edge import BearerAuth, BodyLimit
+from ._errors import GatewayError, tool_error
+from ._live import IDLE, ChangeHub
+from ._resource import ProtectedResource
+
+READ_TOOLS = frozenset({"get_state", "list_keys", "search_keys"})
+KEEP_ALIVE_SECONDS = 15.0
+AUDIT_TAIL = 50
+_API_BODY_BYTES = 64 * 1024
+_STATUS = {
+    "invalid_argument": 400,
+    "too_large": 413,
+    "not_found": 404,
+    "forbidden": 403,
+    "unauthenticated": 401,
+    "rate_limited": 429,
+    "overloaded": 503,
+    "unavailable": 503,
+}
+# No inline script or style, nothing from elsewhere, no framing, no form posts.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+_SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+_ASSETS = {
+    "board.js": "text/javascript; charset=utf-8",
+    "board.css": "text/css; charset=utf-8",
+    "icon.svg": "image/svg+xml",
+}
+
+
+@runtime_checkable
+class AuditTail(Protocol):
+    async def tail(self, workspace: str, count: int) -> list[AuditRecord]: ...
+
+
+class NotAReadTool(GatewayError):
+    """The board page reads; it calls no writing tool."""
+
+    hint = "use get_state, list_keys or search_keys"
+
+
+def _asset(name: str) -> bytes:
+    return (resources.files("blackboard_mcp.gateway") / "board" / name).read_bytes()
+
+
+def _json(body: Mapping[str, Any], status: int = 200) -> Response:
+    return Response(
+        orjson.dumps(dict(body)),
+        status_code=status,
+        media_type="application/json",
+        headers={"cache-control": "no-store", "x-content-type-options": "nosniff"},
+    )
+
+
+def _answer(outcome: CallOutcome) -> Response:
+    if outcome.is_error:
+        code = outcome.body["error"]["code"]
+        return _json(outcome.body, _STATUS.get(code, 500))
+    return _json(outcome.body)
+
+
+def _error(exc: Exception) -> Response:
+    body = tool_error(exc, current_request_id.get())
+    return _json(body, _STATUS.get(body["error"]["code"], 500))
+
+
+def _event(change_fields: Mapping[str, Any]) -> bytes:
+    return b"event: change\ndata: " + orjson.dumps(dict(change_fields)) + b"\n\n"
+
+
+async def _admitted(_board: Any, _grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+def board_routes(
+    *,
+    caller: ToolCaller,
+    hub: ChangeHub,
+    verifier: TokenVerifier,
+    audit: object,
+    resource: ProtectedResource,
+) -> Sequence[BaseRoute]:
+    page = _asset("index.html")
+
+    async def index(_request: Request) -> Response:
+        return Response(page, media_type="text/html; charset=utf-8", headers=_SECURITY_HEADERS)
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in _ASSETS:
+            return Response(status_code=404, headers=_SECURITY_HEADERS)
+        return Response(_asset(name), media_type=_ASSETS[name], headers=_SECURITY_HEADERS)
+
+    async def call(request: Request) -> Response:
+        try:
+            body = orjson.loads(await request.body())
+        except orjson.JSONDecodeError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("arguments", {}), dict):
+            return _error(NotAReadTool('send {"tool": ..., "arguments": {...}}'))
+        tool = body.get("tool")
+        if tool not in READ_TOOLS:
+            return _error(NotAReadTool(f"the board page does not call {tool!r}"))
+        outcome = await caller.call(
+            str(tool), body.get("arguments", {}), current_grant.get(), current_request_id.get()
+        )
+        return _answer(outcome)
+
+    async def topics(_request: Request) -> Response:
+        async def readable(board: Any, grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
+            found = await board.topics(workspace=grant.workspace, readable=grant.can_read)
+            return {
+                "workspace": grant.workspace,
+                "admin": grant.has_capability("admin"),
+                "topics": [{"topic": t, "notes": n} for t, n in found],
+            }
+
+        outcome = await caller.call(
+            "list_keys", {}, current_grant.get(), current_request_id.get(), run=readable
+        )
+        return _answer(outcome)
+
+    async def audit_tail(_request: Request) -> Response:
+        grant = current_grant.get()
+        try:
+            if grant is None or not isinstance(audit, AuditTail):
+                raise NotAReadTool("no audit log here")
+            require_admin(grant)
+            records = await audit.tail(grant.workspace, AUDIT_TAIL)
+        except Exception as exc:
+            return _error(exc)
+        return _json(
+            {
+                "records": [
+                    {
+                        "at": r.at,
+                        "subject": r.subject,
+                        "tool": r.tool,
+                        "outcome": r.outcome,
+                        "addresses": list(r.addresses),
+                        "ms": r.duration_ms,
+                    }
+                    for r in records
+                ]
+            }
+        )
+
+    async def events(_request: Request) -> Response:
+        grant = current_grant.get()
+        outcome = await caller.call("list_keys", {}, grant, current_request_id.get(), run=_admitted)
+        if outcome.is_error:
+            return _answer(outcome)
+        assert grant is not None
+        try:
+            listener = await hub.join(grant, notes=frozenset(), topics=None)
+        except Exception as exc:
+            return _error(exc)
+        # A page that stopped reading gives its place back at once.
+        listener.on_drop = lambda: hub.leave(listener)
+
+        async def stream() -> AsyncIterator[bytes]:
+            try:
+                yield b": listening\n\n"
+                while (left := grant.expires_at - time.time()) > 0:
+                    try:
+                        change = await hub.next_change(
+                            listener, wait_seconds=min(KEEP_ALIVE_SECONDS, left)
+                        )
+                    except TokenRevoked:
+                        return
+                    if change is IDLE:
+                        yield b": keep-alive\n\n"
+                        continue
+                    if change is None or listener.dropped:
+                        return
+                    yield _event(
+                        {
+                            "seq": change.seq,
+                            "op": change.op,
+                            "uri": change.uri,
+                            "version": change.version,
+                            "author": change.author,
+                            "at_ms": change.at_ms,
+                        }
+                    )
+            finally:
+                hub.leave(listener)
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+    api = BodyLimit(
+        BearerAuth(
+            _api_app(call=call, topics=topics, audit=audit_tail, events=events),
+            verifier=verifier,
+            resource=resource,
+        ),
+        max_bytes=_API_BODY_BYTES,
+    )
+    return [
+        Route("/board", index, methods=["GET"]),
+        Route("/board/static/{name}", asset, methods=["GET"]),
+        Mount("/board/api", app=api),
+    ]
+
+
+def _api_app(**endpoints: Any) -> Router:
+    return Router(
+        routes=[
+            Route("/call", endpoints["call"], methods=["POST"]),
+            Route("/topics", endpoints["topics"], methods=["GET"]),
+            Route("/audit", endpoints["audit"], methods=["GET"]),
+            Route("/events", endpoints["events"], methods=["GET"]),
+        ]
+    )

@@ -1,0 +1,159 @@
+"""Notes as MCP resources: ``bb://{workspace}/{topic}/{+key}``, read in full.
+
+A resources/read is get_state's call in another shape: it goes through the ToolCaller under
+get_state's name, so it is refused for exactly what get_state is refused for (scopes,
+revocation, rate limit), with the same code, message and hint in the JSON-RPC error's data,
+and it is audited like it. resources/list is list_keys' call: the catch-up note and the
+topics the token may read, from the topic set (never a scan of the notes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    TextResourceContents,
+)
+
+from blackboard_mcp.auth import Grant
+from blackboard_mcp.store import (
+    CATCH_UP_PATH,
+    Board,
+    InvalidArgument,
+    parse_address,
+    parse_topic_address,
+)
+
+from ._calls import CallOutcome, ToolCaller
+from ._context import current_grant, current_request_id
+from ._errors import tool_error
+
+NOTE_TEMPLATE = "bb://{workspace}/{topic}/{+key}"
+# The spec's code for an unknown resource; other refusals are bad parameters or our fault.
+RESOURCE_NOT_FOUND = -32002
+_SERVER_SIDE = frozenset({"internal", "unavailable", "overloaded"})
+_MIME = {"table": "text/tab-separated-values"}
+
+
+def rpc_error(error: Mapping[str, Any]) -> MCPError:
+    """A JSON-RPC error carrying a tool error's body (code, message, hint) as its data."""
+    code = error["code"]
+    rpc = (
+        RESOURCE_NOT_FOUND
+        if code == "not_found"
+        else INTERNAL_ERROR
+        if code in _SERVER_SIDE
+        else INVALID_PARAMS
+    )
+    return MCPError(rpc, error["message"], data=dict(error))
+
+
+def raise_refusal(outcome: CallOutcome) -> None:
+    if outcome.is_error:
+        raise rpc_error(outcome.body["error"])
+
+
+class BoardResources:
+    """The handlers the MCP server registers for resources/list, /templates/list and /read."""
+
+    def __init__(self, caller: ToolCaller) -> None:
+        self._caller = caller
+
+    async def list_templates(self, _ctx: Any, _params: Any) -> ListResourceTemplatesResult:
+        return ListResourceTemplatesResult(
+            resource_templates=[
+                ResourceTemplate(
+                    name="note",
+                    uri_template=NOTE_TEMPLATE,
+                    description="A note's whole content; a table as TSV.",
+                )
+            ]
+        )
+
+    async def list_resources(self, _ctx: Any, _params: Any) -> ListResourcesResult:
+        grant = current_grant.get()
+
+        async def topics(board: Board, grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
+            found = await board.topics(workspace=grant.workspace, readable=grant.can_read)
+            return {"topics": found}
+
+        outcome = await self._caller.call(
+            "list_keys", {}, grant, current_request_id.get(), run=topics
+        )
+        raise_refusal(outcome)
+        assert grant is not None  # a call without a grant is refused above
+        ws = grant.workspace
+        resources = []
+        if grant.can_read(CATCH_UP_PATH.split("/", 1)[0]):
+            resources.append(
+                Resource(
+                    name="catch-up",
+                    uri=f"bb://{ws}/{CATCH_UP_PATH}",
+                    description="Read this first.",
+                )
+            )
+        for topic, count in outcome.body["topics"]:
+            resources.append(
+                Resource(
+                    name=topic,
+                    uri=f"bb://{ws}/{topic}",
+                    description=f"{count} notes; subscribe for changes to any of them",
+                    mime_type="application/json",
+                )
+            )
+        return ListResourcesResult(resources=resources)
+
+    async def read_resource(
+        self, _ctx: Any, params: ReadResourceRequestParams
+    ) -> ReadResourceResult:
+        uri = params.uri
+        grant = current_grant.get()
+        request_id = current_request_id.get()
+        try:
+            topic = parse_topic_address(uri, argument="topic")
+        except InvalidArgument as exc:
+            raise rpc_error(tool_error(exc, request_id)["error"]) from None
+        if topic is not None:
+            # A topic's address reads as its listing (names and digests, newest first).
+            outcome = await self._caller.call("list_keys", {"topic": topic[1]}, grant, request_id)
+            raise_refusal(outcome)
+            return ReadResourceResult(
+                contents=[
+                    TextResourceContents(
+                        uri=uri,
+                        mime_type="application/json",
+                        text=orjson.dumps(dict(outcome.body)).decode(),
+                    )
+                ]
+            )
+
+        async def whole(board: Board, _grant: Grant, args: Mapping[str, Any]) -> dict[str, Any]:
+            note = await board.read_note(uri=args["uris"][0])
+            return {"kind": note.kind, "text": note.text, "version": note.version}
+
+        outcome = await self._caller.call(
+            "get_state", {"uris": [uri]}, grant, request_id, run=whole
+        )
+        raise_refusal(outcome)
+        body = outcome.body
+        return ReadResourceResult(
+            contents=[
+                TextResourceContents(
+                    uri=parse_address(uri).uri,
+                    mime_type=_MIME.get(body["kind"], "text/plain"),
+                    text=body["text"],
+                    _meta={"version": body["version"], "kind": body["kind"]},
+                )
+            ]
+        )

@@ -1,0 +1,140 @@
+"""``subscriptions/listen``: a 2026-07-28 client's stream of ``notifications/resources/updated``.
+
+A subscription names notes (``bb://ws/topic/key``) and topics (``bb://ws/topic``, any note in
+it). The listen is get_state's call on those addresses (a topic's address checked as a note
+of that topic would be): in the token's workspace, topics the token may read, token not
+revoked, within its rate; a refusal comes before the acknowledgement, with get_state's
+error (code, message, hint) as the JSON-RPC error's data. Keep-alives are the transport's
+SSE comments, after every 15 s of silence.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+from mcp_types import (
+    INVALID_REQUEST,
+    ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParams,
+    SubscriptionFilter,
+    SubscriptionsAcknowledgedNotification,
+    SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+)
+
+from blackboard_mcp.auth import Grant, TokenRevoked
+from blackboard_mcp.store import Board, InvalidArgument, parse_address, parse_topic_address
+
+from ._calls import ToolCaller
+from ._context import current_grant, current_request_id
+from ._errors import tool_error
+from ._live import IDLE, ChangeHub, ListenerDropped
+from ._resources import raise_refusal, rpc_error
+
+# A listen follows at most this many addresses; a topic's address follows a whole topic.
+MAX_SUBSCRIPTIONS = 100
+
+
+def _follows(uris: list[str]) -> tuple[frozenset[str], frozenset[str], list[str]]:
+    """The notes and topics ``uris`` name, and each as a note address to check access by."""
+    if len(uris) > MAX_SUBSCRIPTIONS:
+        raise InvalidArgument(
+            f"at most {MAX_SUBSCRIPTIONS} resource subscriptions per listen; "
+            "follow a whole topic with bb://<workspace>/<topic>",
+            argument="resourceSubscriptions",
+        )
+    notes: set[str] = set()
+    topics: set[str] = set()
+    checked: list[str] = []
+    for uri in uris:
+        topic = parse_topic_address(uri, argument="topic")
+        if topic is None:
+            address = parse_address(uri, argument="resourceSubscriptions")
+            notes.add(address.uri)
+            checked.append(address.uri)
+        else:
+            topics.add(topic[1])
+            checked.append(f"{uri}/_")
+    return frozenset(notes), frozenset(topics), checked
+
+
+async def _admitted(_board: Board, _grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+class BoardListen:
+    """The handler the MCP server registers for subscriptions/listen."""
+
+    def __init__(self, caller: ToolCaller, hub: ChangeHub) -> None:
+        self._caller = caller
+        self._hub = hub
+
+    async def __call__(
+        self, ctx: Any, params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
+        subscription_id = ctx.request_id
+        if subscription_id is None:
+            raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
+        grant = current_grant.get()
+        request_id = current_request_id.get()
+        uris = list(params.notifications.resource_subscriptions or ())
+        try:
+            notes, topics, checked = _follows(uris)
+        except InvalidArgument as exc:
+            raise rpc_error(tool_error(exc, request_id)["error"]) from None
+        outcome = await self._caller.call(
+            "get_state", {"uris": checked}, grant, request_id, run=_admitted
+        )
+        raise_refusal(outcome)
+        assert grant is not None  # refused above otherwise
+        try:
+            listener = await self._hub.join(grant, notes=notes, topics=topics)
+        except Exception as exc:
+            raise rpc_error(tool_error(exc, request_id)["error"]) from None
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
+        # Only resource subscriptions are honoured: the tool and resource lists never change.
+        honored = SubscriptionFilter(resource_subscriptions=uris or None)
+        # A stream outlives no token: at its expiry it ends, and the client listens again
+        # with a fresh one.
+        expires_in = max(0.0, grant.expires_at - time.time())
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + expires_in) as scope:
+                # A listener that fell behind is cut off here, even while this task is stuck
+                # writing to a client that stopped reading.
+                listener.on_drop = scope.cancel
+                await ctx.session.send_notification(
+                    SubscriptionsAcknowledgedNotification(
+                        params=SubscriptionsAcknowledgedNotificationParams(
+                            notifications=honored, _meta=meta
+                        )
+                    ),
+                    related_request_id=subscription_id,
+                )
+                while True:
+                    change = await self._hub.next_change(listener, wait_seconds=expires_in + 1)
+                    if change is None:
+                        break
+                    if change is IDLE:
+                        continue
+                    await ctx.session.send_notification(
+                        ResourceUpdatedNotification(
+                            params=ResourceUpdatedNotificationParams(uri=change.uri, _meta=meta)
+                        ),
+                        related_request_id=subscription_id,
+                    )
+        except TokenRevoked as exc:
+            raise rpc_error(tool_error(exc, request_id)["error"]) from None
+        finally:
+            self._hub.leave(listener)
+        if listener.dropped:
+            dropped = ListenerDropped(
+                f"listener dropped: more than {listener.queue.maxsize} changes were waiting"
+            )
+            raise rpc_error(tool_error(dropped, request_id)["error"])
+        return SubscriptionsListenResult(_meta=meta)

@@ -1,0 +1,320 @@
+// The board page. Every value shown comes from the board, which agents write: it is put in
+// the page as text (textContent, setAttribute on inert attributes), never as markup.
+"use strict";
+
+const TOKEN_KEY = "bb-board-token";
+const FIELDS = ["uri", "digest", "version", "author", "updated", "size"];
+const state = { topic: null, rows: [], sortKey: "updated", sortDir: -1, note: null,
+  feed: null, workspace: "" };
+
+function $(id) { return document.getElementById(id); }
+
+function el(tag, text, attrs) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  return node;
+}
+
+function svg(tag, attrs, text) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
+
+function status(text, isError) {
+  const node = $("status");
+  node.textContent = text;
+  node.className = isError ? "error" : "muted";
+}
+
+async function api(path, body) {
+  const init = { headers: { Authorization: "Bearer " + token() }, cache: "no-store" };
+  if (body !== undefined) {
+    init.method = "POST";
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch("/board/api/" + path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = (data && data.error) || {};
+    throw new Error((error.code || response.status) + ": " + (error.message || "refused"));
+  }
+  return data;
+}
+
+function callTool(tool, args) { return api("call", { tool: tool, arguments: args }); }
+
+function linkButton(uri) {
+  const button = el("button", uri, { type: "button" });
+  button.addEventListener("click", () => openNote(uri));
+  return button;
+}
+
+function topicOf(uri) { return uri.split("/")[3]; }
+
+async function loadTopics() {
+  const data = await api("topics");
+  state.workspace = data.workspace;
+  $("workspace").textContent = "· " + data.workspace;
+  const list = $("topics");
+  list.replaceChildren();
+  for (const entry of data.topics) {
+    const button = el("button", entry.topic + " (" + entry.notes + ")", { type: "button" });
+    button.dataset.topic = entry.topic;
+    if (entry.topic === state.topic) button.setAttribute("aria-current", "true");
+    button.addEventListener("click", () => openTopic(entry.topic));
+    const li = el("li");
+    li.append(button);
+    list.append(li);
+  }
+  if (!data.topics.length) list.append(el("li", "No topic this token may read.", { class: "muted" }));
+  return data;
+}
+
+async function openTopic(topic) {
+  state.topic = topic;
+  for (const b of $("topics").querySelectorAll("button")) {
+    b.setAttribute("aria-current", String(b.dataset.topic === topic));
+  }
+  $("notes-title").textContent = "Notes in " + topic;
+  const data = await callTool("list_keys", { topic: topic, fields: FIELDS, limit: 200,
+    budget_tokens: 100000 });
+  state.rows = data.items;
+  renderNotes();
+}
+
+function compare(a, b) {
+  const x = a[state.sortKey], y = b[state.sortKey];
+  if (typeof x === "number" && typeof y === "number") return (x - y) * state.sortDir;
+  return String(x).localeCompare(String(y)) * state.sortDir;
+}
+
+function renderNotes() {
+  for (const th of $("notes").querySelectorAll("th")) {
+    th.setAttribute("aria-sort", th.dataset.key === state.sortKey
+      ? (state.sortDir > 0 ? "ascending" : "descending") : "none");
+  }
+  const body = $("notes").tBodies[0];
+  body.replaceChildren();
+  for (const row of [...state.rows].sort(compare)) {
+    const tr = el("tr");
+    const addr = el("td", null, { class: "addr" });
+    addr.append(linkButton(row.uri));
+    tr.append(addr, el("td", row.digest), el("td", row.version), el("td", row.author),
+      el("td", row.updated), el("td", row.size));
+    body.append(tr);
+  }
+}
+
+function sortBy(key) {
+  state.sortDir = state.sortKey === key ? -state.sortDir : (key === "updated" ? -1 : 1);
+  state.sortKey = key;
+  renderNotes();
+}
+
+async function openNote(uri) {
+  const data = await callTool("get_state", { uris: [uri], mode: "full", budget_tokens: 100000 });
+  const item = data.items[0] || { uri: uri, error: "not_found" };
+  state.note = uri;
+  const panel = $("note-panel");
+  panel.hidden = false;
+  $("note-title").textContent = uri;
+  const warnings = $("note-warnings");
+  warnings.replaceChildren();
+  for (const w of data.warnings || []) warnings.append(el("li", w, { role: "alert" }));
+  if (item.error) {
+    $("note-digest").textContent = "This note does not exist (" + item.error + ").";
+    $("note-meta").replaceChildren();
+    $("note-content").textContent = "";
+    renderGraph(uri, [], []);
+    $("note-sources").replaceChildren();
+    $("note-links").replaceChildren();
+    return;
+  }
+  $("note-digest").textContent = item.digest;
+  const meta = $("note-meta");
+  meta.replaceChildren();
+  for (const key of ["version", "kind", "author", "created", "updated", "size", "confidence"]) {
+    if (item[key] === undefined) continue;
+    meta.append(el("dt", key), el("dd", item[key]));
+  }
+  $("note-content").textContent = item.body !== undefined ? item.body
+    : (item.table !== undefined ? item.table : "");
+  const sources = $("note-sources");
+  sources.replaceChildren();
+  for (const s of item.sources || []) {
+    const li = el("li");
+    li.append(linkButton(s));
+    sources.append(li);
+  }
+  if (item.sources_hidden) sources.append(el("li", item.sources_hidden + " in topics you cannot read", { class: "muted" }));
+  if (!sources.childElementCount) sources.append(el("li", "none", { class: "muted" }));
+  const links = item.links || [];
+  const list = $("note-links");
+  list.replaceChildren();
+  list.className = "linklist";
+  for (const link of links) {
+    const li = el("li", (link.to ? "→ " : "← ") + link.rel + " ");
+    li.append(linkButton(link.to || link.from));
+    list.append(li);
+  }
+  renderGraph(uri, links, item.sources || []);
+  panel.scrollIntoView({ block: "nearest" });
+}
+
+function short(uri) {
+  const rest = uri.split("/").slice(3).join("/");
+  return rest.length > 28 ? rest.slice(0, 27) + "…" : rest;
+}
+
+function renderGraph(uri, links, sources) {
+  const graph = $("note-graph");
+  for (const child of [...graph.childNodes]) if (child.nodeName !== "title") child.remove();
+  const left = links.filter(l => l.from).map(l => ({ uri: l.from, rel: l.rel }));
+  const right = links.filter(l => l.to).map(l => ({ uri: l.to, rel: l.rel }))
+    .concat(sources.map(s => ({ uri: s, rel: "source" })));
+  const rows = Math.max(left.length, right.length, 1);
+  const height = Math.max(80, rows * 44 + 16);
+  graph.setAttribute("viewBox", "0 0 640 " + height);
+  const cx = 320, cy = height / 2;
+  const place = (items, x) => items.map((it, i) => ({ ...it, x: x,
+    y: (height / (items.length + 1)) * (i + 1) }));
+  const edges = svg("g");
+  const nodes = svg("g");
+  graph.append(edges, nodes);
+  for (const [items, x] of [[place(left, 90), 90], [place(right, 550), 550]]) {
+    for (const it of items) {
+      const bad = it.rel === "supersedes" || it.rel === "contradicts";
+      const x1 = x < cx ? x + 80 : cx + 80, x2 = x < cx ? cx - 80 : x - 80;
+      const y1 = x < cx ? it.y : cy, y2 = x < cx ? cy : it.y;
+      edges.append(svg("line", { x1: x1, y1: y1, x2: x2, y2: y2,
+        class: "edge" + (bad ? " bad" : "") }));
+      edges.append(svg("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, class: "rel",
+        "text-anchor": "middle" }, it.rel));
+      nodes.append(graphNode(it.uri, x, it.y, false));
+    }
+  }
+  nodes.append(graphNode(uri, cx, cy, true));
+}
+
+function graphNode(uri, x, y, center) {
+  const g = svg("g", { class: "node" + (center ? " center" : ""), transform:
+    "translate(" + (x - 80) + "," + (y - 14) + ")" });
+  g.append(svg("title", {}, uri));
+  g.append(svg("rect", { width: 160, height: 28, rx: 4 }));
+  g.append(svg("text", { x: 80, y: 18, "text-anchor": "middle" }, short(uri)));
+  if (!center) {
+    g.setAttribute("tabindex", "0");
+    g.setAttribute("role", "button");
+    g.setAttribute("aria-label", "open " + uri);
+    g.addEventListener("click", () => openNote(uri));
+    g.addEventListener("keydown", e => {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openNote(uri); }
+    });
+  }
+  return g;
+}
+
+async function loadAudit() {
+  const data = await api("audit");
+  $("audit-panel").hidden = false;
+  const body = $("audit").tBodies[0];
+  body.replaceChildren();
+  for (const r of data.records) {
+    const tr = el("tr");
+    tr.append(el("td", new Date(r.at * 1000).toISOString()), el("td", r.subject),
+      el("td", r.tool), el("td", r.outcome), el("td", r.addresses.join(" ")));
+    body.append(tr);
+  }
+}
+
+let refreshTimer = null;
+function scheduleRefresh(change) {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(async () => {
+    await loadTopics().catch(() => {});
+    if (state.topic && topicOf(change.uri) === state.topic) await openTopic(state.topic).catch(() => {});
+    if (state.note === change.uri) await openNote(change.uri).catch(() => {});
+  }, 250);
+}
+
+function showChange(change) {
+  const li = el("li", new Date(change.at_ms).toLocaleTimeString() + " " + change.op + " v" +
+    change.version + " by " + change.author + " ");
+  li.append(linkButton(change.uri));
+  const feed = $("feed");
+  feed.prepend(li);
+  while (feed.childElementCount > 100) feed.lastChild.remove();
+  scheduleRefresh(change);
+}
+
+// EventSource cannot send an Authorization header, so the stream is read with fetch().
+async function follow() {
+  if (state.feed) state.feed.abort();
+  const controller = new AbortController();
+  state.feed = controller;
+  $("feed-status").textContent = "connecting…";
+  try {
+    const response = await fetch("/board/api/events", { signal: controller.signal,
+      headers: { Authorization: "Bearer " + token(), Accept: "text/event-stream" } });
+    if (!response.ok) throw new Error("HTTP " + response.status);
+    $("feed-status").textContent = "live";
+    $("feed-status").dataset.live = "true";
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = frame.split("\n").filter(l => l.startsWith("data: ")).map(l => l.slice(6));
+        if (data.length) showChange(JSON.parse(data.join("\n")));
+      }
+    }
+  } catch (err) {
+    if (controller.signal.aborted) return;
+    $("feed-status").textContent = "disconnected (" + err.message + "); retrying";
+  }
+  $("feed-status").dataset.live = "false";
+  if (!controller.signal.aborted) setTimeout(follow, 3000);
+}
+
+async function start() {
+  if (!token()) { status("Enter an access token to open the board."); return; }
+  try {
+    const data = await loadTopics();
+    status("Signed in to " + data.workspace + ".");
+    follow();
+    if (data.admin) await loadAudit();
+    else $("audit-panel").hidden = true;
+  } catch (err) {
+    status("Could not open the board: " + err.message, true);
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("token-form").addEventListener("submit", e => {
+    e.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+    $("token").value = "";
+    start();
+  });
+  $("forget").addEventListener("click", () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    if (state.feed) state.feed.abort();
+    location.reload();
+  });
+  for (const th of $("notes").querySelectorAll("th")) {
+    th.querySelector("button").addEventListener("click", () => sortBy(th.dataset.key));
+  }
+  start();
+});

@@ -1,0 +1,204 @@
+"""The board page at /board, driven in a real browser (Debian's Chromium via Playwright).
+
+Notes are written through MCP; the page must show them, pick up a new write in its change
+feed without a reload, keep a reader to its topics, never put the token in a URL, and show
+attacker-written content as text. Screenshots at 1280x800 and at phone width are saved
+(to $BOARD_SCREENSHOTS when set, else the test's temporary directory).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from support import GatewayProcess, admin_token, agent_token, call, mcp_client
+
+from blackboard_mcp.auth import TokenIssuer
+
+playwright_api = pytest.importorskip("playwright.async_api")
+
+CHROMIUM = "/usr/bin/chromium"
+XSS_DIGEST = '<script>window.__xss = "digest"</script>'
+XSS_BODY = "<img src=x onerror=\"window.__xss = 'body'\"><b>not bold</b>"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which(CHROMIUM) is None and not os.environ.get("CI"),
+    reason="needs Debian's chromium (apt-get install chromium); CI installs it",
+)
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[object]:
+    async with playwright_api.async_playwright() as p:
+        chromium = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        await chromium.close()
+
+
+def addr(ws: str, rest: str) -> str:
+    return f"bb://{ws}/{rest}"
+
+
+async def open_board(browser: object, url: str, token: str, width: int = 1280, height: int = 800):  # type: ignore[no-untyped-def]
+    context = await browser.new_context(viewport={"width": width, "height": height})  # type: ignore[attr-defined]
+    page = await context.new_page()
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url))
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    await page.goto(url + "/board")
+    await page.fill("#token", token)
+    await page.press("#token", "Enter")
+    await page.wait_for_selector("#topics button")
+    return context, page, requested, errors
+
+
+async def seed(url: str, token: str, ws: str) -> None:
+    async with mcp_client(url, token) as client:
+        await call(
+            client, "update_state", uri=addr(ws, "facts/old"), digest="The old finding.", body="was"
+        )
+        await call(
+            client,
+            "update_state",
+            uri=addr(ws, "facts/new"),
+            digest="The new finding.",
+            body="is",
+            sources=[addr(ws, "facts/old")],
+        )
+        await call(
+            client, "update_state", uri=addr(ws, "facts/evil"), digest=XSS_DIGEST, body=XSS_BODY
+        )
+        await call(
+            client,
+            "link_state",
+            src=addr(ws, "facts/new"),
+            rel="supersedes",
+            dst=[addr(ws, "facts/old")],
+        )
+        await call(
+            client, "update_state", uri=addr(ws, "secret/plan"), digest="Hidden plan.", body="x"
+        )
+
+
+def screenshot_dir(tmp_path: Path) -> Path:
+    target = Path(os.environ.get("BOARD_SCREENSHOTS") or tmp_path)
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+async def test_the_page_is_served_with_a_strict_content_security_policy(
+    gateway: GatewayProcess,
+) -> None:
+    async with httpx.AsyncClient() as http:
+        page = await http.get(gateway.url + "/board")
+        script = await http.get(gateway.url + "/board/static/board.js")
+        unauthenticated = await http.get(gateway.url + "/board/api/topics")
+    csp = page.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "default-src 'none'" in csp
+    assert "unsafe-inline" not in csp
+    # Nothing inline for the policy to refuse: scripts are files, no on* handlers.
+    assert re.search(r"<script(?![^>]*\bsrc=)", page.text) is None
+    assert re.search(r"\son[a-z]+=", page.text) is None
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert unauthenticated.status_code == 401
+
+
+async def test_the_board_shows_notes_graph_feed_and_escapes_content(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object, tmp_path: Path
+) -> None:
+    token = admin_token(issuer, workspace)
+    await seed(gateway.mcp_url, token, workspace)
+    context, page, requested, errors = await open_board(browser, gateway.url, token)
+    topics = await page.locator("#topics button").all_inner_texts()
+    assert topics == ["facts (3)", "secret (1)"]
+    await page.click("text=facts (3)")
+    await page.wait_for_selector("#notes tbody tr")
+    rows = await page.locator("#notes tbody tr td.addr").all_inner_texts()
+    assert sorted(rows) == sorted(addr(workspace, f"facts/{k}") for k in ("old", "new", "evil"))
+    # Sorting by keyboard: focus the Address column's button and press Enter.
+    await page.focus("#notes th[data-key=uri] button")
+    await page.keyboard.press("Enter")
+    assert await page.get_attribute("#notes th[data-key=uri]", "aria-sort") == "ascending"
+    assert await page.locator("#notes tbody tr td.addr").all_inner_texts() == sorted(rows)
+    # Attacker-written digest and body are shown as text, and run nothing.
+    await page.click(f"text={addr(workspace, 'facts/evil')}")
+    await page.wait_for_selector("#note-panel:not([hidden])")
+    assert await page.inner_text("#note-content") == XSS_BODY
+    assert XSS_DIGEST in await page.inner_text("#notes tbody")
+    assert await page.evaluate("window.__xss") is None
+    assert await page.locator("#note-content img, #note-content b, #notes script").count() == 0
+    # The superseded note: warning, its link drawn in the graph, opened from the keyboard.
+    await page.focus(f"#notes tbody button:text-is('{addr(workspace, 'facts/old')}')")
+    await page.keyboard.press("Enter")
+    await page.wait_for_selector(f"#note-title:text-is('{addr(workspace, 'facts/old')}')")
+    warnings = await page.locator("#note-warnings li").all_inner_texts()
+    assert warnings == [
+        f"{addr(workspace, 'facts/old')} is superseded by {addr(workspace, 'facts/new')}"
+    ]
+    assert await page.locator("#note-graph .edge.bad").count() == 1
+    assert await page.locator("#note-graph .node").count() == 2
+    # The audit tail for an admin.
+    assert await page.locator("#audit tbody tr").count() > 0
+    # A write appears in the feed without a reload.
+    await page.wait_for_selector("#feed-status[data-live=true]")
+    await page.evaluate("window.__same_page = true")
+    async with mcp_client(gateway.mcp_url, token) as client:
+        await call(client, "update_state", uri=addr(workspace, "facts/fresh"), digest="Fresh.")
+    await page.wait_for_selector(
+        f"#feed li:has-text('{addr(workspace, 'facts/fresh')}')", timeout=10_000
+    )
+    await page.wait_for_selector("text=facts (4)", timeout=10_000)
+    assert await page.evaluate("window.__same_page") is True
+    shots = screenshot_dir(tmp_path)
+    await page.evaluate("window.scrollTo(0, 0)")
+    await page.screenshot(path=str(shots / "board-1280x800.png"))
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await page.screenshot(path=str(shots / "board-phone.png"), full_page=True)
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    # The token went in headers only.
+    assert requested and not [u for u in requested if token in u]
+    assert errors == []
+    await context.close()
+
+
+async def test_a_reader_sees_only_its_topics_in_the_list_and_the_feed(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    writer = agent_token(issuer, workspace)
+    await seed(gateway.mcp_url, writer, workspace)
+    reader = agent_token(issuer, workspace, read=["facts"], write=[], caps=["board_read"])
+    context, page, requested, errors = await open_board(browser, gateway.url, reader)
+    assert await page.locator("#topics button").all_inner_texts() == ["facts (3)"]
+    assert await page.is_hidden("#audit-panel")
+    await page.wait_for_selector("#feed-status[data-live=true]")
+    async with mcp_client(gateway.mcp_url, writer) as client:
+        await call(client, "update_state", uri=addr(workspace, "secret/next"), digest="Hidden.")
+        await call(client, "update_state", uri=addr(workspace, "facts/next"), digest="Seen.")
+    await page.wait_for_selector(
+        f"#feed li:has-text('{addr(workspace, 'facts/next')}')", timeout=10_000
+    )
+    feed = await page.inner_text("#feed")
+    assert "secret" not in feed
+    assert "secret" not in await page.content()
+    assert errors == []
+    # The API refuses a secret note as get_state does.
+    refused = await page.evaluate(
+        """async (uri) => {
+            const r = await fetch('/board/api/call', {method: 'POST', headers: {
+              Authorization: 'Bearer ' + sessionStorage.getItem('bb-board-token'),
+              'Content-Type': 'application/json'},
+              body: JSON.stringify({tool: 'get_state', arguments: {uris: [uri]}})});
+            return [r.status, (await r.json()).error.code];
+        }""",
+        addr(workspace, "secret/plan"),
+    )
+    assert refused == [403, "forbidden"]
+    assert not [u for u in requested if reader in u]
+    await context.close()

@@ -1,0 +1,91 @@
+"""Notes as MCP resources, through the SDK's client against a real gateway process."""
+
+from __future__ import annotations
+
+import pytest
+from mcp.shared.exceptions import MCPError
+from support import GatewayProcess, agent_token, call, mcp_client
+
+from blackboard_mcp.auth import TokenIssuer
+
+
+def addr(ws: str, rest: str) -> str:
+    return f"bb://{ws}/{rest}"
+
+
+async def test_the_note_template_is_offered(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+        templates = (await client.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == ["bb://{workspace}/{topic}/{+key}"]
+
+
+async def test_reading_a_note_gives_its_whole_content(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    big = "".join(f"line {i} of a long finding\n" for i in range(2000))  # offloaded (>10 KB)
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+        await call(
+            client, "update_state", uri=addr(workspace, "facts/a"), digest="A.", body="hello"
+        )
+        await call(client, "update_state", uri=addr(workspace, "facts/big"), digest="B.", body=big)
+        await call(
+            client,
+            "update_state",
+            uri=addr(workspace, "facts/t"),
+            digest="T.",
+            columns=["name", "n"],
+            rows=[["x", 1], ["y", 2]],
+        )
+        text = (await client.read_resource(addr(workspace, "facts/a"))).contents[0]
+        whole = (await client.read_resource(addr(workspace, "facts/big"))).contents[0]
+        table = (await client.read_resource(addr(workspace, "facts/t"))).contents[0]
+    assert (text.uri, text.mime_type, getattr(text, "text", None)) == (
+        addr(workspace, "facts/a"),
+        "text/plain",
+        "hello",
+    )
+    assert getattr(whole, "text", None) == big
+    assert table.mime_type == "text/tab-separated-values"
+    assert getattr(table, "text", "").splitlines() == ["name\tn", "x\t1", "y\t2"]
+
+
+async def test_an_unreadable_topic_is_refused_as_get_state_refuses_it(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer:
+        await call(writer, "update_state", uri=addr(workspace, "secret/x"), digest="S.", body="s")
+    reader = agent_token(issuer, workspace, read=["facts"], write=[], caps=["board_read"])
+    async with mcp_client(gateway.mcp_url, reader) as client:
+        is_error, body = await call(client, "get_state", uris=[addr(workspace, "secret/x")])
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(addr(workspace, "secret/x"))
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource(addr(workspace, "facts/none"))
+        with pytest.raises(MCPError) as foreign:
+            await client.read_resource("bb://other-ws/facts/x")
+    assert is_error and body["error"]["code"] == "forbidden"
+    assert refused.value.error.data == body["error"]
+    assert "s" not in refused.value.error.message.split()
+    assert missing.value.error.data["code"] == "not_found"
+    assert foreign.value.error.data["code"] == "forbidden"
+
+
+async def test_the_list_offers_the_catch_up_note_and_readable_topics_only(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer:
+        for rest in ("facts/a", "facts/b", "secret/x", "run/state/current"):
+            await call(writer, "update_state", uri=addr(workspace, rest), digest="D.", body="b")
+    reader = agent_token(issuer, workspace, read=["facts", "run"], write=[], caps=["board_read"])
+    async with mcp_client(gateway.mcp_url, reader) as client:
+        listed = (await client.list_resources()).resources
+        topic = (await client.read_resource(addr(workspace, "facts"))).contents[0]
+    assert [(r.uri, r.description) for r in listed] == [
+        (addr(workspace, "run/state/current"), "Read this first."),
+        (addr(workspace, "facts"), "2 notes; subscribe for changes to any of them"),
+        (addr(workspace, "run"), "1 notes; subscribe for changes to any of them"),
+    ]
+    assert addr(workspace, "facts/a") in getattr(topic, "text", "")
+    assert "secret" not in getattr(topic, "text", "")

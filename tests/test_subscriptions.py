@@ -1,0 +1,317 @@
+"""subscriptions/listen: change notifications from the change log, across gateway processes.
+
+Two real gateway processes share the session's Redis: writes go through one (A, the session
+gateway), listeners sit on the other (B), so a notification can only have come through
+Redis. B is started with small limits so that the bounds can be reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+import pytest
+import redis.asyncio as aioredis
+from mcp.client.subscriptions import ResourceUpdated, Subscription, SubscriptionLost
+from mcp.shared.exceptions import MCPError
+from support import (
+    GatewayProcess,
+    admin_token,
+    agent_token,
+    call,
+    mcp_client,
+    start_gateway,
+    stop_gateway,
+)
+
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import Board, EmbeddedRedis
+
+PER_TOKEN = 2
+# How long a stopping gateway gives open streams before it cuts them (_http_limits.py).
+STOP_SECONDS = 5
+QUEUE = 128
+
+
+@pytest.fixture(scope="module")
+def gateway_b(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
+    process = start_gateway(
+        redis_server.url,
+        tmp_path_factory.mktemp("gateway-b"),
+        extra_env={"BB_LISTENERS_PER_TOKEN": str(PER_TOKEN), "BB_LISTENER_QUEUE": str(QUEUE)},
+    )
+    yield process
+    stop_gateway(process)
+
+
+def addr(ws: str, rest: str) -> str:
+    return f"bb://{ws}/{rest}"
+
+
+async def next_uri(sub: Subscription, seconds: float = 10.0) -> str:
+    with anyio.fail_after(seconds):
+        event = await sub.__anext__()
+    assert isinstance(event, ResourceUpdated)
+    return event.uri
+
+
+async def nothing_within(sub: Subscription, seconds: float) -> bool:
+    with anyio.move_on_after(seconds):
+        await sub.__anext__()
+        return False
+    return True
+
+
+async def test_a_write_through_one_gateway_notifies_a_listener_on_another(
+    gateway: GatewayProcess, gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace)
+    async with (
+        mcp_client(gateway.mcp_url, token) as writer,
+        mcp_client(gateway_b.mcp_url, token) as listener,
+        listener.listen(
+            resource_subscriptions=[addr(workspace, "facts/a"), addr(workspace, "plans")]
+        ) as sub,
+    ):
+        await call(writer, "update_state", uri=addr(workspace, "facts/a"), digest="A.")
+        assert await next_uri(sub) == addr(workspace, "facts/a")
+        await call(writer, "update_state", uri=addr(workspace, "facts/other"), digest="O.")
+        await call(writer, "update_state", uri=addr(workspace, "plans/p/1"), digest="P.")
+        # A note nobody follows gives no event; any note of a followed topic does.
+        assert await next_uri(sub) == addr(workspace, "plans/p/1")
+        await call(
+            writer,
+            "link_state",
+            src=addr(workspace, "facts/a"),
+            rel="cites",
+            dst=[addr(workspace, "plans/p/1")],
+        )
+        assert await next_uri(sub) == addr(workspace, "facts/a")
+
+
+async def test_no_event_reveals_an_unreadable_topic(
+    gateway: GatewayProcess, gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    reader = agent_token(issuer, workspace, read=["facts"], write=[], caps=["board_read"])
+    async with (
+        mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer,
+        mcp_client(gateway_b.mcp_url, reader) as listener,
+    ):
+        with pytest.raises(MCPError) as refused:
+            async with listener.listen(resource_subscriptions=[addr(workspace, "secret")]):
+                pass
+        assert refused.value.error.data["code"] == "forbidden"
+        with pytest.raises(MCPError) as foreign:
+            async with listener.listen(resource_subscriptions=["bb://other-ws/facts"]):
+                pass
+        assert foreign.value.error.data["code"] == "forbidden"
+        async with listener.listen(resource_subscriptions=[addr(workspace, "facts")]) as sub:
+            await call(writer, "update_state", uri=addr(workspace, "secret/x"), digest="S.")
+            await call(writer, "update_state", uri=addr(workspace, "facts/y"), digest="Y.")
+            assert await next_uri(sub) == addr(workspace, "facts/y")
+            assert await nothing_within(sub, 0.5)
+
+
+async def test_listeners_per_token_are_bounded(
+    gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace)
+    follow = [addr(workspace, "facts")]
+    async with mcp_client(gateway_b.mcp_url, token) as client:
+        async with (
+            client.listen(resource_subscriptions=follow),
+            client.listen(resource_subscriptions=follow),
+        ):
+            with pytest.raises(MCPError) as refused:
+                async with client.listen(resource_subscriptions=follow):
+                    pass
+            assert refused.value.error.data["code"] == "rate_limited"
+            assert "BB_LISTENERS_PER_TOKEN" in refused.value.error.data["hint"]
+            # Another token of the same agent has its own allowance.
+            other = agent_token(issuer, workspace)
+            async with (
+                mcp_client(gateway_b.mcp_url, other) as second,
+                second.listen(resource_subscriptions=follow),
+            ):
+                pass
+        # Closed listeners give their places back.
+        async with client.listen(resource_subscriptions=follow):
+            pass
+
+
+def _raw_listen(url: str, token: str, uris: list[str]) -> socket.socket:
+    """A listen whose client then stops reading, with a small receive buffer so that the
+    server's writes back up soon."""
+    parts = urlsplit(url)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((parts.hostname, parts.port))
+    version = "2026-07-28"
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": "slow-1",
+            "method": "subscriptions/listen",
+            "params": {
+                "notifications": {"resourceSubscriptions": uris},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": version,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "slow", "version": "0"},
+                },
+            },
+        }
+    ).encode()
+    head = (
+        f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {version}\r\n"
+        f"Mcp-Method: subscriptions/listen\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    sock.sendall(head + body)
+    sock.settimeout(10)
+    first = sock.recv(4096)
+    assert b" 200 " in first.split(b"\r\n", 1)[0], first
+    return sock
+
+
+@pytest.fixture
+async def writer_board(redis_server: EmbeddedRedis) -> AsyncIterator[Board]:
+    board = Board(client=aioredis.Redis.from_url(redis_server.url))
+    yield board
+    await board.close()
+
+
+async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
+    gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str, writer_board: Board
+) -> None:
+    follow = [addr(workspace, "flood")]
+    slow = _raw_listen(gateway_b.mcp_url, agent_token(issuer, workspace), follow)
+    # Long addresses fill the slow client's buffers in fewer writes.
+    stem = "/".join(["s" * 100] * 4)
+    try:
+        async with (
+            mcp_client(gateway_b.mcp_url, agent_token(issuer, workspace)) as fast_client,
+            fast_client.listen(resource_subscriptions=follow) as fast,
+        ):
+            seen: set[str] = set()
+
+            async def drain() -> None:
+                async for event in fast:
+                    assert isinstance(event, ResourceUpdated)
+                    seen.add(event.uri)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain)
+                n = 0
+                deadline = time.monotonic() + 60
+                while "overloaded" not in Path(gateway_b.log_path).read_text(errors="replace"):
+                    assert time.monotonic() < deadline, "the slow listener was never dropped"
+                    await asyncio.gather(
+                        *(
+                            writer_board.update_state(
+                                author="w", uri=addr(workspace, f"flood/{stem}/{n + i}"), digest="d"
+                            )
+                            for i in range(50)
+                        )
+                    )
+                    n += 50
+                # The fast listener still hears about every write after the drop, promptly.
+                last = addr(workspace, f"flood/{stem}/last")
+                await writer_board.update_state(author="w", uri=last, digest="d")
+                with anyio.fail_after(10):
+                    while last not in seen:
+                        await anyio.sleep(0.02)
+                tg.cancel_scope.cancel()
+        # Once the slow client reads again, its stream ends with the drop's error.
+        sock_data = b""
+        slow.settimeout(10)
+        while b"re-listen" not in sock_data:
+            chunk = slow.recv(1 << 20)
+            assert chunk, sock_data[-500:]
+            sock_data += chunk
+        assert b'"code":"overloaded"' in sock_data
+    finally:
+        slow.close()
+
+
+@pytest.mark.slow
+async def test_a_gateway_with_open_listeners_stops_promptly(
+    redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str, tmp_path: Path
+) -> None:
+    process = start_gateway(redis_server.url, tmp_path / "gateway-stop")
+    try:
+        async with (
+            mcp_client(process.mcp_url, agent_token(issuer, workspace)) as client,
+            client.listen(resource_subscriptions=[addr(workspace, "facts")]) as sub,
+        ):
+            started = time.monotonic()
+            process.process.send_signal(signal.SIGINT)
+            with anyio.fail_after(40):
+                try:
+                    async for _event in sub:
+                        pass
+                except SubscriptionLost:
+                    pass  # an abrupt end is allowed: the client re-listens elsewhere
+                while process.process.poll() is None:
+                    await anyio.sleep(0.05)
+            assert process.process.returncode == 0, process.log_text()
+            # Generous: this machine is shared; the failure this guards against is for ever.
+            assert time.monotonic() - started < STOP_SECONDS + 15, process.log_text()
+    finally:
+        stop_gateway(process)
+
+
+async def test_a_listen_ends_when_its_token_expires(
+    gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace, ttl=2)
+    async with (
+        mcp_client(gateway_b.mcp_url, token) as client,
+        client.listen(resource_subscriptions=[addr(workspace, "facts")]) as sub,
+    ):
+        with anyio.fail_after(10):
+            events = [event async for event in sub]  # ends gracefully at expiry
+    assert events == []
+
+
+async def test_a_revoked_token_stops_hearing_of_changes(
+    gateway: GatewayProcess, gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    listener_token = agent_token(issuer, workspace, sub="listener")
+    async with (
+        mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer,
+        mcp_client(gateway_b.mcp_url, listener_token) as client,
+        client.listen(resource_subscriptions=[addr(workspace, "facts")]) as sub,
+    ):
+        async with httpx.AsyncClient() as http:
+            revoked = await http.post(
+                gateway.url + "/admin/revoke",
+                json={"sub": "listener"},
+                headers={"Authorization": f"Bearer {admin_token(issuer, workspace)}"},
+            )
+        assert revoked.status_code == 200, revoked.text
+        # Within the recheck interval (5 s) the stream ends with `unauthenticated`, and no
+        # change written after the revocation reaches it.
+        started = time.monotonic()
+        seen: list[str] = []
+        with pytest.raises(SubscriptionLost) as lost, anyio.fail_after(20):
+            while True:
+                await call(writer, "update_state", uri=addr(workspace, "facts/x"), digest="X.")
+                with anyio.move_on_after(0.5):
+                    event = await sub.__anext__()
+                    assert isinstance(event, ResourceUpdated)
+                    seen.append(event.uri)
+        assert time.monotonic() - started < 12
+        cause = lost.value.__cause__
+        assert isinstance(cause, MCPError) and cause.error.data["code"] == "unauthenticated"
