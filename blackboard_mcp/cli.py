@@ -23,6 +23,8 @@ from blackboard_mcp._cli import (
     run_command,
     with_signing_key,
 )
+from blackboard_mcp._cli._audit import add_audit_commands
+from blackboard_mcp._cli._delete import add_delete_command
 from blackboard_mcp.settings import Settings
 
 if TYPE_CHECKING:
@@ -224,29 +226,6 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_audit_tail(args: argparse.Namespace) -> int:
-    import redis.asyncio as aioredis
-
-    from blackboard_mcp.store import RedisAuditLog
-
-    settings = Settings()
-    url = redis_url(settings)
-
-    async def run() -> None:
-        client = aioredis.Redis.from_url(url)
-        try:
-            log = RedisAuditLog(client=client, maxlen=settings.audit_maxlen)
-            # as_line escapes every field: a record cannot print a line or a column of its own.
-            for rec in reversed(await log.tail(args.workspace, args.count)):
-                print(rec.as_line())
-        finally:
-            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
-
-    with redis_failures(url):
-        asyncio.run(run())
-    return 0
-
-
 def cmd_health(args: argparse.Namespace) -> int:
     """Board health for a human: exits 1 when anything is unhealthy."""
     healthy = True
@@ -335,12 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--sub", help="every token of a subject issued so far")
     revoke.set_defaults(func=cmd_token_revoke)
 
-    audit = sub.add_parser("audit", help="the audit stream")
-    asub = audit.add_subparsers(dest="audit_command", required=True)
-    tail = asub.add_parser("tail", help="the newest audit records of a workspace")
-    tail.add_argument("--workspace", required=True)
-    tail.add_argument("--count", type=int, default=50)
-    tail.set_defaults(func=cmd_audit_tail)
+    add_audit_commands(sub)
+    add_delete_command(sub)
     return parser
 
 

@@ -1,6 +1,6 @@
 """Access: per-agent tokens, topic scopes, .tb tool contracts, refusal before dispatch."""
 
-from ._audit import AuditRecord, AuditSink, BatchAuditSink
+from ._audit import AuditRecord, AuditSink, BatchAuditSink, printable
 from ._dispatch import Authorizer, Manifest
 from ._errors import (
     AuthError,
@@ -94,6 +94,7 @@ __all__ = [
     "load_board_contract",
     "parse_contract",
     "pattern_covers",
+    "printable",
     "require_admin",
     "topic_matches",
 ]

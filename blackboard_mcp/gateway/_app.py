@@ -36,6 +36,7 @@ from ._direct import DirectToolCalls
 from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
+from ._retention import retention_sweeper
 from ._tools import HANDLERS
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,11 @@ def create_app(parts: GatewayParts) -> Starlette:
                 parts.board.location,
                 failure_reason(exc),
             )
-        async with audit.running(), sessions.run():
+        async with (
+            audit.running(),
+            sessions.run(),
+            retention_sweeper(parts.board, parts.audit, interval=settings.retention_sweep_seconds),
+        ):
             yield
         await parts.board.close()
 
@@ -155,6 +160,7 @@ def create_app(parts: GatewayParts) -> Starlette:
             ),
             issuer=parts.issuer,
             audit=parts.audit,
+            board=parts.board,
         ),
     ]
     return Starlette(

@@ -4,6 +4,7 @@ from ._addresses import CATCH_UP_PATH, Address, catch_up_address, is_valid_name,
 from ._admission import Admission, RedisCallAdmission
 from ._audit_log import RedisAuditLog
 from ._board import Board, BoardLimits
+from ._delete import DeleteReport
 from ._embedded import (
     EmbeddedBinaries,
     EmbeddedRedis,
@@ -27,6 +28,7 @@ from ._links import RELATIONS
 from ._location import client_location, failure_reason, redacted_url
 from ._processes import set_parent_death_signal
 from ._ratelimit import RedisRateLimiter
+from ._retention import RetentionPolicy, Swept
 from ._revocations import RedisRevocationList
 from ._tokencount import TiktokenCounter, TokenCounter
 from ._views import Readable, every_topic
@@ -40,6 +42,7 @@ __all__ = [
     "BoardLimits",
     "Conflict",
     "Contended",
+    "DeleteReport",
     "EmbeddedBinaries",
     "EmbeddedRedis",
     "EmbeddedRedisError",
@@ -51,7 +54,9 @@ __all__ = [
     "RedisCallAdmission",
     "RedisRateLimiter",
     "RedisRevocationList",
+    "RetentionPolicy",
     "StoreError",
+    "Swept",
     "TiktokenCounter",
     "TokenCounter",
     "TooLarge",
