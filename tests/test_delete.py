@@ -53,9 +53,7 @@ async def seed(gateway: GatewayProcess, token: str, ws: str) -> int:
     await write(url, token, uri=u("doomed/plan"), digest="zebra plan", body="p", expect_version=0)
     await write(url, token, uri=u("doomed/big"), digest="zebra big", body=BIG, expect_version=0)
     await write(url, token, uri=u("doomed/alone"), digest="zebra alone", body=ALONE)
-    await write(
-        url, token, uri=u("doomed/grid"), digest="zebra grid", columns=["a"], rows=[["1"]]
-    )
+    await write(url, token, uri=u("doomed/grid"), digest="zebra grid", columns=["a"], rows=[["1"]])
     await write(url, token, uri=u("kept/note"), digest="zebra kept", body="k", expect_version=0)
     await write(url, token, uri=u("kept/shared"), digest="zebra shared", body=BIG)
     await tool(url, token, "link_state", src=u("kept/note"), rel="cites", dst=[u("doomed/plan")])
@@ -113,7 +111,11 @@ async def test_deleting_a_topic_removes_it_whole_and_leaves_the_others_untouched
         k: v for k, v in before["items"][0].items() if k != "links"
     }
     shared = await tool(
-        url, token, "get_state", uris=[f"bb://{workspace}/kept/shared"], mode="full",
+        url,
+        token,
+        "get_state",
+        uris=[f"bb://{workspace}/kept/shared"],
+        mode="full",
         budget_tokens=100_000,
     )
     assert not shared["items"][0].get("warnings"), shared  # no longer "contradicts" anything
@@ -164,9 +166,7 @@ async def test_deleting_one_note_by_uri_and_a_missing_one_is_not_found(
     assert again.returncode == 1
     assert f"no note at {uri}" in again.stderr
     assert "Traceback" not in again.stderr
-    elsewhere = run_cli(
-        "delete", "--workspace", "other", "--uri", uri, "--yes", env=env
-    )
+    elsewhere = run_cli("delete", "--workspace", "other", "--uri", uri, "--yes", env=env)
     assert elsewhere.returncode == 1
     assert "not in workspace other" in elsewhere.stderr
 
@@ -241,7 +241,11 @@ async def test_an_admin_deletes_over_http_within_its_own_workspace_only(
     assert answer.json()["deleted"] == 4
     assert (await tool(gateway.mcp_url, token, "list_keys", topic="doomed"))["items"] == []
     tail = run_cli(
-        "audit", "tail", "--workspace", workspace, "--json",
+        "audit",
+        "tail",
+        "--workspace",
+        workspace,
+        "--json",
         env=on_redis(tmp_path, redis_server.url),
     )
     records = [json.loads(line) for line in tail.stdout.splitlines()]
