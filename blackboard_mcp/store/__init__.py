@@ -1,6 +1,13 @@
 """The board's store: notes, versions, links and search on Redis with RediSearch."""
 
-from ._addresses import CATCH_UP_PATH, Address, catch_up_address, is_valid_name, parse_address
+from ._addresses import (
+    CATCH_UP_PATH,
+    Address,
+    catch_up_address,
+    is_valid_name,
+    parse_address,
+    validate_workspace,
+)
 from ._admission import Admission, RedisCallAdmission
 from ._audit_log import RedisAuditLog
 from ._board import Board, BoardLimits
@@ -31,10 +38,21 @@ from ._ratelimit import RedisRateLimiter
 from ._retention import RetentionPolicy, Swept
 from ._revocations import RedisRevocationList
 from ._tokencount import TiktokenCounter, TokenCounter
+from ._transfer import (
+    FORMAT,
+    FORMAT_VERSION,
+    Imported,
+    ImportReport,
+    check_header,
+    check_record,
+    export_header,
+)
 from ._views import Readable, every_topic
 
 __all__ = [
     "CATCH_UP_PATH",
+    "FORMAT",
+    "FORMAT_VERSION",
     "RELATIONS",
     "Address",
     "Admission",
@@ -46,6 +64,8 @@ __all__ = [
     "EmbeddedBinaries",
     "EmbeddedRedis",
     "EmbeddedRedisError",
+    "ImportReport",
+    "Imported",
     "InvalidArgument",
     "NotFound",
     "Overloaded",
@@ -62,8 +82,11 @@ __all__ = [
     "TooLarge",
     "Unavailable",
     "catch_up_address",
+    "check_header",
+    "check_record",
     "client_location",
     "every_topic",
+    "export_header",
     "failure_reason",
     "find_binaries",
     "free_port",
@@ -72,5 +95,6 @@ __all__ = [
     "parse_address",
     "redacted_url",
     "set_parent_death_signal",
+    "validate_workspace",
     "write_private",
 ]

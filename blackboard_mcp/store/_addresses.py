@@ -98,3 +98,7 @@ def parse_address(uri: object, *, argument: str = "uri") -> Address:
 def catch_up_address(workspace: str) -> Address:
     """The well-known note an agent reads first: ``bb://<workspace>/run/state/current``."""
     return Address(validate_name(workspace, "workspace"), "run", "state/current")
+
+
+def validate_workspace(name: object) -> str:
+    return validate_name(name, "workspace")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from ._retention import RetentionPolicy, Swept, read_policy, sweep, write_policy
 from ._search import search_keys
 from ._source_reader import SourceReader
 from ._tokencount import TiktokenCounter, TokenCounter
+from ._transfer import Imported, ImportReport, count_notes, export_notes, import_notes
 from ._views import Readable, every_topic
 from ._writes import WriteLimits, WriteResult, write_note
 
@@ -347,6 +349,26 @@ class Board:
             self._client,
             owner=owner,
             lease_seconds=lease_seconds,
+            changelog_maxlen=self._limits.changelog_maxlen,
+        )
+
+    def export_notes(self, workspace: object) -> AsyncIterator[dict[str, Any]]:
+        """Every note of ``workspace`` as an export record, oldest write first."""
+        return export_notes(self._client, workspace)
+
+    async def count_notes(self, workspace: object) -> int:
+        return await count_notes(self._client, workspace)
+
+    async def import_notes(
+        self, notes: Sequence[Imported], *, workspace: str, replace: bool, author: str
+    ) -> ImportReport:
+        """Write checked export records (see ``check_record``) into ``workspace``."""
+        return await import_notes(
+            self._client,
+            notes,
+            workspace=workspace,
+            replace=replace,
+            author=author,
             changelog_maxlen=self._limits.changelog_maxlen,
         )
 
