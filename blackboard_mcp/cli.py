@@ -25,6 +25,7 @@ from blackboard_mcp._cli import (
 )
 from blackboard_mcp._cli._audit import add_audit_commands
 from blackboard_mcp._cli._delete import add_delete_command
+from blackboard_mcp._cli._retention import add_retention_commands
 from blackboard_mcp._cli._transfer import add_transfer_commands
 from blackboard_mcp.settings import Settings
 
@@ -318,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_commands(sub)
     add_delete_command(sub)
     add_transfer_commands(sub)
+    add_retention_commands(sub)
     return parser
 
 
