@@ -59,7 +59,7 @@ def table(rows: Sequence[tuple[str, ...]], widths: list[int]) -> list[str]:
         for i, cell in enumerate(row[:-1]):
             widths[i] = max(widths[i], len(cell))
     return [
-        "  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=False)), row[-1]])
+        "  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=False)), row[-1]]).rstrip()
         for row in rows
     ]
 

@@ -31,7 +31,7 @@ from ._keys import (
     generate_hs_secret_file,
     keys_from_settings,
 )
-from ._names import SUBJECT_PATTERN, is_subject, is_token_id, is_workspace
+from ._names import CAPABILITIES, SUBJECT_PATTERN, is_subject, is_token_id, is_workspace
 from ._revocations import NoRevocations, RevocationList, Revoker
 from ._scopes import check_pattern, pattern_covers, topic_matches
 from ._secrets import SecretResolver, SecretValue
@@ -45,6 +45,7 @@ from ._tokens import (
 )
 
 __all__ = [
+    "CAPABILITIES",
     "DEFAULT_MAX_TOKEN_TTL",
     "SUBJECT_PATTERN",
     "AuditRecord",
