@@ -5,7 +5,11 @@ and their warnings), into a running embedded `serve` as into the Redis of BB_RED
 from __future__ import annotations
 
 import json
+import os
+import pty
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +20,7 @@ from serve_support import kill_leftovers, start_serve, stop
 from support import TEST_JWT_SECRET, GatewayProcess, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.store import Board, EmbeddedRedis
 
 # Over the offload threshold, with characters outside ASCII and a line ending of each kind.
 OFFLOADED = ("unicodé ✓ line\r\n" * 900) + "tail without newline"
@@ -182,3 +186,41 @@ def test_a_bad_export_file_is_refused_whole_with_the_line_that_is_wrong(
     assert result.returncode == 2, result.stdout + result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+async def test_export_shows_a_progress_bar_on_a_terminal_only(
+    redis_server: EmbeddedRedis, tmp_path: Path, workspace: str
+) -> None:
+    board = Board.from_url(redis_server.url)
+    try:
+        for i in range(3):
+            await board.update_state(author="a", uri=f"bb://{workspace}/t/n{i}", digest="d")
+    finally:
+        await board.close()
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.run(
+            [sys.executable, "-m", "blackboard_mcp.cli", "export", "--workspace", workspace,
+             "--out", str(tmp_path / "out.jsonl")],
+            env=on_redis(tmp_path, redis_server.url),
+            stderr=follower,
+            stdout=subprocess.DEVNULL,
+            timeout=60,
+        )  # fmt: skip
+        os.close(follower)
+        follower = -1
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal's other end is closed: all of it was read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if follower != -1:
+            os.close(follower)
+        os.close(leader)
+    assert process.returncode == 0, shown
+    assert b"\rexporting [" in shown and b"] 3/3" in shown, shown
