@@ -62,7 +62,7 @@ for i = 14, #ARGV do
     redis.call('ZREM', p_recent .. topic, path)
     redis.call('ZREM', p_name .. topic, path)
     redis.call('ZREM', p_version .. topic, path)
-    redis.call('ZREM', p_kind .. topic .. ':' .. f[2], path)
+    if f[2] then redis.call('ZREM', p_kind .. topic .. ':' .. f[2], path) end
     if f[3] and f[3] ~= '' then
       if redis.call('HINCRBY', refs, f[3], -1) <= 0 then
         redis.call('HDEL', refs, f[3])
