@@ -16,9 +16,15 @@ from typing import TYPE_CHECKING
 from blackboard_mcp import __version__
 from blackboard_mcp._cli import (
     DEFAULT_SECRET_FILE,
+    DURATION_FORMAT,
     ConfigurationError,
     RedisUnreachable,
+    add_audit_commands,
+    add_delete_command,
+    add_retention_commands,
+    add_transfer_commands,
     check_redis_reachable,
+    parse_duration,
     probe_gateway,
     redis_failures,
     redis_url,
@@ -26,12 +32,6 @@ from blackboard_mcp._cli import (
     run_command,
     with_signing_key,
 )
-from blackboard_mcp._cli._audit import add_audit_commands
-from blackboard_mcp._cli._delete import add_delete_command
-from blackboard_mcp._cli._durations import FORMAT as DURATION_FORMAT
-from blackboard_mcp._cli._durations import parse_duration
-from blackboard_mcp._cli._retention import add_retention_commands
-from blackboard_mcp._cli._transfer import add_transfer_commands
 from blackboard_mcp.auth import CAPABILITIES
 from blackboard_mcp.settings import Settings
 
@@ -200,7 +200,7 @@ def _offline_verifier(settings: Settings, *, leeway: int | None = None) -> Token
 
 def cmd_token_inspect(args: argparse.Namespace) -> int:
     """The token's claims with ISO times and its status; exit 1 unless it is valid now."""
-    from blackboard_mcp._cli._audit import iso
+    from blackboard_mcp._cli import iso
     from blackboard_mcp.auth import AuthError, TokenExpired
 
     settings = Settings()
