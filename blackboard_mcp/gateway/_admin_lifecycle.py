@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from blackboard_mcp.auth import AuditRecord, AuditSink, Grant
-from blackboard_mcp.store import Board
+from blackboard_mcp.store import Board, DeleteReport
 
 from ._admin_bodies import _Body, parse_body
 from ._errors import GatewayError
@@ -103,7 +103,7 @@ def lifecycle_routes(
     ]
 
 
-def _report(report: Any, *, dry_run: bool) -> dict[str, Any]:
+def _report(report: DeleteReport, *, dry_run: bool) -> dict[str, Any]:
     return {
         "target": report.target,
         "would_delete" if dry_run else "deleted": report.count,
