@@ -1,4 +1,7 @@
-"""``blackboard-mcp``: serve, health, token, audit. Thin: the packages do the work."""
+"""``blackboard-mcp``: serve, health, token, audit, delete, retention, export, import.
+
+Thin: the packages do the work.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +9,22 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from blackboard_mcp import __version__
 from blackboard_mcp._cli import (
     DEFAULT_SECRET_FILE,
+    DURATION_FORMAT,
     ConfigurationError,
     RedisUnreachable,
+    add_audit_commands,
+    add_delete_command,
+    add_retention_commands,
+    add_transfer_commands,
     check_redis_reachable,
+    parse_duration,
     probe_gateway,
     redis_failures,
     redis_url,
@@ -23,24 +32,43 @@ from blackboard_mcp._cli import (
     run_command,
     with_signing_key,
 )
+from blackboard_mcp.auth import CAPABILITIES
 from blackboard_mcp.settings import Settings
 
 if TYPE_CHECKING:
-    from blackboard_mcp.auth import TokenIssuer, TokenVerifier
+    from blackboard_mcp.auth import Grant, TokenIssuer, TokenVerifier
 
 DEFAULT_AGENT_TTL = 24 * 3600
 
 
-def _parse_duration(text: str) -> int:
-    match = re.fullmatch(r"(\d+)([smhd]?)", text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError("durations look like 90s, 30m, 12h or 7d")
-    factor = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
-    return int(match.group(1)) * factor
+DESCRIPTION = """\
+A shared blackboard for fleets of LLM agents: small versioned notes that agents write,
+read, list, search and link through five MCP tools, each agent with a token that says
+which topics it may read and write. `serve` runs the board; the other commands are for
+the people who run it: tokens, health, the audit trail, and the data itself (delete,
+retention, export, import).
+"""
+
+EPILOG = """\
+Settings come from BB_* environment variables (docs/operations.md lists them all). Commands
+other than `serve` find the board through BB_REDIS_URL, or through BB_DATA_DIR, the data
+dir of a running `serve` with its embedded Redis.
+"""
 
 
 def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _capabilities(text: str) -> list[str]:
+    names = _csv(text)
+    unknown = [n for n in names if n not in CAPABILITIES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown capability {', '.join(map(repr, unknown))}: "
+            f"the capabilities are {', '.join(CAPABILITIES)}"
+        )
+    return names
 
 
 def _with_default_keys(settings: Settings, *, create: bool) -> tuple[Settings, bool]:
@@ -124,10 +152,17 @@ def _issue_admin(
 def cmd_token_issue(args: argparse.Namespace) -> int:
     from blackboard_mcp.auth import AuthError
 
+    if not args.admin and args.sub is None:
+        print(
+            "refused: an agent's token needs --sub (the agent's name); "
+            "use --admin for an admin token",
+            file=sys.stderr,
+        )
+        return 2
     settings, _ = _with_default_keys(Settings(), create=False)
     try:
         if args.admin:
-            token = _issue_admin(settings, args.workspace, args.ttl, args.sub)
+            token = _issue_admin(settings, args.workspace, args.ttl, args.sub or "admin")
         else:
             token = _issuer(settings).issue(
                 subject=args.sub,
@@ -145,8 +180,11 @@ def cmd_token_issue(args: argparse.Namespace) -> int:
     return 0
 
 
-def _offline_verifier(settings: Settings) -> TokenVerifier:
-    """A verifier with this data dir's keys that checks signature and claims, not revocation."""
+def _offline_verifier(settings: Settings, *, leeway: int | None = None) -> TokenVerifier:
+    """A verifier with this data dir's keys that checks signature and claims, not revocation.
+
+    ``leeway`` past the configured one lets `token inspect` read an expired token's claims.
+    """
     from blackboard_mcp.auth import NoRevocations, TokenVerifier, keys_from_settings
 
     keyed, _ = _with_default_keys(settings, create=False)
@@ -154,23 +192,61 @@ def _offline_verifier(settings: Settings) -> TokenVerifier:
         keys=keys_from_settings(keyed)[1],
         issuer=settings.jwt_issuer,
         audience=settings.jwt_audience,
-        leeway=settings.jwt_leeway_seconds,
+        leeway=settings.jwt_leeway_seconds if leeway is None else leeway,
         revocations=NoRevocations(),
         max_ttl_seconds=settings.max_token_ttl,
     )
 
 
 def cmd_token_inspect(args: argparse.Namespace) -> int:
-    from blackboard_mcp.auth import AuthError
+    """The token's claims with ISO times and its status; exit 1 unless it is valid now."""
+    from blackboard_mcp._cli import iso
+    from blackboard_mcp.auth import AuthError, TokenExpired
 
-    verifier = _offline_verifier(Settings())
+    settings = Settings()
+    token = args.token.strip()
+    status = "valid"
     try:
-        grant = asyncio.run(verifier.verify(args.token.strip()))
+        grant = _offline_verifier(settings).decode(token)
+    except TokenExpired:
+        # Signed by our key and only out of date: show what it was.
+        grant = _offline_verifier(settings, leeway=10 * 365 * 86400).decode(token)
+        status = "expired"
     except AuthError as exc:
         print(f"invalid: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(grant.describe(), indent=2))
-    return 0
+    revocation = _revocation(settings, grant)
+    if status == "valid" and revocation == "revoked":
+        status = "revoked"
+    claims = grant.describe()
+    claims.update(iat=iso(grant.issued_at), exp=iso(grant.expires_at))
+    print(json.dumps({**claims, "status": status, "revocation": revocation}, indent=2))
+    return 0 if status == "valid" else 1
+
+
+def _revocation(settings: Settings, grant: Grant) -> str:
+    """``revoked``, ``not revoked``, or why it could not be checked (the board is elsewhere)."""
+    import redis.asyncio as aioredis
+
+    from blackboard_mcp.store import RedisRevocationList
+
+    try:
+        url = redis_url(settings)
+    except ConfigurationError:
+        return "not checked: no BB_REDIS_URL and no running `serve` on BB_DATA_DIR"
+
+    async def run() -> bool:
+        client = aioredis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
+        try:
+            return await RedisRevocationList(client=client).is_revoked(grant)
+        finally:
+            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+
+    try:
+        with redis_failures(url):
+            return "revoked" if asyncio.run(run()) else "not revoked"
+    except RedisUnreachable as exc:
+        return f"not checked: {exc.message}"
 
 
 def cmd_token_revoke(args: argparse.Namespace) -> int:
@@ -224,29 +300,6 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_audit_tail(args: argparse.Namespace) -> int:
-    import redis.asyncio as aioredis
-
-    from blackboard_mcp.store import RedisAuditLog
-
-    settings = Settings()
-    url = redis_url(settings)
-
-    async def run() -> None:
-        client = aioredis.Redis.from_url(url)
-        try:
-            log = RedisAuditLog(client=client, maxlen=settings.audit_maxlen)
-            # as_line escapes every field: a record cannot print a line or a column of its own.
-            for rec in reversed(await log.tail(args.workspace, args.count)):
-                print(rec.as_line())
-        finally:
-            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
-
-    with redis_failures(url):
-        asyncio.run(run())
-    return 0
-
-
 def cmd_health(args: argparse.Namespace) -> int:
     """Board health for a human: exits 1 when anything is unhealthy."""
     healthy = True
@@ -283,20 +336,45 @@ async def _board_health(url: str) -> dict[str, object]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="blackboard-mcp", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="blackboard-mcp",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback when a command fails"
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser(
-        "serve", help="run the gateway (embedded Redis when BB_REDIS_URL is unset)"
+        "serve",
+        help="run the board's MCP server (with an embedded Redis when BB_REDIS_URL is unset)",
     )
-    serve.add_argument("--host", default=os.environ.get("BB_HOST", "127.0.0.1"))
+    serve.add_argument(
+        "--host",
+        default=os.environ.get("BB_HOST", "127.0.0.1"),
+        help="address to listen on (default: BB_HOST or 127.0.0.1)",
+    )
     # String defaults go through `type` too: a bad BB_PORT is a usage error, not a traceback.
-    serve.add_argument("--port", type=int, default=os.environ.get("BB_PORT", "8765"))
-    serve.add_argument("--workers", type=int, default=os.environ.get("BB_WORKERS", "1"))
-    serve.add_argument("--workspace", default="default", help="workspace of the first admin token")
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=os.environ.get("BB_PORT", "8765"),
+        help="port to listen on (default: BB_PORT or 8765)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=os.environ.get("BB_WORKERS", "1"),
+        help="server processes (default: BB_WORKERS or 1)",
+    )
+    serve.add_argument(
+        "--workspace",
+        default="default",
+        help="workspace of the admin token printed on first start (default: default)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     health = sub.add_parser("health", help="print board health; non-zero exit when unhealthy")
@@ -305,25 +383,56 @@ def build_parser() -> argparse.ArgumentParser:
 
     token = sub.add_parser("token", help="issue, inspect or revoke access tokens")
     tsub = token.add_subparsers(dest="token_command", required=True)
-    issue = tsub.add_parser("issue", help="print a new token on stdout")
-    issue.add_argument("--workspace", required=True)
-    issue.add_argument("--sub", default="admin", help="the agent's name: A-Z a-z 0-9 . _ @ -")
-    issue.add_argument("--read", type=_csv, default=[])
-    issue.add_argument("--write", type=_csv, default=[])
-    issue.add_argument("--cap", type=_csv, default=[])
-    issue.add_argument("--secret", type=_csv, default=[])
+    issue = tsub.add_parser(
+        "issue",
+        help="print a new token on stdout",
+        description="Print a new access token on stdout: an agent's (--sub, with its topics "
+        "and capabilities) or an admin's (--admin).",
+    )
+    issue.add_argument(
+        "--workspace", required=True, help="the token's workspace: a-z 0-9 . _ -, up to 64"
+    )
+    issue.add_argument(
+        "--sub",
+        help="the agent's name, A-Z a-z 0-9 . _ @ - (needed for an agent; --admin: admin)",
+    )
+    issue.add_argument(
+        "--read",
+        type=_csv,
+        default=[],
+        help="comma-separated topics it may read; * for all, prefix* for a family",
+    )
+    issue.add_argument(
+        "--write",
+        type=_csv,
+        default=[],
+        help="comma-separated topics it may write; * for all, prefix* for a family",
+    )
+    issue.add_argument(
+        "--cap",
+        type=_capabilities,
+        default=[],
+        help=f"comma-separated capabilities, of: {', '.join(CAPABILITIES)}",
+    )
+    issue.add_argument(
+        "--secret", type=_csv, default=[], help="comma-separated secret handles it may use"
+    )
     issue.add_argument(
         "--ttl",
-        type=_parse_duration,
+        type=parse_duration,
         default=None,
-        help="lifetime, up to BB_MAX_TOKEN_TTL (default 24h; --admin: BB_MAX_TOKEN_TTL)",
+        help=f"lifetime, {DURATION_FORMAT}; at most BB_MAX_TOKEN_TTL (default: 24h; with "
+        "--admin, BB_MAX_TOKEN_TTL)",
     )
     issue.add_argument(
         "--admin", action="store_true", help="an admin token: every topic, every capability"
     )
     issue.set_defaults(func=cmd_token_issue)
-    inspect = tsub.add_parser("inspect", help="verify a token and print its claims")
-    inspect.add_argument("token")
+    inspect = tsub.add_parser(
+        "inspect",
+        help="check a token and print its claims; non-zero exit if expired, revoked or invalid",
+    )
+    inspect.add_argument("token", help="the token (a JWT)")
     inspect.set_defaults(func=cmd_token_inspect)
     revoke = tsub.add_parser(
         "revoke", help="revoke a token, a token id or every token of a subject, in one workspace"
@@ -335,12 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--sub", help="every token of a subject issued so far")
     revoke.set_defaults(func=cmd_token_revoke)
 
-    audit = sub.add_parser("audit", help="the audit stream")
-    asub = audit.add_subparsers(dest="audit_command", required=True)
-    tail = asub.add_parser("tail", help="the newest audit records of a workspace")
-    tail.add_argument("--workspace", required=True)
-    tail.add_argument("--count", type=int, default=50)
-    tail.set_defaults(func=cmd_audit_tail)
+    add_audit_commands(sub)
+    add_delete_command(sub)
+    add_transfer_commands(sub)
+    add_retention_commands(sub)
     return parser
 
 

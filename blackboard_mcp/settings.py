@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     source_read_timeout_seconds: float = Field(default=10.0, gt=0)
     source_read_threads: int = Field(default=4, ge=1)
     cas_max_retries: int = 16
+    # How often a gateway process tries to sweep notes past their workspace's retention
+    # (store/_retention.py); one process at a time sweeps, holding a lease for 3 periods.
+    retention_sweep_seconds: float = Field(default=60.0, gt=0)
     # Connections per gateway process, and how long a call waits for one when all are busy
     # before it is answered `overloaded` (store/_pool.py).
     redis_pool_size: int = Field(default=64, ge=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -34,18 +35,27 @@ async def test_calls_allowed_and_refused_are_in_the_audit_stream(
         err, _ = await call(client, "get_state", uris=[f"bb://{workspace}/closed/x"])
         assert err
     tail = subprocess.run(
-        [sys.executable, "-m", "blackboard_mcp.cli", "audit", "tail", "--workspace", workspace],
+        [
+            sys.executable,
+            "-m",
+            "blackboard_mcp.cli",
+            "audit",
+            "tail",
+            "--workspace",
+            workspace,
+            "--json",
+        ],
         env={**os.environ, "BB_REDIS_URL": redis_server.url},
         capture_output=True,
         text=True,
         check=True,
     )
-    lines = [line.split("\t") for line in tail.stdout.strip().splitlines()]
-    assert [(cols[1], cols[2], cols[3]) for cols in lines] == [
+    records = [json.loads(line) for line in tail.stdout.strip().splitlines()]
+    assert [(r["subject"], r["tool"], r["outcome"]) for r in records] == [
         ("agent-1", "update_state", "ok"),
         ("agent-1", "get_state", "forbidden"),
     ]
-    assert lines[1][5] == f"bb://{workspace}/closed/x"
+    assert records[1]["addresses"] == [f"bb://{workspace}/closed/x"]
 
 
 async def test_no_secret_or_token_reaches_a_log_or_a_response(

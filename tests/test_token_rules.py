@@ -7,6 +7,7 @@ again by whoever verifies one, since a token may come from another issuer holdin
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -210,10 +211,18 @@ async def test_audit_tail_prints_one_escaped_line_per_record(
         await client.aclose()
     tail = cli("audit", "tail", "--workspace", workspace, env={"BB_REDIS_URL": redis_server.url})
     assert tail.returncode == 0, tail.stderr
-    lines = tail.stdout.splitlines()
+    header, *lines = tail.stdout.splitlines()
+    assert header.split() == ["TIME", "(UTC)", "SUBJECT", "TOOL", "OUTCOME", "MS", "ADDRESSES"]
     assert len(lines) == 2, tail.stdout
-    assert [len(line.split("\t")) for line in lines] == [6, 6]
-    assert lines[0].split("\t")[1] == forged_line.replace("\n", "\\n").replace("\t", "\\t")
+    escaped = forged_line.replace("\n", "\\n").replace("\t", "\\t")
+    assert lines[0].split()[1] == escaped
+    assert "\t" not in tail.stdout
+    machine = cli(
+        "audit", "tail", "--workspace", workspace, "--json",
+        env={"BB_REDIS_URL": redis_server.url},
+    )  # fmt: skip
+    records = [json.loads(line) for line in machine.stdout.splitlines()]
+    assert [r["subject"] for r in records] == [forged_line, "worker-1"]
 
 
 async def test_the_cli_revokes_within_one_workspace(

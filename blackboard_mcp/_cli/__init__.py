@@ -1,5 +1,10 @@
-"""What the ``blackboard-mcp`` commands share: their failures, Redis, keys and probes."""
+"""What the ``blackboard-mcp`` commands share (their failures, Redis, keys and probes), and the
+operator's data commands: audit, delete, retention, export and import."""
 
+from ._audit import add_audit_commands, iso
+from ._delete import add_delete_command
+from ._durations import FORMAT as DURATION_FORMAT
+from ._durations import parse_duration
 from ._errors import CliError, ConfigurationError, RedisUnreachable, run_command
 from ._health import probe_gateway
 from ._keys import DEFAULT_SECRET_FILE, with_signing_key
@@ -11,15 +16,24 @@ from ._redis import (
     redis_url,
     require_embedded_binaries,
 )
+from ._retention import add_retention_commands
+from ._transfer import add_transfer_commands
 
 __all__ = [
     "DEFAULT_SECRET_FILE",
+    "DURATION_FORMAT",
     "EMBEDDED_URL_FILE",
     "CliError",
     "ConfigurationError",
     "RedisUnreachable",
+    "add_audit_commands",
+    "add_delete_command",
+    "add_retention_commands",
+    "add_transfer_commands",
     "check_redis_reachable",
     "checked_redis_url",
+    "iso",
+    "parse_duration",
     "probe_gateway",
     "redis_failures",
     "redis_url",

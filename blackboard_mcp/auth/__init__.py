@@ -1,6 +1,6 @@
 """Access: per-agent tokens, topic scopes, .tb tool contracts, refusal before dispatch."""
 
-from ._audit import AuditRecord, AuditSink, BatchAuditSink
+from ._audit import AuditRecord, AuditSink, BatchAuditSink, printable
 from ._dispatch import Authorizer, Manifest
 from ._errors import (
     AuthError,
@@ -34,7 +34,7 @@ from ._keys import (
     generate_hs_secret_file,
     keys_from_settings,
 )
-from ._names import SUBJECT_PATTERN, is_subject, is_token_id, is_workspace
+from ._names import CAPABILITIES, SUBJECT_PATTERN, is_subject, is_token_id, is_workspace
 from ._revocations import NoRevocations, RevocationList, Revoker
 from ._scopes import check_pattern, pattern_covers, topic_matches
 from ._secrets import SecretResolver, SecretValue
@@ -48,6 +48,7 @@ from ._tokens import (
 )
 
 __all__ = [
+    "CAPABILITIES",
     "DEFAULT_MAX_TOKEN_TTL",
     "SUBJECT_PATTERN",
     "AuditRecord",
@@ -101,6 +102,7 @@ __all__ = [
     "load_board_contract",
     "parse_contract",
     "pattern_covers",
+    "printable",
     "require_admin",
     "topic_matches",
 ]

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 
+# Every capability a token can carry: the board's contract requires the last three of tools
+# (board.tb), the admin endpoints require ``admin``.
+CAPABILITIES = ("admin", "board_read", "board_write", "file_read")
 SUBJECT_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}"
 WORKSPACE_PATTERN = r"[a-z0-9][a-z0-9._-]{0,63}"
 # Token ids (jti) are ours (hex) or another issuer's: any printable ASCII without spaces.

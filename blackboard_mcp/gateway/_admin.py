@@ -1,4 +1,5 @@
-"""``/admin/tokens`` and ``/admin/revoke``: token issuing and revocation over HTTP, for admins.
+"""``/admin/tokens`` and ``/admin/revoke``: token issuing and revocation over HTTP, for admins
+(``/admin/delete`` and ``/admin/retention`` are in _admin_lifecycle.py).
 
 An admin acts within its own workspace only: it issues tokens for it, and it revokes among
 its tokens (a token id or a subject names a token of the admin's workspace, a presented
@@ -30,8 +31,10 @@ from blackboard_mcp.auth import (
     issue_for_admin,
     require_admin,
 )
+from blackboard_mcp.store import Board
 
 from ._admin_bodies import InvalidRevokeBody, IssueBody, RevokeBody, parse_body
+from ._admin_lifecycle import lifecycle_routes
 from ._errors import GatewayError, tool_error
 from ._resource import ProtectedResource
 
@@ -101,6 +104,7 @@ def admin_routes(
     issuer: TokenIssuer | None,
     audit: AuditSink,
     resource: ProtectedResource,
+    board: Board,
 ) -> list[Route]:
     async def authenticate(request: Request) -> Grant:
         header = request.headers.get("authorization", "")
@@ -155,6 +159,12 @@ def admin_routes(
     return [
         Route("/admin/tokens", _answering_errors(issue, resource), methods=["POST"]),
         Route("/admin/revoke", _answering_errors(revoke, resource), methods=["POST"]),
+        *lifecycle_routes(
+            authenticate=authenticate,
+            board=board,
+            audit=audit,
+            wrap=lambda handler: _answering_errors(handler, resource),
+        ),
     ]
 
 

@@ -39,6 +39,7 @@ from ._live import ChangeHub
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
 from ._resource import ProtectedResource
+from ._retention import retention_sweeper
 from ._tools import HANDLERS
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,11 @@ def create_app(parts: GatewayParts) -> Starlette:
                 parts.board.location,
                 failure_reason(exc),
             )
-        async with audit.running(), sessions.run():
+        async with (
+            audit.running(),
+            sessions.run(),
+            retention_sweeper(parts.board, parts.audit, interval=settings.retention_sweep_seconds),
+        ):
             yield
             await hub.close()
         await parts.board.close()
@@ -188,6 +193,7 @@ def create_app(parts: GatewayParts) -> Starlette:
             issuer=parts.issuer,
             audit=parts.audit,
             resource=resource,
+            board=parts.board,
         ),
     ]
     return Starlette(

@@ -7,10 +7,12 @@ from ._addresses import (
     is_valid_name,
     parse_address,
     parse_topic_address,
+    validate_workspace,
 )
 from ._admission import Admission, RedisCallAdmission
 from ._audit_log import RedisAuditLog
 from ._board import Board, BoardLimits
+from ._delete import DeleteReport
 from ._embedded import (
     EmbeddedBinaries,
     EmbeddedRedis,
@@ -35,12 +37,24 @@ from ._live import Change, ChangeFeed, NoteContent
 from ._location import client_location, failure_reason, redacted_url
 from ._processes import set_parent_death_signal
 from ._ratelimit import RedisRateLimiter
+from ._retention import RetentionPolicy, Swept
 from ._revocations import RedisRevocationList
 from ._tokencount import TiktokenCounter, TokenCounter
+from ._transfer import (
+    FORMAT,
+    FORMAT_VERSION,
+    Imported,
+    ImportReport,
+    check_header,
+    check_record,
+    export_header,
+)
 from ._views import Readable, every_topic
 
 __all__ = [
     "CATCH_UP_PATH",
+    "FORMAT",
+    "FORMAT_VERSION",
     "RELATIONS",
     "Address",
     "Admission",
@@ -50,9 +64,12 @@ __all__ = [
     "ChangeFeed",
     "Conflict",
     "Contended",
+    "DeleteReport",
     "EmbeddedBinaries",
     "EmbeddedRedis",
     "EmbeddedRedisError",
+    "ImportReport",
+    "Imported",
     "InvalidArgument",
     "NotFound",
     "NoteContent",
@@ -62,14 +79,19 @@ __all__ = [
     "RedisCallAdmission",
     "RedisRateLimiter",
     "RedisRevocationList",
+    "RetentionPolicy",
     "StoreError",
+    "Swept",
     "TiktokenCounter",
     "TokenCounter",
     "TooLarge",
     "Unavailable",
     "catch_up_address",
+    "check_header",
+    "check_record",
     "client_location",
     "every_topic",
+    "export_header",
     "failure_reason",
     "find_binaries",
     "free_port",
@@ -79,5 +101,6 @@ __all__ = [
     "parse_topic_address",
     "redacted_url",
     "set_parent_death_signal",
+    "validate_workspace",
     "write_private",
 ]

@@ -109,3 +109,7 @@ def parse_topic_address(uri: object, *, argument: str = "uri") -> tuple[str, str
     if len(parts) != 2:
         return None
     return validate_name(parts[0], "workspace"), validate_name(parts[1], argument)
+
+
+def validate_workspace(name: object) -> str:
+    return validate_name(name, "workspace")

@@ -53,21 +53,37 @@ class RedisAuditLog:
 
     async def tail(self, workspace: str, count: int) -> list[AuditRecord]:
         """The newest ``count`` records, newest first."""
+        return [record for _id, record in await self.newest(workspace, count)]
+
+    async def newest(self, workspace: str, count: int) -> list[tuple[str, AuditRecord]]:
+        """The newest ``count`` records with their stream ids, newest first."""
         async with mapped_redis_errors():
             entries = await self._client.xrevrange(_key(workspace), count=count)
-        out = []
-        for _id, fields in entries:
-            f = {k.decode(): v for k, v in fields.items()}
-            out.append(
-                AuditRecord(
-                    at=float(f["at"]),
-                    workspace=workspace,
-                    subject=f["sub"].decode(),
-                    tool=f["tool"].decode(),
-                    addresses=tuple(orjson.loads(f["addresses"])),
-                    outcome=f["outcome"].decode(),
-                    duration_ms=float(f["ms"]),
-                    request_id=f["rid"].decode(),
-                )
-            )
-        return out
+        return [(i.decode(), _record(workspace, fields)) for i, fields in entries]
+
+    async def after(
+        self, workspace: str, last_id: str, *, block_ms: int
+    ) -> list[tuple[str, AuditRecord]]:
+        """Records added after ``last_id`` (``$``: from now), oldest first, waiting up to
+        ``block_ms`` for the first."""
+        async with mapped_redis_errors():
+            replies = await self._client.xread({_key(workspace): last_id}, block=block_ms)
+        return [
+            (i.decode(), _record(workspace, fields))
+            for _stream, entries in replies or []
+            for i, fields in entries
+        ]
+
+
+def _record(workspace: str, fields: dict[bytes, bytes]) -> AuditRecord:
+    f = {k.decode(): v for k, v in fields.items()}
+    return AuditRecord(
+        at=float(f["at"]),
+        workspace=workspace,
+        subject=f["sub"].decode(),
+        tool=f["tool"].decode(),
+        addresses=tuple(orjson.loads(f["addresses"])),
+        outcome=f["outcome"].decode(),
+        duration_ms=float(f["ms"]),
+        request_id=f["rid"].decode(),
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from redis.backoff import NoBackoff
 
 from . import _keys as keys
 from ._addresses import parse_address
+from ._delete import DeleteReport, delete_notes, delete_target, plan_delete
 from ._index import ensure_index, index_ready
 from ._links import LinkResult, check_link, write_links
 from ._live import ChangeFeed, NoteContent, note_content, open_feed, readable_topics
@@ -22,9 +24,11 @@ from ._notes import NoteWrite, build_write, check_digest
 from ._pool import WaitingConnectionPool
 from ._reads import get_state, list_keys
 from ._redis_errors import mapped_redis_errors
+from ._retention import RetentionPolicy, Swept, read_policy, sweep, write_policy
 from ._search import search_keys
 from ._source_reader import SourceReader
 from ._tokencount import TiktokenCounter, TokenCounter
+from ._transfer import Imported, ImportReport, count_notes, export_notes, import_notes
 from ._views import Readable, every_topic
 from ._writes import WriteLimits, WriteResult, write_note
 
@@ -309,8 +313,71 @@ class Board:
             targets,
             author=author,
             changelog_maxlen=self._limits.changelog_maxlen,
+            max_retries=self._limits.cas_max_retries,
             may_read=readable(source.topic),
         )
+
+    async def delete(
+        self, *, author: str, workspace: object, topic: object = None, uri: object = None
+    ) -> DeleteReport:
+        """Delete a note, a topic or (neither given) every note of a workspace."""
+        return await delete_notes(
+            self._client,
+            delete_target(workspace, topic=topic, uri=uri),
+            author=author,
+            changelog_maxlen=self._limits.changelog_maxlen,
+        )
+
+    async def plan_delete(
+        self, *, workspace: object, topic: object = None, uri: object = None
+    ) -> DeleteReport:
+        """What ``delete`` with the same target would remove now; removes nothing."""
+        return await plan_delete(self._client, delete_target(workspace, topic=topic, uri=uri))
+
+    async def retention(self, workspace: object) -> RetentionPolicy:
+        return await read_policy(self._client, workspace)
+
+    async def set_retention(
+        self, *, workspace: object, topic: object = None, max_age_seconds: object
+    ) -> RetentionPolicy:
+        """Set the workspace's maximum note age, or a topic's; ``None`` clears it."""
+        return await write_policy(
+            self._client, workspace, topic=topic, max_age_seconds=max_age_seconds
+        )
+
+    async def sweep_retention(self, *, owner: str, lease_seconds: float) -> list[Swept] | None:
+        """Delete expired notes, if this ``owner`` holds (or takes) the sweeper's lease."""
+        return await sweep(
+            self._client,
+            owner=owner,
+            lease_seconds=lease_seconds,
+            changelog_maxlen=self._limits.changelog_maxlen,
+        )
+
+    def export_notes(self, workspace: object) -> AsyncIterator[dict[str, Any]]:
+        """Every note of ``workspace`` as an export record, oldest write first."""
+        return export_notes(self._client, workspace)
+
+    async def count_notes(self, workspace: object) -> int:
+        return await count_notes(self._client, workspace)
+
+    async def import_notes(
+        self, notes: Sequence[Imported], *, workspace: str, replace: bool, author: str
+    ) -> ImportReport:
+        """Write checked export records (see ``check_record``) into ``workspace``."""
+        return await import_notes(
+            self._client,
+            notes,
+            workspace=workspace,
+            replace=replace,
+            author=author,
+            changelog_maxlen=self._limits.changelog_maxlen,
+        )
+
+    async def workspace_exists(self, workspace: str) -> bool:
+        """Anything was ever written to ``workspace`` (its notes may all be deleted since)."""
+        async with mapped_redis_errors():
+            return bool(await self._client.sismember(keys.workspaces(), workspace))
 
     async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:
         """The newest entries of the workspace's change log, newest first."""

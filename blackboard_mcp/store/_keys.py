@@ -71,6 +71,41 @@ def rate_window(workspace: str, subject: str, minute: int) -> str:
     return f"bbrl:{{{workspace}}}:{subject}:{minute}"
 
 
+def deleted(workspace: str) -> str:
+    """Deleted notes (``<topic>/<path>``) scored by the sequence number of their deletion."""
+    return f"bbx:{{{workspace}}}"
+
+
+def retention(workspace: str) -> str:
+    """Maximum ages in seconds: the workspace's under ``*``, a topic's under its name."""
+    return f"bbret:{{{workspace}}}"
+
+
+def retention_lease() -> str:
+    """Held by the one gateway process that sweeps expired notes, for a while."""
+    return "bblease:retention"
+
+
+def member_prefixes(workspace: str) -> dict[str, str]:
+    """Prefixes that a server-side script completes with a member, a topic or a blob name.
+
+    The delete script finds the keys of the notes it removes (and of their links' other ends)
+    as it goes; each prefix plus a name is exactly what the function of the same name above
+    returns, and a test holds them to that. Every one of them carries the workspace's hash tag.
+    """
+    return {
+        "note": note(workspace, ""),
+        "links_out": links_out(workspace, ""),
+        "links_in": links_in(workspace, ""),
+        "by_recent": by_recent(workspace, ""),
+        "by_name": by_name(workspace, ""),
+        "by_version": by_version(workspace, ""),
+        # by_kind is <prefix><topic>:<kind>
+        "by_kind": by_kind(workspace, "", "")[:-1],
+        "blob": blob(workspace, ""),
+    }
+
+
 def workspaces() -> str:
     """The set of workspaces ever written (for health reporting only)."""
     return "bbws"

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from collections.abc import Callable
+from typing import Any, Literal, TypedDict
 
 import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
 
 from . import _keys as keys
 from ._addresses import Address, parse_address
 from ._commit import queue_commit
 from ._errors import InvalidArgument, NotFound, TooLarge
-from ._redis_errors import mapped_redis_errors
+from ._tx import run_transaction
 
 Relation = Literal[
     "depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"
@@ -64,6 +66,7 @@ async def write_links(
     *,
     author: str,
     changelog_maxlen: int,
+    max_retries: int,
     may_read: bool = True,
 ) -> LinkResult:
     """Add the links; ``may_read`` says whether the caller may read the source's topic.
@@ -72,17 +75,20 @@ async def write_links(
     source's links are part of what a reader of that topic sees.
     """
     ws = source.workspace
-    async with mapped_redis_errors():
-        # Notes are never deleted, so an existence check before the transaction cannot be
-        # invalidated by a concurrent call.
-        pipe = client.pipeline(transaction=False)
-        for address in (source, *targets):
-            pipe.exists(keys.note(ws, address.member))
-        exists = await pipe.execute()
-        missing = [a.uri for a, e in zip((source, *targets), exists, strict=True) if not e]
-        if missing:
-            raise NotFound(f"no note at {', '.join(missing)}", uris=missing)
-        pipe = client.pipeline(transaction=True)
+    ends = (source, *targets)
+    note_keys = [keys.note(ws, a.member) for a in ends]
+
+    async def body(pipe: Pipeline[bytes]) -> Callable[[list[Any]], list[Any]]:
+        # Under WATCH: a note deleted between this check and EXEC makes the EXEC fail and
+        # the check run again, so no link is ever left pointing at a deleted note.
+        if await pipe.exists(*note_keys) < len(note_keys):
+            check = client.pipeline(transaction=False)
+            for key in note_keys:
+                check.exists(key)
+            exists = await check.execute()
+            missing = [a.uri for a, e in zip(ends, exists, strict=True) if not e]
+            raise NotFound(f"no note at {', '.join(missing) or source.uri}", uris=missing)
+        pipe.multi()
         pipe.sadd(keys.links_out(ws, source.member), *[f"{rel}\t{t.member}" for t in targets])
         for target in targets:
             pipe.sadd(keys.links_in(ws, target.member), f"{rel}\t{source.member}")
@@ -98,7 +104,9 @@ async def write_links(
             author=author,
             changelog_maxlen=changelog_maxlen,
         )
-        replies = await pipe.execute()
+        return lambda replies: replies
+
+    replies = await run_transaction(client, note_keys, body, max_retries=max_retries)
     added = int(replies[0])
     warnings = (
         []

@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from . import _keys as keys
 from ._addresses import Address, parse_address, validate_name
 from ._budget import Entry, Render, check_budget, finish, fit, plan, position_ranges
+from ._delete import deleted_since
 from ._errors import InvalidArgument
 from ._links import decode_links, link_warnings
 from ._notes import KINDS
@@ -38,6 +39,8 @@ from ._views import (
 )
 
 MAX_URIS = 100
+# A change feed names this many of the notes deleted since its cursor, and counts the rest.
+_NAMED_DELETIONS = 5
 MAX_LIMIT = 200
 # Bytes of an offloaded body fetched per token of budget when only its start can be shown.
 # A token of cl100k is rarely over 16 bytes; a cut that uses up a short prefix is still
@@ -272,6 +275,16 @@ async def list_keys(
         addresses = [Address(workspace, r.topic, r.path) for r in rows]
         names = META_FIELDS if checked_mode == "table" else fields_for(checked_mode, checked_fields)
         fetched, now = await _fetch_meta(client, workspace, addresses, names)
+        gone = (
+            [
+                (seq, member)
+                for seq, member in await deleted_since(client, workspace, since)
+                # Not ``in topics``: a topic deleted whole is no longer among the known ones.
+                if _shown_topic(member.split("/", 1)[0], topic, readable)
+            ]
+            if since is not None
+            else []
+        )
         if checked_mode == "table":
             entry_mode: Any = "digest"
         else:
@@ -289,6 +302,8 @@ async def list_keys(
             "omitted": len(rows) - shown,
             "cursor": _page_cursor(since, rows, shown, stop, now),
         }
+        if gone:
+            warnings = [*_deleted_notice(workspace, gone, out["cursor"]), *warnings]
         if shown:
             if shown < len(rows) or stop is not None:
                 out["next"] = encode(feed, rows[shown - 1])
@@ -304,6 +319,20 @@ async def list_keys(
     base = finish(counter, render([], [], 0))
     fitted = fit(counter, budget, entries, plan(counter, budget, entries, base), render)
     return fitted.response
+
+
+def _shown_topic(name: str, topic: object, readable: Readable) -> bool:
+    return (topic is None or name == topic) and readable(name)
+
+
+def _deleted_notice(workspace: str, gone: list[tuple[int, str]], upto: int) -> list[str]:
+    """One line naming the notes deleted up to the page's cursor, so a follower forgets them."""
+    members = [member for seq, member in gone if seq <= upto]
+    if not members:
+        return []
+    named = ", ".join(f"bb://{workspace}/{m}" for m in members[:_NAMED_DELETIONS])
+    more = len(members) - _NAMED_DELETIONS
+    return [f"deleted since your cursor: {named}" + (f" and {more} more" if more > 0 else "")]
 
 
 def _page_cursor(since: int | None, rows: list[Any], shown: int, stop: Any, now: int) -> int:
@@ -367,7 +396,7 @@ def _table_response(
     lines: list[str] = []
     warnings: list[list[str]] = []
     for (entry, _), (note, _, _) in zip(built, fetched, strict=True):
-        # A note is never deleted, so one listed is there; be safe about a vanished one.
+        # A note deleted between the listing and this read has no fields: show its uri.
         values = note or {"uri": entry.uri}
         lines.append("\t".join(_escape_cell(_cell(values, c)) for c in columns))
         warnings.append(entry.warnings)

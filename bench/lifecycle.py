@@ -1,0 +1,79 @@
+"""How long the data lifecycle takes per note: export, import, a topic's delete and a
+retention sweep, through the store against an embedded Redis of the bench's own.
+
+    python bench/lifecycle.py [--notes 2000] [--offloaded-every 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+import redis.asyncio as aioredis
+
+from blackboard_mcp.store import Board, EmbeddedRedis, check_record
+
+
+async def run(notes: int, offloaded_every: int) -> None:
+    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
+        board = Board(client=aioredis.Redis.from_url(server.url))
+        await board.start()
+        for i in range(notes):
+            big = offloaded_every and i % offloaded_every == 0
+            body = (f"large body {i} " * 1200) if big else f"body {i}"
+            await board.update_state(
+                author="bench", uri=f"bb://src/t{i % 4}/n{i}", digest=f"note {i}", body=body
+            )
+            if i:
+                await board.link_state(
+                    author="bench", src=f"bb://src/t{i % 4}/n{i}", rel="cites",
+                    dst=[f"bb://src/t{(i - 1) % 4}/n{i - 1}"],
+                )  # fmt: skip
+
+        started = time.perf_counter()
+        records = [r async for r in board.export_notes("src")]
+        exported = time.perf_counter() - started
+
+        started = time.perf_counter()
+        checked = [check_record(r, source="src", target="dst") for r in records]
+        report = await board.import_notes(checked, workspace="dst", replace=False, author="b")
+        imported = time.perf_counter() - started
+        assert report.imported == notes
+
+        per_topic = notes // 4
+        started = time.perf_counter()
+        gone = await board.delete(author="bench", workspace="dst", topic="t0")
+        deleted = time.perf_counter() - started
+        assert gone.count == per_topic
+
+        await board.set_retention(workspace="src", max_age_seconds=1)
+        await asyncio.sleep(1.1)
+        started = time.perf_counter()
+        swept = await board.sweep_retention(owner="bench", lease_seconds=60)
+        sweeping = time.perf_counter() - started
+        assert swept is not None and sum(len(s.members) for s in swept) == notes
+        await board.close()
+
+    def rate(count: int, seconds: float) -> str:
+        return f"{seconds:.2f} s, {count / seconds:,.0f} notes/s"
+
+    print(f"notes: {notes} in 4 topics, 1 in {offloaded_every} offloaded (~14 KB), each linked")
+    print(f"export (store side, no JSON encoding): {rate(notes, exported)}")
+    print(f"import (check + write + links):        {rate(notes, imported)}")
+    print(f"delete one topic ({per_topic} notes):     {rate(per_topic, deleted)}")
+    print(f"retention sweep (every note expired):  {rate(notes, sweeping)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--notes", type=int, default=2000)
+    parser.add_argument("--offloaded-every", type=int, default=10)
+    args = parser.parse_args()
+    asyncio.run(run(args.notes, args.offloaded_every))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""``blackboard-mcp export`` and ``import``: a workspace as JSON Lines, out of one board and
+into another (the embedded one of a running `serve`, or the Redis of BB_REDIS_URL)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from blackboard_mcp.settings import Settings
+from blackboard_mcp.store import (
+    Board,
+    Imported,
+    ImportReport,
+    InvalidArgument,
+    check_header,
+    check_record,
+    export_header,
+    validate_workspace,
+)
+
+from ._board import audit, on_board, operator
+from ._errors import ConfigurationError
+
+
+class _Progress:
+    """A one-line counter on stderr, only when stderr is a terminal (never in a pipe or log)."""
+
+    def __init__(self, verb: str, total: int) -> None:
+        self._verb = verb
+        self._total = total
+        self._shown = sys.stderr.isatty()
+
+    def update(self, done: int) -> None:
+        if self._shown:
+            width = 30
+            filled = width * done // self._total if self._total else width
+            bar = "#" * filled + "-" * (width - filled)
+            print(f"\r{self._verb} [{bar}] {done}/{self._total}", end="", file=sys.stderr)
+
+    def close(self) -> None:
+        if self._shown:
+            print(file=sys.stderr)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    settings = Settings()
+    workspace = validate_workspace(args.workspace)
+    out_path: Path | None = args.out
+
+    async def run(board: Board) -> tuple[int, int]:
+        total = await board.count_notes(workspace)
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        with _output(out_path) as out:
+            out.write(json.dumps(export_header(workspace, total, now)) + "\n")
+            progress = _Progress("exporting", total)
+            count = links = 0
+            async for record in board.export_notes(workspace):
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
+                links += len(record["links"])
+                if count % 100 == 0:
+                    progress.update(count)
+            progress.update(count)
+            progress.close()
+        where = str(out_path) if out_path else "stdout"
+        await audit(
+            board, settings, workspace=workspace, tool="cli.export",
+            target=f"bb://{workspace}/", outcome=f"exported {count} to {where}",
+        )  # fmt: skip
+        return count, links
+
+    count, links = on_board(settings, run)
+    print(
+        f"exported {count} notes and {links} links of workspace {workspace!r}"
+        + (f" to {out_path}" if out_path else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+class _output:
+    """``path`` written whole or not at all (a temporary file renamed at the end), or stdout."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._temp = path.with_name(path.name + ".partial") if path else None
+        self._file: IO[str] | None = None
+
+    def __enter__(self) -> IO[str]:
+        if self._temp is None:
+            return sys.stdout
+        self._file = self._temp.open("w", encoding="utf-8")
+        return self._file
+
+    def __exit__(self, kind: object, *_rest: object) -> None:
+        if self._file is None or self._temp is None or self._path is None:
+            sys.stdout.flush()
+            return
+        self._file.close()
+        if kind is None:
+            os.replace(self._temp, self._path)
+        else:
+            self._temp.unlink(missing_ok=True)
+
+
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    stream = sys.stdin if path == "-" else Path(path).open(encoding="utf-8")  # noqa: SIM115
+    with stream:
+        for number, line in enumerate(stream, start=1):
+            if line.strip():
+                yield number, line
+
+
+def read_export(path: str, target: str | None) -> tuple[str, str, list[Imported]]:
+    """(source workspace, target workspace, checked notes); nothing is written before all of
+    the file is checked, so a bad line leaves the board as it was."""
+    try:
+        lines = _lines(path)
+        source: str | None = None
+        notes: list[Imported] = []
+        for number, line in lines:
+            try:
+                value: Any = json.loads(line)
+                if source is None:
+                    source = check_header(value)
+                    target = validate_workspace(target) if target else source
+                    continue
+                assert target is not None
+                notes.append(check_record(value, source=source, target=target))
+            except (ValueError, InvalidArgument) as exc:
+                reason = exc.message if isinstance(exc, InvalidArgument) else f"not JSON ({exc})"
+                raise ConfigurationError(
+                    f"{path}, line {number}: {reason}; nothing was imported",
+                    hint="give an unchanged file written by `blackboard-mcp export`",
+                ) from exc
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot read {path}: {exc.strerror or exc}", hint="check the file's path"
+        ) from exc
+    if source is None or target is None:
+        raise ConfigurationError(
+            f"{path} is empty; nothing was imported",
+            hint="give a file written by `blackboard-mcp export`",
+        )
+    return source, target, notes
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    settings = Settings()
+    source, target, notes = read_export(args.file, args.workspace)
+
+    async def run(board: Board) -> ImportReport:
+        report = await board.import_notes(
+            notes, workspace=target, replace=args.replace, author=operator()
+        )
+        await audit(
+            board, settings, workspace=target, tool="cli.import", target=f"bb://{target}/",
+            outcome=f"imported {report.imported}, skipped {report.skipped}",
+        )  # fmt: skip
+        return report
+
+    report = on_board(settings, run)
+    moved = f" (exported from {source!r})" if source != target else ""
+    print(
+        f"imported {report.imported} notes into workspace {target!r}{moved}: "
+        f"{report.replaced} replaced, {report.skipped} skipped (already there; --replace "
+        f"overwrites them), {report.links} links added, {report.links_skipped} links skipped "
+        "(a note at either end is missing)"
+    )
+    return 0
+
+
+def add_transfer_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    export = sub.add_parser(
+        "export",
+        help="write every note of a workspace as JSON Lines",
+        description="Write every note of a workspace, with its versions, digest, full content "
+        "(tables and offloaded bodies included), sources, confidence, author, times and links, "
+        "as JSON Lines: a header line with the format version, then one note a line.",
+    )
+    export.add_argument("--workspace", required=True, help="the workspace to export")
+    export.add_argument(
+        "--out", type=Path, help="the file to write (default: stdout); written whole or not at all"
+    )
+    export.set_defaults(func=cmd_export)
+    load = sub.add_parser(
+        "import",
+        help="load a file written by `export` into the board",
+        description="Load an export into the board this command is configured for "
+        "(BB_REDIS_URL, or the running `serve` of BB_DATA_DIR). Versions, links and content "
+        "are kept byte for byte; notes already there are kept unless --replace.",
+    )
+    load.add_argument("file", help="the export file ('-' reads stdin)")
+    load.add_argument("--workspace", help="import into this workspace (default: the one exported)")
+    load.add_argument("--replace", action="store_true", help="overwrite notes that exist already")
+    load.set_defaults(func=cmd_import)

@@ -1,0 +1,126 @@
+"""``/admin/delete`` and ``/admin/retention``: an admin removes its workspace's data, or sets
+how long it is kept. Audited like every admin call; answered in the admin error shape."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import Field, model_validator
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from blackboard_mcp.auth import AuditRecord, AuditSink, Grant
+from blackboard_mcp.store import Board, DeleteReport
+
+from ._admin_bodies import _Body, parse_body
+from ._errors import GatewayError
+
+Authenticate = Callable[[Request], Awaitable[Grant]]
+Wrap = Callable[
+    [Callable[[Request], Awaitable[Response]]], Callable[[Request], Awaitable[Response]]
+]
+
+
+class InvalidDeleteBody(GatewayError):
+    """The body of ``POST /admin/delete`` does not name what to delete."""
+
+    hint = (
+        'send a JSON object with exactly one of {"uri": URI}, {"topic": TOPIC} or '
+        '{"everything": true}, and "dry_run": true to see what would go'
+    )
+
+
+class InvalidRetentionBody(GatewayError):
+    """The body of ``POST /admin/retention`` is not a retention setting."""
+
+    hint = (
+        'send a JSON object {"max_age_seconds": INT or null, "topic"?: TOPIC}: null clears '
+        "the setting, 0 on a topic keeps its notes whatever the workspace's setting"
+    )
+
+
+class DeleteBody(_Body):
+    invalid = InvalidDeleteBody
+
+    uri: str | None = Field(default=None, min_length=1, max_length=600)
+    topic: str | None = Field(default=None, min_length=1, max_length=64)
+    everything: bool = False
+    dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _one_target(self) -> DeleteBody:
+        if sum((self.uri is not None, self.topic is not None, self.everything)) != 1:
+            raise ValueError("give exactly one of uri, topic or everything")
+        return self
+
+
+class RetentionBody(_Body):
+    invalid = InvalidRetentionBody
+
+    topic: str | None = Field(default=None, min_length=1, max_length=64)
+    max_age_seconds: int | None = Field(ge=0)
+
+
+def lifecycle_routes(
+    *, authenticate: Authenticate, board: Board, audit: AuditSink, wrap: Wrap
+) -> list[Route]:
+    async def delete(request: Request) -> Response:
+        admin = await authenticate(request)
+        body = await parse_body(request, DeleteBody)
+        ws = admin.workspace
+        if body.dry_run:
+            plan = await board.plan_delete(workspace=ws, topic=body.topic, uri=body.uri)
+            return JSONResponse(_report(plan, dry_run=True))
+        report = await board.delete(
+            author=admin.subject, workspace=ws, topic=body.topic, uri=body.uri
+        )
+        await _audit(audit, admin, "admin.delete", report.target, f"deleted {report.count}")
+        return JSONResponse(_report(report, dry_run=False))
+
+    async def show_retention(request: Request) -> Response:
+        admin = await authenticate(request)
+        policy = await board.retention(admin.workspace)
+        return JSONResponse({"workspace": admin.workspace, **policy.as_json()})
+
+    async def set_retention(request: Request) -> Response:
+        admin = await authenticate(request)
+        body = await parse_body(request, RetentionBody)
+        policy = await board.set_retention(
+            workspace=admin.workspace, topic=body.topic, max_age_seconds=body.max_age_seconds
+        )
+        where = f"bb://{admin.workspace}/" + (f"{body.topic}/" if body.topic else "")
+        setting = "cleared" if body.max_age_seconds is None else f"{body.max_age_seconds}s"
+        await _audit(audit, admin, "admin.retention", where, f"max age {setting}")
+        return JSONResponse({"workspace": admin.workspace, **policy.as_json()})
+
+    return [
+        Route("/admin/delete", wrap(delete), methods=["POST"]),
+        Route("/admin/retention", wrap(show_retention), methods=["GET"]),
+        Route("/admin/retention", wrap(set_retention), methods=["POST"]),
+    ]
+
+
+def _report(report: DeleteReport, *, dry_run: bool) -> dict[str, Any]:
+    return {
+        "target": report.target,
+        "would_delete" if dry_run else "deleted": report.count,
+        "uris": report.uris,
+    }
+
+
+async def _audit(audit: AuditSink, admin: Grant, tool: str, target: str, outcome: str) -> None:
+    await audit.record(
+        AuditRecord(
+            at=time.time(),
+            workspace=admin.workspace,
+            subject=admin.subject,
+            tool=tool,
+            addresses=(target,),
+            outcome=outcome,
+            duration_ms=0.0,
+            request_id="admin",
+        )
+    )

@@ -1,0 +1,199 @@
+"""Retention: a maximum age since a note's last write, per workspace with per-topic overrides.
+
+Off by default. The policy lives in Redis (one hash per workspace), so every gateway process
+enforces the same one; one of them at a time sweeps, the holder of a lease key that expires
+when it stops renewing it (a process that dies hands the sweep to another within the lease).
+
+A topic's notes are walked oldest write first (its ``by_recent`` set, in sequence order,
+which is commit order) and the sweep stops at the first note young enough to keep. The
+delete itself checks the note's time again, atomically: a note written again after the sweep
+looked at it is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from . import _keys as keys
+from ._addresses import validate_name
+from ._delete import BATCH, delete_members
+from ._errors import InvalidArgument
+from ._redis_errors import mapped_redis_errors
+
+WORKSPACE_FIELD = "*"
+# Renews the lease only while this process still holds it; takes it when it is free.
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """Maximum ages in seconds; ``None`` keeps notes forever, as does a topic's 0."""
+
+    max_age_seconds: int | None = None
+    topics: dict[str, int] = field(default_factory=dict)
+
+    def max_age(self, topic: str) -> int | None:
+        age = self.topics.get(topic, self.max_age_seconds)
+        return age or None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.max_age_seconds) or any(self.topics.values())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "max_age_seconds": self.max_age_seconds,
+            "topics": dict(sorted(self.topics.items())),
+        }
+
+
+@dataclass(frozen=True)
+class Swept:
+    """What one sweep deleted in one topic."""
+
+    workspace: str
+    topic: str
+    members: list[str]
+
+
+def _policy(raw: dict[bytes, bytes]) -> RetentionPolicy:
+    values = {k.decode(): int(v) for k, v in raw.items()}
+    return RetentionPolicy(max_age_seconds=values.pop(WORKSPACE_FIELD, None) or None, topics=values)
+
+
+async def read_policy(client: aioredis.Redis[bytes], workspace: object) -> RetentionPolicy:
+    ws = validate_name(workspace, "workspace")
+    async with mapped_redis_errors():
+        return _policy(await client.hgetall(keys.retention(ws)))
+
+
+async def write_policy(
+    client: aioredis.Redis[bytes],
+    workspace: object,
+    *,
+    topic: object = None,
+    max_age_seconds: object,
+) -> RetentionPolicy:
+    """Set (or, with ``None``, clear) the workspace's maximum age or one topic's override."""
+    ws = validate_name(workspace, "workspace")
+    name = WORKSPACE_FIELD if topic is None else validate_name(topic, "topic")
+    if max_age_seconds is not None and (
+        isinstance(max_age_seconds, bool) or not isinstance(max_age_seconds, int)
+    ):
+        raise InvalidArgument("max_age_seconds must be a whole number", argument="max_age")
+    if isinstance(max_age_seconds, int) and max_age_seconds < 0:
+        raise InvalidArgument("max_age_seconds cannot be negative", argument="max_age")
+    key = keys.retention(ws)
+    async with mapped_redis_errors():
+        if max_age_seconds is None:
+            await client.hdel(key, name)
+        else:
+            await client.hset(key, name, str(max_age_seconds))
+        return _policy(await client.hgetall(key))
+
+
+async def hold_lease(client: aioredis.Redis[bytes], owner: str, seconds: float) -> bool:
+    """Take or renew the sweeper's lease for ``seconds``; False while another process holds it."""
+    async with mapped_redis_errors():
+        held = await client.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+            _LEASE, 1, keys.retention_lease(), owner, str(max(1, int(seconds * 1000)))
+        )
+    return bool(held)
+
+
+async def sweep(
+    client: aioredis.Redis[bytes],
+    *,
+    owner: str,
+    lease_seconds: float,
+    changelog_maxlen: int,
+    author: str = "retention",
+) -> list[Swept] | None:
+    """Delete every note older than its topic's maximum age; None when another holds the lease."""
+    if not await hold_lease(client, owner, lease_seconds):
+        return None
+    out: list[Swept] = []
+    async with mapped_redis_errors():
+        workspaces = sorted(w.decode() for w in await client.smembers(keys.workspaces()))
+    for ws in workspaces:
+        policy = await read_policy(client, ws)
+        if not policy.enabled:
+            continue
+        async with mapped_redis_errors():
+            topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
+            seconds, micros = await client.time()
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        for topic in topics:
+            age = policy.max_age(topic)
+            if age is None:
+                continue
+            gone = await _sweep_topic(
+                client,
+                ws,
+                topic,
+                cutoff_ms=now_ms - age * 1000,
+                author=author,
+                changelog_maxlen=changelog_maxlen,
+            )
+            if gone:
+                out.append(Swept(ws, topic, gone))
+            if not await hold_lease(client, owner, lease_seconds):
+                return out  # lost the lease mid-sweep (a long pause): the holder carries on
+    return out
+
+
+async def _sweep_topic(
+    client: aioredis.Redis[bytes],
+    ws: str,
+    topic: str,
+    *,
+    cutoff_ms: int,
+    author: str,
+    changelog_maxlen: int,
+) -> list[str]:
+    gone: list[str] = []
+    start = 0
+    while True:
+        async with mapped_redis_errors():
+            paths = [
+                p.decode()
+                for p in await client.zrange(keys.by_recent(ws, topic), start, start + BATCH - 1)
+            ]
+            if not paths:
+                return gone
+            pipe = client.pipeline(transaction=False)
+            for path in paths:
+                pipe.hget(keys.note(ws, f"{topic}/{path}"), "updated")
+            times = await pipe.execute()
+        expired = [
+            f"{topic}/{path}"
+            for path, updated in zip(paths, times, strict=True)
+            if updated is not None and int(updated) < cutoff_ms
+        ]
+        deleted = await delete_members(
+            client,
+            ws,
+            expired,
+            author=author,
+            changelog_maxlen=changelog_maxlen,
+            written_before_ms=cutoff_ms,
+        )
+        gone.extend(deleted)
+        if len(expired) < len(paths):
+            return gone  # reached a note young enough to keep: the rest are younger
+        # Whatever was not deleted (written again meanwhile) is still at the front.
+        start += len(expired) - len(deleted)

@@ -1,0 +1,377 @@
+"""Export and import: a workspace's notes and links as records, to back it up or move it.
+
+A record holds everything a read can show of a note (version, digest, content in full, with
+an offloaded body inlined, table columns, sources, confidence, author, times, token counts)
+and its outgoing links; incoming links are the other notes' outgoing ones, so each link is in
+the export once. Records come oldest write first, so an import gives them sequence numbers in
+the same order and ``order=recent`` lists them as before.
+
+An import writes each note in one server-side script that refuses to overwrite (a replace
+deletes the old note first), with the workspace's next sequence number and an ``import``
+entry in the change log; links are added afterwards, each only if both of its notes exist.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import redis.asyncio as aioredis
+
+from . import _keys as keys
+from ._addresses import SCHEME, Address, parse_address, validate_name
+from ._delete import delete_members
+from ._errors import InvalidArgument
+from ._links import RELATIONS
+from ._notes import KINDS
+from ._redis_errors import mapped_redis_errors
+from ._writes import SEARCH_TEXT_BYTES
+
+FORMAT = "blackboard-mcp-export"
+FORMAT_VERSION = 1
+_BATCH = 100
+_INT_FIELDS = ("version", "size", "est_tokens", "digest_tokens", "body_tokens", "nrows")
+_TIME_FIELDS = ("created", "updated")
+
+_IMPORT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local seq = redis.call('INCR', KEYS[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local fields = {'seq', seq}
+for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('ZADD', KEYS[4], seq, ARGV[1])
+redis.call('ZADD', KEYS[5], 0, ARGV[1])
+redis.call('ZADD', KEYS[6], ARGV[4], ARGV[1])
+redis.call('ZADD', KEYS[7], seq, ARGV[1])
+redis.call('SADD', KEYS[8], ARGV[7])
+if ARGV[6] ~= '' then
+  redis.call('SET', KEYS[10], ARGV[8], 'NX')
+  redis.call('HINCRBY', KEYS[9], ARGV[6], 1)
+end
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'seq', seq, 'op', 'import',
+  'uri', ARGV[3], 'version', ARGV[4], 'author', ARGV[5], 'at', now)
+return seq
+"""
+
+# Adds links from one note only if it and each target still exist (a delete may be running).
+# KEYS: the note, its outgoing links. ARGV: its member, the prefixes of notes and of incoming
+# links (completed with a target, in the same slot), then rel, target pairs.
+_LINK = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local member, p_note, p_in = ARGV[1], ARGV[2], ARGV[3]
+local added = 0
+for i = 4, #ARGV, 2 do
+  local rel, target = ARGV[i], ARGV[i + 1]
+  if redis.call('EXISTS', p_note .. target) == 1 then
+    redis.call('SADD', KEYS[2], rel .. '\\t' .. target)
+    redis.call('SADD', p_in .. target, rel .. '\\t' .. member)
+    added = added + 1
+  end
+end
+return added
+"""
+
+
+def export_header(workspace: str, count: int, exported_at: str) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "workspace": workspace,
+        "notes": count,
+        "exported_at": exported_at,
+    }
+
+
+def _to_record(
+    workspace: str, member: str, note: dict[str, str], content: str, links: set[bytes]
+) -> dict[str, Any]:
+    confidence = note.get("confidence", "")
+    return {
+        "uri": f"{SCHEME}{workspace}/{member}",
+        "kind": note.get("kind", "text"),
+        "version": int(note["version"]),
+        "digest": note.get("digest", ""),
+        "content": content,
+        "offloaded": bool(note.get("blob")),
+        "columns": orjson.loads(note["columns"]) if note.get("columns") else None,
+        "sources": orjson.loads(note["sources"]) if note.get("sources") else [],
+        "confidence": float(confidence) if confidence else None,
+        "author": note.get("author", ""),
+        "origin": note.get("origin", ""),
+        **{name: int(note.get(name) or 0) for name in (*_INT_FIELDS[1:], *_TIME_FIELDS)},
+        "links": [
+            {"rel": rel, "to": f"{SCHEME}{workspace}/{target}"}
+            for rel, target in sorted(raw.decode().split("\t", 1) for raw in links)
+        ],
+    }
+
+
+async def count_notes(client: aioredis.Redis[bytes], workspace: object) -> int:
+    ws = validate_name(workspace, "workspace")
+    async with mapped_redis_errors():
+        topics = [t.decode() for t in await client.smembers(keys.topics(ws))]
+        pipe = client.pipeline(transaction=False)
+        for topic in topics:
+            pipe.zcard(keys.by_name(ws, topic))
+        return sum(await pipe.execute())
+
+
+async def export_notes(
+    client: aioredis.Redis[bytes], workspace: object
+) -> AsyncIterator[dict[str, Any]]:
+    """Every note of ``workspace`` as a record, oldest write first."""
+    ws = validate_name(workspace, "workspace")
+    async with mapped_redis_errors():
+        topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
+        pipe = client.pipeline(transaction=False)
+        for topic in topics:
+            pipe.zrange(keys.by_recent(ws, topic), 0, -1, withscores=True)
+        ranked = sorted(
+            (int(seq), f"{topic}/{path.decode()}")
+            for topic, rows in zip(topics, await pipe.execute(), strict=True)
+            for path, seq in rows
+        )
+    members = [member for _seq, member in ranked]
+    for start in range(0, len(members), _BATCH):
+        for record in await _read_batch(client, ws, members[start : start + _BATCH]):
+            yield record
+
+
+async def _read_batch(
+    client: aioredis.Redis[bytes], ws: str, members: Sequence[str]
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    pending = list(members)
+    for _attempt in range(8):
+        async with mapped_redis_errors():
+            pipe = client.pipeline(transaction=True)
+            for member in pending:
+                pipe.hgetall(keys.note(ws, member))
+                pipe.smembers(keys.links_out(ws, member))
+            replies = await pipe.execute()
+            notes = [
+                ({k.decode(): v.decode() for k, v in raw.items()}, links)
+                for raw, links in zip(replies[::2], replies[1::2], strict=True)
+            ]
+            pipe = client.pipeline(transaction=False)
+            for note, _links in notes:
+                if note.get("blob"):
+                    pipe.get(keys.blob(ws, note["blob"]))
+            blobs = iter(await pipe.execute())
+        retry = []
+        for member, (note, links) in zip(pending, notes, strict=True):
+            if not note:
+                continue  # deleted since it was listed
+            content = note.get("body", "")
+            if note.get("blob"):
+                data = next(blobs)
+                if data is None:
+                    # Rewritten between the two reads, and its old blob freed: read it again.
+                    retry.append(member)
+                    continue
+                content = data.decode()
+            out.append(_to_record(ws, member, note, content, links))
+        if not retry:
+            break
+        pending = retry
+    return out
+
+
+@dataclass(frozen=True)
+class Imported:
+    """A checked record, ready to write into ``address``'s workspace."""
+
+    address: Address
+    fields: dict[str, str | int | float]
+    content: bytes
+    offloaded: bool
+    links: tuple[tuple[str, str], ...]  # (rel, target member)
+
+
+def check_header(value: object) -> str:
+    """The workspace an export came from, once its first line proves it is an export we read."""
+    if not isinstance(value, dict) or value.get("format") != FORMAT:
+        raise InvalidArgument(
+            f"the first line is not a {FORMAT} header", argument="file",
+            hint="give a file written by `blackboard-mcp export`",
+        )  # fmt: skip
+    if value.get("version") != FORMAT_VERSION:
+        raise InvalidArgument(
+            f"export format version {value.get('version')!r}; this release reads version "
+            f"{FORMAT_VERSION}",
+            argument="file",
+            hint="import with the release that exported it, or a newer one",
+        )
+    return validate_name(value.get("workspace"), "workspace")
+
+
+def _need(record: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    value = record.get(name)
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+        raise InvalidArgument(f"{name} is missing or not a {getattr(kind, '__name__', kind)}")
+    return value
+
+
+def check_record(record: object, *, source: str, target: str) -> Imported:
+    """A note record of an export from ``source``, checked and re-addressed to ``target``."""
+    if not isinstance(record, dict):
+        raise InvalidArgument("a note record must be a JSON object")
+    address = parse_address(record.get("uri"))
+    if address.workspace != source:
+        raise InvalidArgument(f"{address.uri} is not in workspace {source}", argument="uri")
+    kind = _need(record, "kind", str)
+    if kind not in KINDS:
+        raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}", argument="kind")
+    content = _need(record, "content", str).encode("utf-8")
+    offloaded = _need(record, "offloaded", bool)
+    columns = record.get("columns")
+    if columns is not None and not (
+        isinstance(columns, list) and all(isinstance(c, str) for c in columns)
+    ):
+        raise InvalidArgument("columns must be a list of names or null", argument="columns")
+    sources = _need(record, "sources", list)
+    if not all(isinstance(s, str) for s in sources):
+        raise InvalidArgument("sources must be a list of addresses", argument="sources")
+    # A source in the exported workspace moves with it, as links do.
+    old, new = f"{SCHEME}{source}/", f"{SCHEME}{target}/"
+    sources = [new + s[len(old) :] if s.startswith(old) else s for s in sources]
+    confidence = record.get("confidence")
+    if confidence is not None and (
+        isinstance(confidence, bool) or not isinstance(confidence, int | float)
+    ):
+        raise InvalidArgument("confidence must be a number or null", argument="confidence")
+    numbers = {name: _need(record, name, int) for name in (*_INT_FIELDS, *_TIME_FIELDS)}
+    if numbers["version"] < 1:
+        raise InvalidArgument("version must be 1 or more", argument="version")
+    links = []
+    for link in _need(record, "links", list):
+        if not isinstance(link, dict) or link.get("rel") not in RELATIONS:
+            raise InvalidArgument("each link is {rel, to} with a known rel", argument="links")
+        to = parse_address(link.get("to"), argument="links")
+        if to.workspace != source:
+            raise InvalidArgument(f"{to.uri} is in another workspace", argument="links")
+        links.append((str(link["rel"]), to.member))
+    moved = Address(target, address.topic, address.path)
+    blob = hashlib.sha256(content).hexdigest() if offloaded else ""
+    fields: dict[str, str | int | float] = {
+        "uri": moved.uri,
+        "ws": target,
+        "topic": moved.topic,
+        "kind": kind,
+        "digest": _need(record, "digest", str),
+        "body": "" if offloaded else content.decode(),
+        "blob": blob,
+        "stext": content[:SEARCH_TEXT_BYTES].decode("utf-8", "ignore") if offloaded else "",
+        "author": _need(record, "author", str),
+        "sources": orjson.dumps(sources).decode(),
+        "confidence": "" if confidence is None else float(confidence),
+        "columns": orjson.dumps(columns).decode() if columns is not None else "",
+        "origin": _need(record, "origin", str),
+        **numbers,
+    }
+    return Imported(moved, fields, content, offloaded, tuple(links))
+
+
+@dataclass
+class ImportReport:
+    imported: int = 0
+    replaced: int = 0
+    skipped: int = 0
+    links: int = 0
+    links_skipped: int = 0
+
+
+async def import_notes(
+    client: aioredis.Redis[bytes],
+    notes: Sequence[Imported],
+    *,
+    workspace: str,
+    replace: bool,
+    author: str,
+    changelog_maxlen: int,
+) -> ImportReport:
+    """Write checked records into ``workspace``: an existing note is kept unless ``replace``."""
+    report = ImportReport()
+    written: list[Imported] = []
+    async with mapped_redis_errors():
+        await client.sadd(keys.workspaces(), workspace)
+        for start in range(0, len(notes), _BATCH):
+            batch = notes[start : start + _BATCH]
+            if replace:
+                gone = await delete_members(
+                    client,
+                    workspace,
+                    [n.address.member for n in batch],
+                    author=author,
+                    changelog_maxlen=changelog_maxlen,
+                )
+                report.replaced += len(gone)
+            pipe = client.pipeline(transaction=False)
+            for note in batch:
+                _queue_import(pipe, note, author=author, changelog_maxlen=changelog_maxlen)
+            for note, seq in zip(batch, await pipe.execute(), strict=True):
+                if seq:
+                    written.append(note)
+                else:
+                    report.skipped += 1
+        report.imported = len(written)
+        for start in range(0, len(written), _BATCH):
+            pipe = client.pipeline(transaction=False)
+            batch = written[start : start + _BATCH]
+            for note in batch:
+                _queue_links(pipe, note)
+            for note, added in zip(batch, await pipe.execute(), strict=True):
+                report.links += int(added)
+                report.links_skipped += len(note.links) - int(added)
+    return report
+
+
+def _queue_import(pipe: Any, note: Imported, *, author: str, changelog_maxlen: int) -> None:
+    ws, topic, path = note.address.workspace, note.address.topic, note.address.path
+    blob = str(note.fields["blob"])
+    flat = [v for pair in note.fields.items() for v in pair]
+    pipe.eval(
+        _IMPORT,
+        10,
+        keys.note(ws, note.address.member),
+        keys.sequence(ws),
+        keys.changelog(ws),
+        keys.by_recent(ws, topic),
+        keys.by_name(ws, topic),
+        keys.by_version(ws, topic),
+        keys.by_kind(ws, topic, str(note.fields["kind"])),
+        keys.topics(ws),
+        keys.blob_refs(ws),
+        keys.blob(ws, blob),
+        path,
+        str(changelog_maxlen),
+        note.address.uri,
+        str(note.fields["version"]),
+        author,
+        blob,
+        topic,
+        note.content if blob else b"",
+        *flat,
+    )
+
+
+def _queue_links(pipe: Any, note: Imported) -> None:
+    ws, member = note.address.workspace, note.address.member
+    if not note.links:
+        pipe.echo(0)
+        return
+    pipe.eval(
+        _LINK,
+        2,
+        keys.note(ws, member),
+        keys.links_out(ws, member),
+        member,
+        keys.note(ws, ""),
+        keys.links_in(ws, ""),
+        *[v for rel, target in note.links for v in (rel, target)],
+    )

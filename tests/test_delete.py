@@ -1,0 +1,331 @@
+"""Deleting data: a topic or a note goes whole (indexes, links at both ends, blobs, search
+entries), others stay untouched, cursor readers are told, and the audit says who did it.
+
+Through the real path: notes written over MCP to a gateway process, deleted by the real CLI
+(or the admin API), read back over MCP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+import redis.asyncio as aioredis
+from lifecycle_support import on_redis, run_cli, tool, write
+from support import GatewayProcess, admin_token, agent_token
+
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import Board, EmbeddedRedis
+
+BIG = "big body line\n" * 1500  # over the 10 KB offload threshold: a blob
+ALONE = "alone body line\n" * 1500
+
+
+def keys_of(url: str, workspace: str, pattern: str) -> list[bytes]:
+    client = redis.Redis.from_url(url)
+    try:
+        return sorted(client.scan_iter(match=f"*{{{workspace}}}:{pattern}", count=1000))
+    finally:
+        client.close()
+
+
+def blob_exists(url: str, workspace: str, text: str) -> bool:
+    client = redis.Redis.from_url(url)
+    try:
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        return bool(client.exists(f"bbb:{{{workspace}}}:{digest}"))
+    finally:
+        client.close()
+
+
+async def seed(gateway: GatewayProcess, token: str, ws: str) -> int:
+    """Two topics linked both ways, sharing one blob; returns a cursor taken before any delete."""
+    url = gateway.mcp_url
+
+    def u(path: str) -> str:
+        return f"bb://{ws}/{path}"
+
+    await write(url, token, uri=u("doomed/plan"), digest="zebra plan", body="p", expect_version=0)
+    await write(url, token, uri=u("doomed/big"), digest="zebra big", body=BIG, expect_version=0)
+    await write(url, token, uri=u("doomed/alone"), digest="zebra alone", body=ALONE)
+    await write(url, token, uri=u("doomed/grid"), digest="zebra grid", columns=["a"], rows=[["1"]])
+    await write(url, token, uri=u("kept/note"), digest="zebra kept", body="k", expect_version=0)
+    await write(url, token, uri=u("kept/shared"), digest="zebra shared", body=BIG)
+    await tool(url, token, "link_state", src=u("kept/note"), rel="cites", dst=[u("doomed/plan")])
+    await tool(
+        url, token, "link_state", src=u("doomed/plan"), rel="derived_from", dst=[u("kept/note")]
+    )
+    await tool(
+        url, token, "link_state", src=u("kept/shared"), rel="contradicts", dst=[u("doomed/big")]
+    )
+    listing = await tool(url, token, "list_keys", topic="kept")
+    return int(listing["cursor"])
+
+
+async def test_deleting_a_topic_removes_it_whole_and_leaves_the_others_untouched(
+    gateway: GatewayProcess,
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    tmp_path: Path,
+) -> None:
+    token = agent_token(issuer, workspace)
+    cursor = await seed(gateway, token, workspace)
+    url = gateway.mcp_url
+    env = on_redis(tmp_path, redis_server.url)
+    before = await tool(url, token, "get_state", uris=[f"bb://{workspace}/kept/note"], mode="full")
+
+    dry = run_cli("delete", "--workspace", workspace, "--topic", "doomed", env=env)
+    assert dry.returncode == 1, dry.stdout + dry.stderr
+    assert "would delete 4 notes" in dry.stdout
+    assert f"bb://{workspace}/doomed/big" in dry.stdout
+    assert "--yes" in dry.stderr
+    still = await tool(url, token, "list_keys", topic="doomed")
+    assert len(still["items"]) == 4
+
+    done = run_cli("delete", "--workspace", workspace, "--topic", "doomed", "--yes", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "deleted 4 notes" in done.stdout
+
+    # Gone from reads, listings and search.
+    doomed = [f"bb://{workspace}/doomed/{p}" for p in ("plan", "big", "alone", "grid")]
+    read = await tool(url, token, "get_state", uris=doomed, mode="full")
+    assert all(item.get("error") == "not_found" for item in read["items"]), read
+    assert (await tool(url, token, "list_keys", topic="doomed"))["items"] == []
+    everything = await tool(url, token, "list_keys", limit=50)
+    assert {i["uri"].split("/")[3] for i in everything["items"]} == {"kept"}
+    found = await tool(url, token, "search_keys", q="zebra")
+    assert sorted(r["uri"] for r in found["items"]) == [
+        f"bb://{workspace}/kept/note",
+        f"bb://{workspace}/kept/shared",
+    ]
+    # The other side's view of the links is gone too; the rest of the note is as it was.
+    after = await tool(url, token, "get_state", uris=[f"bb://{workspace}/kept/note"], mode="full")
+    assert "links" not in after["items"][0] or after["items"][0]["links"] == []
+    assert {k: v for k, v in after["items"][0].items() if k != "links"} == {
+        k: v for k, v in before["items"][0].items() if k != "links"
+    }
+    shared = await tool(
+        url,
+        token,
+        "get_state",
+        uris=[f"bb://{workspace}/kept/shared"],
+        mode="full",
+        budget_tokens=100_000,
+    )
+    assert not shared["items"][0].get("warnings"), shared  # no longer "contradicts" anything
+    assert shared["items"][0]["body"] == BIG
+    # A blob only the deleted topic used is freed; one another note uses stays.
+    assert not blob_exists(redis_server.url, workspace, ALONE)
+    assert blob_exists(redis_server.url, workspace, BIG)
+    assert keys_of(redis_server.url, workspace, "doomed*") == []
+
+    # A reader following its cursor is told what went.
+    feed = await tool(url, token, "list_keys", cursor=cursor)
+    notices = [w for w in feed.get("warnings", []) if w.startswith("deleted since your cursor")]
+    assert len(notices) == 1, feed
+    assert all(uri in notices[0] for uri in doomed[:4]), notices
+    # A reader who may not read the topic is not told of its notes.
+    blind = agent_token(issuer, workspace, read=["kept"], sub="blind")
+    feed = await tool(url, blind, "list_keys", cursor=cursor, topic="kept")
+    assert not any("deleted" in w for w in feed.get("warnings", [])), feed
+
+    # The audit says who did what.
+    tail = run_cli("audit", "tail", "--workspace", workspace, "--json", env=env)
+    assert tail.returncode == 0, tail.stderr
+    records = [json.loads(line) for line in tail.stdout.splitlines()]
+    deletes = [r for r in records if r["tool"] == "cli.delete"]
+    assert len(deletes) == 1, records
+    assert deletes[0]["subject"].startswith("cli:")
+    assert deletes[0]["addresses"] == [f"bb://{workspace}/doomed/"]
+    assert deletes[0]["outcome"] == "deleted 4"
+
+
+async def test_deleting_one_note_by_uri_and_a_missing_one_is_not_found(
+    gateway: GatewayProcess,
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    tmp_path: Path,
+) -> None:
+    token = agent_token(issuer, workspace)
+    await seed(gateway, token, workspace)
+    env = on_redis(tmp_path, redis_server.url)
+    uri = f"bb://{workspace}/doomed/plan"
+    done = run_cli("delete", "--workspace", workspace, "--uri", uri, "--yes", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "deleted 1 note under" in done.stdout
+    left = await tool(gateway.mcp_url, token, "list_keys", topic="doomed")
+    assert len(left["items"]) == 3
+    again = run_cli("delete", "--workspace", workspace, "--uri", uri, "--yes", env=env)
+    assert again.returncode == 1
+    assert f"no note at {uri}" in again.stderr
+    assert "Traceback" not in again.stderr
+    elsewhere = run_cli("delete", "--workspace", "other", "--uri", uri, "--yes", env=env)
+    assert elsewhere.returncode == 1
+    assert "not in workspace other" in elsewhere.stderr
+
+
+async def test_deleting_a_workspace_removes_every_note_of_it(
+    gateway: GatewayProcess,
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    tmp_path: Path,
+) -> None:
+    token = agent_token(issuer, workspace)
+    await seed(gateway, token, workspace)
+    env = on_redis(tmp_path, redis_server.url)
+    done = run_cli("delete", "--workspace", workspace, "--yes", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "deleted 6 notes" in done.stdout
+    listing = await tool(gateway.mcp_url, token, "list_keys", limit=50)
+    assert listing["items"] == []
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        assert client.hlen(f"bbr:{{{workspace}}}") == 0  # no blob is referenced any more
+        assert not client.exists(f"bbw:{{{workspace}}}")
+    finally:
+        client.close()
+    note_kinds = {b"bbn", b"bbb", b"bblo", b"bbli", b"bbt", b"bbtk", b"bbtn", b"bbtv"}
+    left = [k for k in keys_of(redis_server.url, workspace, "*") if k.split(b":")[0] in note_kinds]
+    assert left == []
+
+
+# -- over HTTP -------------------------------------------------------------------------------
+
+
+def post(gateway: GatewayProcess, token: str, body: object) -> httpx.Response:
+    return httpx.post(
+        gateway.url + "/admin/delete",
+        headers={"Authorization": f"Bearer {token}"},
+        json=body,
+        timeout=30,
+    )
+
+
+async def test_an_admin_deletes_over_http_within_its_own_workspace_only(
+    gateway: GatewayProcess,
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    tmp_path: Path,
+) -> None:
+    token = agent_token(issuer, workspace)
+    await seed(gateway, token, workspace)
+    admin = admin_token(issuer, workspace, sub="ops-alice")
+
+    answer = post(gateway, agent_token(issuer, workspace), {"topic": "doomed"})
+    assert answer.status_code == 403, answer.text
+    answer = post(gateway, admin, {"topic": "doomed", "dry_run": True})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["would_delete"] == 4
+    answer = post(gateway, admin, {"topic": "doomed", "uri": f"bb://{workspace}/kept/note"})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["hint"]
+    answer = post(gateway, admin, {})
+    assert answer.status_code == 400
+    # Another workspace's admin deletes in its own workspace, never in this one.
+    stranger = admin_token(issuer, workspace + "-x")
+    answer = post(gateway, stranger, {"uri": f"bb://{workspace}/kept/note"})
+    assert answer.status_code == 400, answer.text
+    assert (await tool(gateway.mcp_url, token, "list_keys", topic="kept"))["items"]
+
+    answer = post(gateway, admin, {"topic": "doomed"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["deleted"] == 4
+    assert (await tool(gateway.mcp_url, token, "list_keys", topic="doomed"))["items"] == []
+    tail = run_cli(
+        "audit",
+        "tail",
+        "--workspace",
+        workspace,
+        "--json",
+        env=on_redis(tmp_path, redis_server.url),
+    )
+    records = [json.loads(line) for line in tail.stdout.splitlines()]
+    assert [(r["subject"], r["tool"], r["outcome"]) for r in records if "delete" in r["tool"]] == [
+        ("ops-alice", "admin.delete", "deleted 4")
+    ]
+
+
+# -- concurrency -----------------------------------------------------------------------------
+
+
+def assert_consistent(url: str, workspace: str) -> None:
+    """Every note is whole or absent: indexes, links and blob counts agree with the notes."""
+    client = redis.Redis.from_url(url)
+    try:
+        notes = {
+            k.decode().split(":", 2)[2]
+            for k in client.scan_iter(match=f"bbn:{{{workspace}}}:*", count=1000)
+        }
+        listed = set()
+        for topic in client.smembers(f"bbw:{{{workspace}}}"):
+            t = topic.decode()
+            for index in ("bbt", "bbtn", "bbtv"):
+                paths = {p.decode() for p in client.zrange(f"{index}:{{{workspace}}}:{t}", 0, -1)}
+                listed |= {f"{t}/{p}" for p in paths}
+                assert {f"{t}/{p}" for p in paths} <= notes, (index, t, paths - notes)
+        assert listed == notes
+        refs: dict[str, int] = {}
+        for member in notes:
+            note = client.hgetall(f"bbn:{{{workspace}}}:{member}")
+            assert note.get(b"version"), member  # no half-written note
+            blob = note.get(b"blob", b"").decode()
+            if blob:
+                refs[blob] = refs.get(blob, 0) + 1
+                assert client.exists(f"bbb:{{{workspace}}}:{blob}")
+            for direction, other in (("bblo", "bbli"), ("bbli", "bblo")):
+                for link in client.smembers(f"{direction}:{{{workspace}}}:{member}"):
+                    rel, target = link.decode().split("\t", 1)
+                    assert target in notes, (member, target)
+                    assert f"{rel}\t{member}".encode() in client.smembers(
+                        f"{other}:{{{workspace}}}:{target}"
+                    )
+        stored = {k.decode(): int(v) for k, v in client.hgetall(f"bbr:{{{workspace}}}").items()}
+        assert stored == refs
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("round_", range(3))
+async def test_a_note_written_during_a_delete_is_deleted_whole_or_kept_whole(
+    redis_url: str, round_: int
+) -> None:
+    ws = f"race{round_}"
+    boards = [Board(client=aioredis.Redis.from_url(redis_url)) for _ in range(4)]
+    writer, linker, deleter, _ = boards
+    try:
+        for i in range(30):
+            await writer.update_state(author="w", uri=f"bb://{ws}/t/n{i}", digest="d", body=BIG)
+
+        async def keep_writing() -> None:
+            for i in range(60):
+                await writer.update_state(
+                    author="w", uri=f"bb://{ws}/t/n{i % 40}", digest="again", body=BIG + str(i)
+                )
+
+        async def keep_linking() -> None:
+            for i in range(1, 40):
+                try:
+                    await linker.link_state(
+                        author="l", src=f"bb://{ws}/t/n{i}", rel="cites", dst=[f"bb://{ws}/t/n0"]
+                    )
+                except Exception as exc:  # a note deleted first: refused, nothing written
+                    assert getattr(exc, "code", "") == "not_found", exc
+
+        await asyncio.gather(
+            keep_writing(),
+            keep_linking(),
+            deleter.delete(author="ops", workspace=ws, topic="t"),
+        )
+        assert_consistent(redis_url, ws)
+    finally:
+        for board in boards:
+            await board.close()

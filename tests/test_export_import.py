@@ -1,0 +1,226 @@
+"""Export and import through the real CLI: a workspace moved from one board to another reads
+the same over MCP (versions, digests, bodies byte for byte, tables, offloaded content, links
+and their warnings), into a running embedded `serve` as into the Redis of BB_REDIS_URL."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lifecycle_support import cli_env, on_redis, run_cli, tool, write
+from serve_support import kill_leftovers, start_serve, stop
+from support import TEST_JWT_SECRET, GatewayProcess, agent_token
+
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import Board, EmbeddedRedis
+
+# Over the offload threshold, with characters outside ASCII and a line ending of each kind.
+OFFLOADED = ("unicodé ✓ line\r\n" * 900) + "tail without newline"
+PATHS = ("plan", "big", "grid", "log", "old", "new", "dispute")
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_serve() -> Iterator[None]:
+    yield
+    kill_leftovers()
+
+
+async def seed(url: str, token: str, ws: str) -> list[str]:
+    def u(path: str) -> str:
+        return f"bb://{ws}/notes/{path}"
+
+    await write(
+        url, token, uri=u("plan"), digest="The plan", body="step 1\n\tstep 2  ",
+        confidence=0.75, expect_version=0,
+    )  # fmt: skip
+    await write(url, token, uri=u("big"), digest="big one", body=OFFLOADED, expect_version=0)
+    await write(
+        url, token, uri=u("grid"), digest="a table", columns=["k", "v"],
+        rows=[["a", "1"], ["b\\tc", "2"]], expect_version=0,
+    )  # fmt: skip
+    await write(url, token, uri=u("log"), digest="log", body="first", expect_version=0)
+    await write(url, token, uri=u("log"), digest="log", append=" second")
+    await write(url, token, uri=u("log"), digest="log v3", append=" third")
+    await write(url, token, uri=u("old"), digest="old finding", body="o", expect_version=0)
+    await write(
+        url, token, uri=u("new"), digest="new finding", body="n",
+        sources=[u("plan"), u("grid")], expect_version=0,
+    )  # fmt: skip
+    await write(url, token, uri=u("dispute"), digest="disputes", body="d", expect_version=0)
+    await tool(url, token, "link_state", src=u("new"), rel="supersedes", dst=[u("old")])
+    await tool(url, token, "link_state", src=u("dispute"), rel="contradicts", dst=[u("new")])
+    await tool(url, token, "link_state", src=u("plan"), rel="part_of", dst=[u("grid"), u("big")])
+    return [u(p) for p in PATHS]
+
+
+async def read_all(url: str, token: str, uris: list[str]) -> list[dict[str, Any]]:
+    """Every note in full and every field of it, then the read's warnings."""
+    full = await tool(url, token, "get_state", uris=uris, mode="full", budget_tokens=100_000)
+    assert not full["truncated"], full
+    fields = await tool(
+        url, token, "get_state", uris=uris, mode="fields", budget_tokens=100_000,
+        fields=["uri", "digest", "version", "kind", "author", "created", "updated", "size",
+                "confidence", "sources", "columns", "rows", "origin", "est_tokens"],
+    )  # fmt: skip
+    # All but ``seq``: a position in the board's change feed, which the import gives anew.
+    items = [
+        {k: v for k, v in {**a, **b}.items() if k != "seq"}
+        for a, b in zip(full["items"], fields["items"], strict=True)
+    ]
+    return [*items, {"warnings": full.get("warnings", [])}]
+
+
+def moved(items: list[dict[str, Any]], source: str, target: str) -> list[dict[str, Any]]:
+    """``items`` as they read in ``target``: every address moved, nothing else changed."""
+    text = json.dumps(items).replace(f"bb://{source}/", f"bb://{target}/")
+    return list(json.loads(text))
+
+
+def export(env: dict[str, str], ws: str, out: Path) -> list[dict[str, Any]]:
+    result = run_cli("export", "--workspace", ws, "--out", str(out), env=env)
+    assert result.returncode == 0, result.stderr
+    assert "exported 7 notes and 4 links" in result.stderr
+    assert "\r" not in result.stderr  # no progress bar when stderr is not a terminal
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+
+
+async def test_a_workspace_moves_from_a_redis_url_into_a_running_embedded_serve(
+    gateway: GatewayProcess,
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    tmp_path: Path,
+) -> None:
+    token = agent_token(issuer, workspace)
+    uris = await seed(gateway.mcp_url, token, workspace)
+    before = await read_all(gateway.mcp_url, token, uris)
+    assert len(before[-1]["warnings"]) == 3, before[-1]  # superseded, contradicted, contradicts
+    dump = tmp_path / "board.jsonl"
+    lines = export(on_redis(tmp_path, redis_server.url), workspace, dump)
+    assert lines[0]["format"] == "blackboard-mcp-export"
+    assert lines[0]["version"] == 1
+    assert lines[0]["notes"] == 7
+    big = next(line for line in lines[1:] if line["uri"].endswith("/big"))
+    assert big["content"] == OFFLOADED and big["offloaded"] is True
+    log = next(line for line in lines[1:] if line["uri"].endswith("/log"))
+    assert log["version"] == 3 and log["content"] == "first second third"
+
+    serve = start_serve(tmp_path / "fresh")
+    try:
+        env = cli_env(tmp_path, BB_DATA_DIR=str(serve.data_dir), BB_JWT_SECRET=TEST_JWT_SECRET)
+        result = run_cli("import", str(dump), env=env)
+        assert result.returncode == 0, result.stderr
+        assert "imported 7 notes" in result.stdout
+        assert "4 links added" in result.stdout
+        after = await read_all(serve.mcp_url, token, uris)
+        assert after == before
+        found = await tool(serve.mcp_url, token, "search_keys", q="finding")
+        assert {i["uri"] for i in found["items"]} == {uris[4], uris[5]}
+    finally:
+        stop(serve, signal.SIGTERM)
+
+
+async def test_an_import_into_a_new_workspace_keeps_what_is_there_unless_replace(
+    gateway: GatewayProcess,
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    tmp_path: Path,
+) -> None:
+    token = agent_token(issuer, workspace)
+    uris = await seed(gateway.mcp_url, token, workspace)
+    before = await read_all(gateway.mcp_url, token, uris)
+    env = on_redis(tmp_path, redis_server.url)
+    dump = tmp_path / "board.jsonl"
+    export(env, workspace, dump)
+
+    target = workspace + "-copy"
+    copy_token = agent_token(issuer, target)
+    result = run_cli("import", str(dump), "--workspace", target, env=env)
+    assert result.returncode == 0, result.stderr
+    copied = moved(before, workspace, target)
+    assert await read_all(gateway.mcp_url, copy_token, moved(uris, workspace, target)) == copied
+    # A note changed in the copy is kept by a second import, and overwritten with --replace.
+    plan = f"bb://{target}/notes/plan"
+    await write(gateway.mcp_url, copy_token, uri=plan, digest="changed", body="x")
+    again = run_cli("import", str(dump), "--workspace", target, env=env)
+    assert again.returncode == 0, again.stderr
+    assert "imported 0 notes" in again.stdout and "7 skipped" in again.stdout
+    changed = await tool(gateway.mcp_url, copy_token, "get_state", uris=[plan])
+    assert changed["items"][0]["digest"] == "changed"
+    replaced = run_cli("import", str(dump), "--workspace", target, "--replace", env=env)
+    assert replaced.returncode == 0, replaced.stderr
+    assert "imported 7 notes" in replaced.stdout and "7 replaced" in replaced.stdout
+    assert await read_all(gateway.mcp_url, copy_token, moved(uris, workspace, target)) == copied
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "is empty"),
+        ('{"format": "something-else"}\n', "not a blackboard-mcp-export header"),
+        ('{"format": "blackboard-mcp-export", "version": 99, "workspace": "w"}\n', "version 99"),
+        ('{"format": "blackboard-mcp-export", "version": 1, "workspace": "w"}\n{oops\n', "line 2"),
+        (
+            '{"format": "blackboard-mcp-export", "version": 1, "workspace": "w"}\n'
+            '{"uri": "bb://other/t/a"}\n',
+            "not in workspace w",
+        ),
+    ],
+    ids=["empty", "not-an-export", "future-version", "bad-json", "wrong-workspace"],
+)
+def test_a_bad_export_file_is_refused_whole_with_the_line_that_is_wrong(
+    redis_server: EmbeddedRedis, tmp_path: Path, content: str, message: str
+) -> None:
+    dump = tmp_path / "bad.jsonl"
+    dump.write_text(content)
+    result = run_cli("import", str(dump), env=on_redis(tmp_path, redis_server.url))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+async def test_export_shows_a_progress_bar_on_a_terminal_only(
+    redis_server: EmbeddedRedis, tmp_path: Path, workspace: str
+) -> None:
+    board = Board.from_url(redis_server.url)
+    try:
+        for i in range(3):
+            await board.update_state(author="a", uri=f"bb://{workspace}/t/n{i}", digest="d")
+    finally:
+        await board.close()
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.run(
+            [sys.executable, "-m", "blackboard_mcp.cli", "export", "--workspace", workspace,
+             "--out", str(tmp_path / "out.jsonl")],
+            env=on_redis(tmp_path, redis_server.url),
+            stderr=follower,
+            stdout=subprocess.DEVNULL,
+            timeout=60,
+        )  # fmt: skip
+        os.close(follower)
+        follower = -1
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal's other end is closed: all of it was read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if follower != -1:
+            os.close(follower)
+        os.close(leader)
+    assert process.returncode == 0, shown
+    assert b"\rexporting [" in shown and b"] 3/3" in shown, shown

@@ -1,0 +1,164 @@
+"""Retention: notes older than their maximum age since the last write are deleted by the
+gateways, one sweeper at a time, audited; fresh notes and pinned topics are kept. Time is
+made short by configuration (a sweep every 0.3 s, ages of a second or two)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from lifecycle_support import on_redis, run_cli, tool, write
+from support import GatewayProcess, admin_token, agent_token, start_gateway, stop_gateway
+
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import EmbeddedRedis
+
+SWEEP = {"BB_RETENTION_SWEEP_SECONDS": "0.3"}
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[EmbeddedRedis]:
+    """A Redis of this test's own: the sweeper's lease is one per board, and the session's
+    gateway (sweeping once a minute) must not be the one holding it."""
+    server = EmbeddedRedis(data_dir=tmp_path / "redis")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def gateways(own_redis: EmbeddedRedis, tmp_path: Path) -> Iterator[list[GatewayProcess]]:
+    started = [start_gateway(own_redis.url, tmp_path / f"gw{i}", extra_env=SWEEP) for i in range(2)]
+    yield started
+    for gateway in started:
+        stop_gateway(gateway)
+
+
+def sweeps(env: dict[str, str], workspace: str) -> list[dict[str, Any]]:
+    tail = run_cli("audit", "tail", "--workspace", workspace, "--json", env=env)
+    assert tail.returncode == 0, tail.stderr
+    records = [json.loads(line) for line in tail.stdout.splitlines()]
+    return [r for r in records if r["tool"] == "retention.sweep"]
+
+
+async def wait_gone(url: str, token: str, uri: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        read = await tool(url, token, "get_state", uris=[uri])
+        if read["items"][0].get("error") == "not_found":
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{uri} was not swept within {timeout}s")
+
+
+async def test_retention_deletes_old_notes_keeps_fresh_and_pinned_ones_and_one_process_sweeps(
+    gateways: list[GatewayProcess],
+    own_redis: EmbeddedRedis,
+    issuer: TokenIssuer,
+    tmp_path: Path,
+) -> None:
+    ws = "retained"
+    token = agent_token(issuer, ws)
+    url = gateways[0].mcp_url
+    env = on_redis(tmp_path, own_redis.url)
+
+    def u(topic: str, path: str) -> str:
+        return f"bb://{ws}/{topic}/{path}"
+
+    await write(url, token, uri=u("runs", "first"), digest="d", body="x")
+    await write(url, token, uri=u("pinned", "keep"), digest="d", body="x")
+    cursor = int((await tool(url, token, "list_keys", topic="runs"))["cursor"])
+    # The topic's override first: the workspace's age alone would sweep it at once.
+    for args in (("--topic", "pinned", "--max-age", "forever"), ("--max-age", "2s")):
+        result = run_cli("retention", "set", "--workspace", ws, *args, env=env)
+        assert result.returncode == 0, result.stderr
+    shown = run_cli("retention", "show", "--workspace", ws, env=env)
+    assert shown.stdout.splitlines() == [f"workspace {ws}: 2s", "  topic pinned: kept forever"]
+
+    await asyncio.sleep(1.2)
+    await write(url, token, uri=u("runs", "second"), digest="d", body="x")
+    await wait_gone(url, token, u("runs", "first"))
+    fresh = await tool(url, token, "get_state", uris=[u("runs", "second"), u("pinned", "keep")])
+    assert [i.get("error") for i in fresh["items"]] == [None, None]  # fresh, and pinned
+    await wait_gone(url, token, u("runs", "second"))
+    pinned = await tool(url, token, "get_state", uris=[u("pinned", "keep")])
+    assert "error" not in pinned["items"][0]
+
+    # Audited, by one sweeper while both processes run.
+    records = sweeps(env, ws)
+    assert [(r["subject"], r["addresses"], r["outcome"]) for r in records] == [
+        ("retention", [f"bb://{ws}/runs/"], "deleted 1"),
+        ("retention", [f"bb://{ws}/runs/"], "deleted 1"),
+    ]
+    owners = {r["request_id"] for r in records}
+    assert len(owners) == 1, owners
+    # A reader following its cursor learns of both deletions.
+    feed = await tool(url, token, "list_keys", topic="runs", cursor=cursor)
+    assert any(u("runs", "first") in w and u("runs", "second") in w for w in feed["warnings"])
+
+    # The sweeping process stops: the other takes over once the lease runs out.
+    pid = int(owners.pop().split(":")[1])
+    holder = next(g for g in gateways if g.process.pid == pid)
+    stop_gateway(holder)
+    survivor = next(g for g in gateways if g is not holder)
+    await write(survivor.mcp_url, token, uri=u("runs", "third"), digest="d", body="x")
+    await wait_gone(survivor.mcp_url, token, u("runs", "third"))
+    last = sweeps(env, ws)[-1]
+    assert int(last["request_id"].split(":")[1]) == survivor.process.pid
+
+
+def test_retention_refuses_an_age_without_a_unit_and_is_off_by_default(
+    own_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    env = on_redis(tmp_path, own_redis.url)
+    shown = run_cli("retention", "show", "--workspace", "w", env=env)
+    assert shown.stdout.splitlines() == ["workspace w: off"]
+    refused = run_cli("retention", "set", "--workspace", "w", "--max-age", "30", env=env)
+    assert refused.returncode == 2
+    assert "add the unit" in refused.stderr
+
+
+def test_an_admin_sets_and_reads_retention_over_http(
+    gateways: list[GatewayProcess], issuer: TokenIssuer, own_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    base = gateways[0].url
+    admin = {"Authorization": f"Bearer {admin_token(issuer, 'httpws', sub='ops-bob')}"}
+    answer = httpx.post(
+        base + "/admin/retention", headers=admin, json={"max_age_seconds": 86400}, timeout=10
+    )
+    assert answer.status_code == 200, answer.text
+    answer = httpx.post(
+        base + "/admin/retention",
+        headers=admin,
+        json={"topic": "keep", "max_age_seconds": 0},
+        timeout=10,
+    )
+    assert answer.json() == {"workspace": "httpws", "max_age_seconds": 86400, "topics": {"keep": 0}}
+    assert httpx.get(base + "/admin/retention", headers=admin, timeout=10).json() == answer.json()
+    bad = httpx.post(
+        base + "/admin/retention", headers=admin, json={"max_age_seconds": "1d"}, timeout=10
+    )
+    assert bad.status_code == 400 and bad.json()["error"]["hint"]
+    agent = {"Authorization": f"Bearer {agent_token(issuer, 'httpws')}"}
+    assert httpx.get(base + "/admin/retention", headers=agent, timeout=10).status_code == 403
+    records = [
+        r
+        for r in map(
+            json.loads,
+            run_cli(
+                "audit", "tail", "--workspace", "httpws", "--json",
+                env=on_redis(tmp_path, own_redis.url),
+            ).stdout.splitlines(),
+        )
+        if r["tool"] == "admin.retention"
+    ]  # fmt: skip
+    assert [(r["subject"], r["addresses"], r["outcome"]) for r in records] == [
+        ("ops-bob", ["bb://httpws/"], "max age 86400s"),
+        ("ops-bob", ["bb://httpws/keep/"], "max age 0s"),
+    ]
