@@ -13,6 +13,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from . import _keys as keys
+from ._connection import PackedConnection
 from ._index import ensure_index, index_ready
 from ._links import LinkResult, check_link, write_links
 from ._location import client_location, failure_reason
@@ -91,8 +92,11 @@ class Board:
             url,
             wait_seconds=pool_wait_seconds,
             max_connections=pool_size,
-            socket_timeout=5.0,
+            # No socket timeout: each store operation has one deadline instead
+            # (store/_redis_errors.py), where redis-py put a timer around every command.
+            socket_timeout=None,
             socket_connect_timeout=2.0,
+            connection_class=PackedConnection,
             health_check_interval=15,
             # Pooled connections opened before a Redis restart are dead; without a retry each
             # one failed a call with `unavailable` the first time it was picked, long after
