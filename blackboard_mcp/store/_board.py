@@ -14,7 +14,7 @@ from redis.backoff import NoBackoff
 
 from . import _keys as keys
 from ._connection import PackedConnection
-from ._index import ensure_index, index_ready
+from ._index import ensure_index, index_ready, retire_old_indexes
 from ._links import LinkResult, check_link, write_links
 from ._location import client_location, failure_reason
 from ._notes import NoteWrite, build_write, check_digest
@@ -123,8 +123,13 @@ class Board:
         return self._counter
 
     async def start(self) -> None:
-        """Create the search index if this is the first process to start on this Redis."""
+        """Create the search index if this is the first process to start on this Redis.
+
+        An upgraded board gets this version's index, built in the background from the notes
+        already there (``/readyz`` says "building" until it is done), and loses the old one.
+        """
         await ensure_index(self._client)
+        await retire_old_indexes(self._client)
 
     async def close(self) -> None:
         self._sources.close()
