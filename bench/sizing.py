@@ -14,7 +14,7 @@ emptied Redis in turn, in one run:
   save; what each one costs is in docs/operations.md ("Search index options").
 
     python bench/sizing.py [--notes 3000] [--body-bytes 1024] [--options]
-    python bench/sizing.py --notes 100000      # the issue's size; about 5 minutes here
+    python bench/sizing.py --notes 100000      # the issue's size; about 10 minutes here
 """
 
 from __future__ import annotations
