@@ -9,12 +9,16 @@ own key, once with hiredis and once with redis-py's pure-Python RESP3 parser (pa
 ``parser_class``). Since every client owns its note, real CAS must succeed nearly always: conflicts
 and errors are counted and any error exits 1.
 
-One embedded Redis without persistence (appendonly off) serves every cell. Two gateways
-(one uvicorn worker each) run on it: one as installed, and one with ``hiredis`` hidden from
-its imports, so redis-py falls back to its pure-Python RESP parser (it picks the parser when
-it is imported). The cells are interleaved round by round, since this shared machine drifts.
+One embedded Redis without persistence (appendonly off) serves every cell. The gateway (one
+uvicorn worker) runs on it as installed; ``--against REV`` adds a gateway running the package
+as it was at git revision REV (extracted with ``git archive``, first on its PYTHONPATH), so a
+change's before and after are measured in one run; ``--pure-parser`` adds a gateway with
+``hiredis`` hidden from its imports, so redis-py falls back to its pure-Python RESP parser
+(it picks the parser when it is imported), and the bare arm with that parser. The cells are
+interleaved round by round, since this shared machine drifts.
 
-    python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8]
+    python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]
+                             [--pure-parser]
 
 Prints, per round, writes/s of each cell, the gateway's CPU ms per write and the ratio
 gateway/bare (bare with hiredis); then the median of the rounds.
@@ -170,6 +174,15 @@ def run_bare(url: str, tag: str, clients: int, seconds: int, *, pure: bool) -> C
     return Cell(writes_per_s=commits / seconds)
 
 
+def extract_revision(rev: str, into: Path) -> None:
+    """The package as it was at git revision ``rev``, under ``into``."""
+    root = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", rev, "blackboard_mcp"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+
+
 def _hiredis_available() -> bool:
     import redis.utils
 
@@ -186,6 +199,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=4)  # wrk takes whole seconds
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--against", metavar="REV", help="also run the gateway of git REV")
+    parser.add_argument("--pure-parser", action="store_true", help="also without hiredis")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk)")
@@ -194,23 +209,34 @@ def main() -> int:
     seconds = args.seconds
     token = bench_token(workspace=WORKSPACE)
     cells: dict[str, list[Cell]] = {}
-    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
+    with (
+        tempfile.TemporaryDirectory() as data,
+        tempfile.TemporaryDirectory() as old_tree,
+        EmbeddedRedis(data_dir=Path(data)) as server,
+    ):
         # The workload's own cost, not the disk's: the embedded default is AOF everysec.
         redis.Redis.from_url(server.url).config_set("appendonly", "no")
-        gateways = {
-            "gateway, hiredis": start_gateway(server.url),
-            "gateway, pure-Python parser": start_gateway(server.url, hidden_modules=["hiredis"]),
-        }
+        gateways = {"gateway, hiredis": start_gateway(server.url)}
+        if args.against:
+            extract_revision(args.against, Path(old_tree))
+            gateways[f"gateway @{args.against}, hiredis"] = start_gateway(
+                server.url, extra_env={"PYTHONPATH": old_tree}
+            )
+        if args.pure_parser:
+            gateways["gateway, pure-Python parser"] = start_gateway(
+                server.url, hidden_modules=["hiredis"]
+            )
+        bare_cells = [(BARE, False), *([(BARE_PURE, True)] if args.pure_parser else [])]
         try:
             for name, (proc, _) in gateways.items():
                 if _loads_hiredis(proc.pid) != ("hiredis" in name.split(",")[1]):
                     raise SystemExit(f"{name}: the gateway does not run the parser it names")
             for round_no in range(1, args.rounds + 1):
-                for name, (proc, port) in gateways.items():
-                    tag = f"r{round_no}-{'h' if 'hiredis' in name else 'p'}"
+                for number, (name, (proc, port)) in enumerate(gateways.items()):
+                    tag = f"r{round_no}-g{number}"
                     cell = run_gateway(port, proc.pid, token, tag, args.clients, seconds)
                     cells.setdefault(name, []).append(cell)
-                for name, pure in (BARE, False), (BARE_PURE, True):
+                for name, pure in bare_cells:
                     cells.setdefault(name, []).append(
                         run_bare(
                             server.url, f"r{round_no}-{int(pure)}", args.clients, seconds, pure=pure

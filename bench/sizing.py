@@ -1,7 +1,20 @@
-"""Redis memory per note: writes N notes of a given body size through the store and prints
-used_memory growth per 1,000 notes beside the payload bytes (ratio), and notes per GiB.
+"""Redis memory per note against the payload, for the index and hash layouts side by side.
 
-    python bench/sizing.py [--notes 5000] [--body-bytes 1024]
+Writes N notes (a digest of about 80 bytes and a body of ``--body-bytes`` of random words from
+a 2,000-word vocabulary, over 5 topics) through the store, then prints Redis's used_memory
+growth against the payload bytes (digest + body), split into the note hashes, the search index
+and the rest (the topic listings and the change log), and checks that search still finds a
+note by a word of its digest and by a word of its body. Each layout is loaded into the same
+emptied Redis in turn, in one run:
+
+- ``now``: this version (the index without term offsets, notes kept as listpacks).
+- ``before``: the index with term offsets, each note a hash table (Redis's default
+  ``hash-max-listpack-value`` of 64 bytes), as the first release stored them.
+- with ``--options``, this version plus each further index option, to show what it would
+  save; what each one costs is in docs/operations.md ("Search index options").
+
+    python bench/sizing.py [--notes 3000] [--body-bytes 1024] [--options]
+    python bench/sizing.py --notes 100000      # the issue's size; about 10 minutes here
 """
 
 from __future__ import annotations
@@ -11,59 +24,137 @@ import asyncio
 import random
 import string
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import redis
 import redis.asyncio as aioredis
 
 from blackboard_mcp.store import Board, EmbeddedRedis
+from blackboard_mcp.store._embedded import NOTE_LISTPACK_VALUE_BYTES
+from blackboard_mcp.store._index import SCHEMA as FIELDS
+from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX
+
+# The store's own fields, so the layouts differ only in their options.
+SCHEMA = ["SCHEMA", *(arg for field in FIELDS for arg in field.redis_args())]
 
 
-async def run(notes: int, body_bytes: int) -> None:
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    listpack_value: int
+    index_options: tuple[str, ...]
+
+
+NOW = Layout("now", NOTE_LISTPACK_VALUE_BYTES, ("NOOFFSETS",))
+BEFORE = Layout("before", 64, ())
+OPTIONS = [
+    Layout("now + NOFREQS", NOTE_LISTPACK_VALUE_BYTES, ("NOOFFSETS", "NOFREQS")),
+    Layout("now + NOFIELDS", NOTE_LISTPACK_VALUE_BYTES, ("NOOFFSETS", "NOFIELDS")),
+    Layout(
+        "now + NOFREQS + NOFIELDS",
+        NOTE_LISTPACK_VALUE_BYTES,
+        ("NOOFFSETS", "NOFREQS", "NOFIELDS"),
+    ),
+]
+
+
+def _words(rng: random.Random) -> list[str]:
+    return ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(2000)]
+
+
+async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
+    sync = redis.Redis.from_url(url)
+    sync.flushall()
+    sync.config_set("hash-max-listpack-value", layout.listpack_value)
+    # Created here with the layout's options; Board.start() finds it by name and keeps it.
+    sync.execute_command(
+        "FT.CREATE", INDEX_NAME, "ON", "HASH", "PREFIX", 1, NOTE_PREFIX, *layout.index_options,
+        *SCHEMA,
+    )  # fmt: skip
+    before = int(sync.info("memory")["used_memory"])
     rng = random.Random(7)
-    words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(2000)]
+    words = _words(rng)
 
     def text(size: int) -> str:
         out: list[str] = []
-        while sum(len(w) + 1 for w in out) < size:
+        length = 0
+        while length < size:
             out.append(rng.choice(words))
+            length += len(out[-1]) + 1
         return " ".join(out)[:size]
 
-    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
-        client = aioredis.Redis.from_url(server.url)
-        board = Board(client=client)
-        await board.start()
-        before = int((await client.info("memory"))["used_memory"])
-        payload = 0
-        for i in range(notes):
-            digest = text(80)
-            body = text(body_bytes)
-            payload += len(digest) + len(body)
+    board = Board(client=aioredis.Redis.from_url(url))
+    await board.start()
+    started = time.monotonic()
+    # The same notes for every layout: the generator is seeded and drawn in order.
+    batch = [(f"n{i}", text(80), text(body_bytes)) for i in range(notes)]
+    # One note carries a word of its own in its digest and another in its body.
+    name, digest, body = batch[notes // 2]
+    batch[notes // 2] = (name, digest[:60] + " walrusdigest", body[:-12] + " walrusbody")
+    probe_digest, probe_body = "walrusdigest", "walrusbody"
+    payload = sum(len(d) + len(b) for _, d, b in batch)
+    queue = iter(batch)
+
+    async def writer() -> None:
+        for name, digest, body in queue:
+            topic = f"t{int(name[1:]) % 5}"
             await board.update_state(
-                author="sizer",
-                uri=f"bb://size/t{i % 5}/n{i}",
-                digest=digest,
-                body=body,
-                expect_version=0,
+                author="sizer", uri=f"bb://size/{topic}/{name}", digest=digest, body=body
             )
-        await asyncio.sleep(0.5)
-        after = int((await client.info("memory"))["used_memory"])
-        await board.close()
-    per_thousand = (after - before) / notes * 1000
-    print(f"notes: {notes}, body {body_bytes} B, digest 80 B")
-    print(
-        f"Redis memory per 1,000 notes: {per_thousand / 1e6:.2f} MB "
-        f"(payload {payload / notes * 1000 / 1e6:.2f} MB): "
-        f"{(after - before) / payload:.2f}x the payload"
+
+    await asyncio.gather(*(writer() for _ in range(16)))
+    load_s = time.monotonic() - started
+    while int(sync.ft(INDEX_NAME).info()["indexing"]):
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
+    after = int(sync.info("memory")["used_memory"])
+    info = sync.ft(INDEX_NAME).info()
+    index_bytes = float(info["total_index_memory_sz_mb"]) * 1e6
+    notes_bytes = sum(
+        sync.memory_usage(key, samples=0) or 0
+        for key in sync.scan_iter(match=f"{NOTE_PREFIX}*", count=10_000)
     )
-    print(f"notes per GiB of Redis memory: {int(2**30 / ((after - before) / notes)):,}")
+    other = after - before - index_bytes - notes_bytes
+    uri = f"bb://size/t{(notes // 2) % 5}/n{notes // 2}"
+    found_digest = any(
+        i["uri"] == uri
+        for i in (await board.search_keys(workspace="size", q=probe_digest, limit=50))["items"]
+    )
+    found_body = any(
+        i["uri"] == uri
+        for i in (await board.search_keys(workspace="size", q=probe_body, limit=50))["items"]
+    )
+    await board.close()
+    sync.close()
+    ratio = (after - before) / payload
+    print(
+        f"{layout.name:<26} {ratio:5.2f}x   notes {notes_bytes / payload:4.2f}x"
+        f"  index {index_bytes / payload:4.2f}x  other {other / payload:4.2f}x"
+        f"   {(after - before) / notes:6.0f} B/note  loaded {notes / load_s:5.0f}/s"
+        f"  search finds a digest word {'yes' if found_digest else 'NO'},"
+        f" a body word {'yes' if found_body else 'NO'}",
+        flush=True,
+    )
+
+
+async def run(notes: int, body_bytes: int, options: bool) -> None:
+    layouts = [BEFORE, NOW, *(OPTIONS if options else [])]
+    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
+        redis.Redis.from_url(server.url).config_set("appendonly", "no")
+        print(f"{notes:,} notes, body {body_bytes} B, digest 80 B; Redis used_memory / payload")
+        for layout in layouts:
+            await load(server.url, layout, notes, body_bytes)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--notes", type=int, default=5000)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--notes", type=int, default=3000)
     parser.add_argument("--body-bytes", type=int, default=1024)
+    parser.add_argument("--options", action="store_true", help="also each further index option")
     args = parser.parse_args()
-    asyncio.run(run(args.notes, args.body_bytes))
+    asyncio.run(run(args.notes, args.body_bytes, args.options))
 
 
 if __name__ == "__main__":

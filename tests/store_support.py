@@ -10,8 +10,6 @@ import redis
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
-from blackboard_mcp.store._keys import NOTE_PREFIX
-
 WS = "ws"
 
 
@@ -42,7 +40,8 @@ def dbsize(url: str) -> int:
 
 
 class ReadGate:
-    """Holds each racing task after its first read of a note under WATCH until all have read.
+    """Holds each racing task after its first read of a note under WATCH, at its EXEC, until all
+    have read.
 
     A lost update needs two writers to read the same version before either commits. Left to the
     scheduler, racing tasks often run their transactions one after another and a broken WATCH
@@ -69,12 +68,23 @@ class ReadGate:
 class _GatedPipeline(Pipeline):  # type: ignore[type-arg]
     gate: ReadGate
 
-    def hmget(self, name: Any, keys: Any, *args: Any) -> Any:
-        reply = super().hmget(name, keys, *args)
-        # Only the read of a note while WATCHing it (immediate mode) is the read CAS is based on.
-        if self.watching and not self.explicit_transaction and str(name).startswith(NOTE_PREFIX):
-            return self.gate.after_read(reply)
-        return reply
+    # The store reads a note in its WATCH's own round trip (store/_tx.py). After that read a
+    # transaction either reaches EXEC or, refused (a stale expect_version), is reset without
+    # one: holding both holds every task that has read under WATCH, before any commits.
+
+    async def execute(self, raise_on_error: bool = True) -> Any:
+        if self.watching:
+            await self.gate.after_read(_done())
+        return await super().execute(raise_on_error)
+
+    async def reset(self) -> None:
+        if self.watching:
+            await self.gate.after_read(_done())
+        await super().reset()
+
+
+async def _done() -> None:
+    return None
 
 
 class GatedRedis(aioredis.Redis):  # type: ignore[type-arg]

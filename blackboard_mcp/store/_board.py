@@ -15,8 +15,9 @@ from redis.backoff import NoBackoff
 
 from . import _keys as keys
 from ._addresses import parse_address
+from ._connection import PackedConnection
 from ._delete import DeleteReport, delete_notes, delete_target, plan_delete
-from ._index import ensure_index, index_ready
+from ._index import ensure_index, index_ready, retire_old_indexes
 from ._links import LinkResult, check_link, write_links
 from ._live import ChangeFeed, NoteContent, note_content, open_feed, readable_topics
 from ._location import client_location, failure_reason
@@ -97,8 +98,11 @@ class Board:
             url,
             wait_seconds=pool_wait_seconds,
             max_connections=pool_size,
-            socket_timeout=5.0,
+            # No socket timeout: each store operation has one deadline instead
+            # (store/_redis_errors.py), where redis-py put a timer around every command.
+            socket_timeout=None,
             socket_connect_timeout=2.0,
+            connection_class=PackedConnection,
             health_check_interval=15,
             # Pooled connections opened before a Redis restart are dead; without a retry each
             # one failed a call with `unavailable` the first time it was picked, long after
@@ -125,8 +129,13 @@ class Board:
         return self._counter
 
     async def start(self) -> None:
-        """Create the search index if this is the first process to start on this Redis."""
+        """Create the search index if this is the first process to start on this Redis.
+
+        An upgraded board gets this version's index, built in the background from the notes
+        already there (``/readyz`` says "building" until it is done), and loses the old one.
+        """
         await ensure_index(self._client)
+        await retire_old_indexes(self._client)
 
     async def close(self) -> None:
         self._sources.close()

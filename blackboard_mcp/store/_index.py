@@ -43,6 +43,11 @@ async def ensure_index(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAM
             await client.ft(name).create_index(
                 SCHEMA,
                 definition=IndexDefinition(prefix=[keys.NOTE_PREFIX], index_type=IndexType.HASH),  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+                # NOOFFSETS: no term positions. They serve exact phrases, SLOP/INORDER and
+                # highlighting, none of which search_keys asks for (it ORs single words);
+                # they were a third of the index's memory. Field flags and frequencies
+                # stay: without them a digest match no longer ranks above a body match.
+                no_term_offsets=True,
                 # Notes are small summaries; stop-word removal would make "the plan" match
                 # everything with "plan" and nothing else, which is what we want anyway,
                 # so keep RediSearch's defaults.
@@ -54,6 +59,28 @@ async def ensure_index(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAM
             return False
     log.info("created search index %s", name)
     return True
+
+
+async def retire_old_indexes(client: aioredis.Redis[bytes]) -> list[str]:
+    """Drop the indexes of earlier versions (their notes stay); returns the names dropped.
+
+    A gateway of the earlier version still running during a rolling upgrade recreates its
+    index on its next search; the next start of a gateway of this version drops it again.
+    """
+    dropped = []
+    async with mapped_redis_errors():
+        for name in keys.RETIRED_INDEX_NAMES:
+            try:
+                # Without DD: the documents are the notes this version's index covers too.
+                await client.execute_command("FT.DROPINDEX", name)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+            except ResponseError as exc:
+                message = str(exc).lower()
+                if "unknown index" not in message and "no such index" not in message:
+                    raise
+                continue
+            dropped.append(name)
+            log.info("dropped the retired search index %s (its notes are kept)", name)
+    return dropped
 
 
 async def index_ready(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAME) -> bool:

@@ -8,7 +8,9 @@ transaction touches one workspace only).
 from __future__ import annotations
 
 NOTE_PREFIX = "bbn:"
-INDEX_NAME = "bb-notes-v1"
+INDEX_NAME = "bb-notes-v2"
+# Earlier versions' indexes over the same notes, dropped (never with DD) when a board starts.
+RETIRED_INDEX_NAMES = ("bb-notes-v1",)
 
 
 def note(workspace: str, member: str) -> str:

@@ -78,10 +78,10 @@ async def write_links(
     ends = (source, *targets)
     note_keys = [keys.note(ws, a.member) for a in ends]
 
-    async def body(pipe: Pipeline[bytes]) -> Callable[[list[Any]], list[Any]]:
+    async def body(pipe: Pipeline[bytes], first: list[Any]) -> Callable[[list[Any]], list[Any]]:
         # Under WATCH: a note deleted between this check and EXEC makes the EXEC fail and
         # the check run again, so no link is ever left pointing at a deleted note.
-        if await pipe.exists(*note_keys) < len(note_keys):
+        if int(first[0]) < len(note_keys):
             check = client.pipeline(transaction=False)
             for key in note_keys:
                 check.exists(key)
@@ -106,7 +106,13 @@ async def write_links(
         )
         return lambda replies: replies
 
-    replies = await run_transaction(client, note_keys, body, max_retries=max_retries)
+    replies = await run_transaction(
+        client,
+        note_keys,
+        body,
+        max_retries=max_retries,
+        first_reads=[("EXISTS", *note_keys)],
+    )
     added = int(replies[0])
     warnings = (
         []

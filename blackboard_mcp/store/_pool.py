@@ -19,6 +19,8 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import MaxConnectionsError  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
+from ._redis_errors import deadline_hit_in_pool
+
 # Whether the base pool has lent this task a connection during the current get_connection.
 _lent: ContextVar[bool] = ContextVar("bb_pool_lent", default=False)
 
@@ -42,13 +44,11 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
         return connection
 
     async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            async with asyncio.timeout(self._wait_seconds):
-                await self._free.acquire()
-        except TimeoutError as exc:
-            raise MaxConnectionsError(
-                f"no Redis connection came free within {self._wait_seconds:g} s"
-            ) from exc
+        if self._free.locked():
+            # Only a call that has to wait pays for a timer.
+            await self._wait_for_slot()
+        else:
+            await self._free.acquire()  # a free slot: taken without suspending
         marker = _lent.set(False)
         try:
             return await super().get_connection(*args, **kwargs)
@@ -60,6 +60,20 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
             raise
         finally:
             _lent.reset(marker)
+
+    async def _wait_for_slot(self) -> None:
+        try:
+            async with asyncio.timeout(self._wait_seconds):
+                await self._free.acquire()
+        except TimeoutError as exc:
+            raise MaxConnectionsError(
+                f"no Redis connection came free within {self._wait_seconds:g} s"
+            ) from exc
+        except asyncio.CancelledError:
+            # The operation's own deadline (store/_redis_errors.py) may run out first: it
+            # says `overloaded`, not `unavailable`, when the time went on waiting here.
+            deadline_hit_in_pool.set(True)
+            raise
 
     async def release(self, connection: Any) -> None:
         if connection not in self._in_use_connections:  # type: ignore[attr-defined]

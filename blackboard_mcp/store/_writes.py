@@ -73,8 +73,8 @@ async def write_note(
     fixed_text = _fixed_content(write)
     fixed_tokens = count_as_json_string(counter, fixed_text) if fixed_text is not None else 0
 
-    async def body(pipe: Pipeline[bytes]) -> Callable[[list[Any]], WriteResult]:
-        old = await pipe.hmget(note_key, ["version", "digest", "blob", "kind"])
+    async def body(pipe: Pipeline[bytes], first: list[Any]) -> Callable[[list[Any]], WriteResult]:
+        old = first[0]
         old_version = int(old[0]) if old[0] is not None else 0
         old_blob = _decode(old[2])
         old_kind = _decode(old[3]) or write.kind
@@ -206,7 +206,14 @@ async def write_note(
 
         return finish
 
-    return await run_transaction(client, [note_key], body, max_retries=limits.max_retries)
+    return await run_transaction(
+        client,
+        [note_key],
+        body,
+        max_retries=limits.max_retries,
+        # Read with the WATCH, in its round trip (store/_tx.py).
+        first_reads=[("HMGET", note_key, "version", "digest", "blob", "kind")],
+    )
 
 
 def _fixed_content(write: NoteWrite) -> str | None:

@@ -110,17 +110,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="watch-removed",
         why="a write based on a stale read commits over a concurrent one",
         path="blackboard_mcp/store/_tx.py",
-        original="await pipe.watch(*watch)",
-        # Immediate mode without the WATCH: the body's reads still run, nothing guards them.
-        replacement="pipe.watching = True",
+        original='[("WATCH", *watch), *reads]',
+        # The first round trip without the WATCH: the reads still run, nothing guards them.
+        replacement='[("PING",), *reads]',
         tests=_CAS,
     ),
     Mutation(
         name="watch-on-an-unrelated-key",
         why="update_state watches a key no writer touches, so races go unseen",
         path="blackboard_mcp/store/_writes.py",
-        original="run_transaction(client, [note_key],",
-        replacement='run_transaction(client, [note_key + ":unrelated"],',
+        original="        [note_key],\n        body,",
+        replacement='        [note_key + ":unrelated"],\n        body,',
         tests=_CAS,
     ),
     Mutation(

@@ -1,0 +1,225 @@
+"""Reads through the gateway against the direct store call, side by side under one load.
+
+Two reads agents make all the time: ``get_state`` of 10 notes in digest mode, and
+``search_keys`` of one word over 200 notes (the word is in 20 of them). Through the gateway
+the clients are ``wrk`` connections running ``bench/read_call.lua`` (a C load generator, one
+connection per thread), against one gateway worker.
+
+"The direct store call" here is the store's own operation, ``Board.get_state`` /
+``Board.search_keys`` on a board built as the gateway builds it (``Board.from_url``: same
+pool, deadline, packing), called in a loop, one call at a time, from each of 8 processes:
+the same Redis commands and the same Python work on their answers (validation, the token
+budget, the reply), without HTTP, JSON-RPC, the token check, revocation and rate limit
+(admission), audit and metrics. It is not bare redis-py: the store's work on a read is most
+of a read's cost, and the question is what the gateway adds to it. The gateway runs in one
+process; the store runs in 8, so it can use both cores; the ratio says how close one
+gateway worker comes to the store called directly.
+
+One embedded Redis without persistence serves every cell; ``--against REV`` adds a gateway
+running the package as it was at git revision REV, for a before and after in one run. Cells
+are interleaved round by round.
+
+    python bench/read_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from multiprocessing.queues import Queue
+from pathlib import Path
+from typing import Any
+
+import orjson
+import redis
+from _gateway_process import bench_token, start_gateway
+from _rawhttp import process_tree_cpu_seconds
+from cas_load import extract_revision
+
+from blackboard_mcp.store import Board, EmbeddedRedis
+
+WORKSPACE = "readload"
+LUA = Path(__file__).resolve().parent / "read_call.lua"
+READ_LINE = re.compile(r"READ ok=(\d+) error=(\d+) http_error=(\d+)")
+GET_URIS = [f"bb://{WORKSPACE}/notes/n{i}" for i in range(10)]
+SEARCH_WORD = "ptarmigan"
+
+CALLS: dict[str, dict[str, Any]] = {
+    "get_state 10 digests": {
+        "name": "get_state",
+        "arguments": {"uris": GET_URIS, "mode": "digest"},
+    },
+    "search_keys 1 word": {
+        "name": "search_keys",
+        "arguments": {"q": SEARCH_WORD},
+    },
+}
+
+
+async def seed(url: str) -> None:
+    board = Board.from_url(url)
+    await board.start()
+    for i, uri in enumerate(GET_URIS):
+        await board.update_state(
+            author="seed",
+            uri=uri,
+            digest=f"Finding {i}: the cache misses rose after the deploy of build {i}.",
+            body="Details of the finding, with numbers and the steps to see it again. " * 8,
+        )
+    for i in range(200):
+        word = f" {SEARCH_WORD}" if i % 10 == 0 else ""
+        await board.update_state(
+            author="seed",
+            uri=f"bb://{WORKSPACE}/search/s{i}",
+            digest=f"Note {i} on the migration plan{word}",
+            body=f"Step {i} of the plan moves one service; the others wait for it.{word}",
+        )
+    await board.close()
+
+
+def run_gateway(
+    port: int, pid: int, token: str, call: dict[str, Any], clients: int, s: int
+) -> dict[str, float]:
+    payload = orjson.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+    ).decode()
+    command = [
+        "wrk", f"-t{clients}", f"-c{clients}", f"-d{s}s",
+        "-H", f"Authorization: Bearer {token}",
+        "-s", str(LUA), f"http://127.0.0.1:{port}/mcp/", "--", payload,
+    ]  # fmt: skip
+    cpu_before = process_tree_cpu_seconds(pid)
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    cpu = process_tree_cpu_seconds(pid) - cpu_before
+    match = READ_LINE.search(done.stdout)
+    if done.returncode != 0 or match is None:
+        raise SystemExit(f"wrk failed: {done.stderr}{done.stdout}")
+    ok, error, http_error = map(int, match.groups())
+    return {"calls": ok / s, "errors": error + http_error, "cpu_ms": 1000 * cpu / max(ok, 1)}
+
+
+def _store_worker(
+    url: str, tool: str, start_at: float, seconds: float, out: Queue[tuple[int, float]]
+) -> None:
+    async def loop() -> tuple[int, float]:
+        board = Board.from_url(url)
+        call: Callable[[], Any]
+        if tool == "get_state":
+            call = lambda: board.get_state(uris=GET_URIS, mode="digest")  # noqa: E731
+        else:
+            call = lambda: board.search_keys(workspace=WORKSPACE, q=SEARCH_WORD)  # noqa: E731
+        await call()  # connected before the window opens
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        calls = 0
+        cpu_start = time.process_time()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            await call()
+            calls += 1
+        cpu = time.process_time() - cpu_start
+        await board.close()
+        return calls, cpu
+
+    out.put(asyncio.run(loop()))
+
+
+def run_store(url: str, tool: str, clients: int, seconds: int) -> dict[str, float]:
+    ctx = multiprocessing.get_context("fork")
+    out: Queue[tuple[int, float]] = ctx.Queue()
+    start_at = time.time() + 1.5
+    procs = [
+        ctx.Process(target=_store_worker, args=(url, tool, start_at, seconds, out))
+        for _ in range(clients)
+    ]
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=60 + seconds) for _ in procs]
+    for proc in procs:
+        proc.join()
+    calls = sum(c for c, _ in results)
+    cpu = sum(c for _, c in results)
+    return {"calls": calls / seconds, "errors": 0, "cpu_ms": 1000 * cpu / max(calls, 1)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--against", metavar="REV", help="also run the gateway of git REV")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    token = bench_token(workspace=WORKSPACE)
+    cells: dict[tuple[str, str], list[dict[str, float]]] = {}
+    with (
+        tempfile.TemporaryDirectory() as data,
+        tempfile.TemporaryDirectory() as old_tree,
+        EmbeddedRedis(data_dir=Path(data)) as server,
+    ):
+        redis.Redis.from_url(server.url).config_set("appendonly", "no")
+        asyncio.run(seed(server.url))
+        gateways = {"gateway": start_gateway(server.url)}
+        if args.against:
+            extract_revision(args.against, Path(old_tree))
+            gateways[f"gateway @{args.against}"] = start_gateway(
+                server.url, extra_env={"PYTHONPATH": old_tree}
+            )
+        try:
+            for round_no in range(1, args.rounds + 1):
+                print(f"round {round_no}:")
+                for label, call in CALLS.items():
+                    row: dict[str, dict[str, float]] = {}
+                    for name, (proc, port) in gateways.items():
+                        row[name] = run_gateway(
+                            port, proc.pid, token, call, args.clients, args.seconds
+                        )
+                    row["store, 8 processes"] = run_store(
+                        server.url, call["name"], args.clients, args.seconds
+                    )
+                    for name, cell in row.items():
+                        cells.setdefault((label, name), []).append(cell)
+                    _print(label, row)
+        finally:
+            for proc, _ in gateways.values():
+                proc.terminate()
+                proc.wait(timeout=30)
+    print(f"median of {args.rounds} rounds, {args.clients} clients, {args.seconds} s per cell:")
+    for label in CALLS:
+        names = [n for (lab, n) in cells if lab == label]
+        _print(
+            label,
+            {
+                n: {
+                    k: statistics.median(c[k] for c in cells[(label, n)])
+                    for k in ("calls", "errors", "cpu_ms")
+                }
+                for n in names
+            },
+        )
+    failed = any(c["errors"] for runs in cells.values() for c in runs)
+    return 1 if failed else 0
+
+
+def _print(label: str, row: dict[str, dict[str, float]]) -> None:
+    store = row["store, 8 processes"]["calls"]
+    for name, cell in row.items():
+        print(
+            f"  {label:<22} {name:<22} {cell['calls']:>7.0f} calls/s"
+            f"  CPU ms/call {cell['cpu_ms']:5.2f}  errors {cell['errors']:>3.0f}"
+            f"  /store {cell['calls'] / store if store else 0:.3f}"
+        )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

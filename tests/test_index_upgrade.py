@@ -1,0 +1,108 @@
+"""A board written under an earlier search index still searches after the upgrade.
+
+The index has a versioned name (store/_keys.py). A release that changes its options names a
+new index; starting a board builds it from the notes already there and drops the old one,
+keeping the notes.
+"""
+
+from __future__ import annotations
+
+import redis
+import redis.asyncio as aioredis
+from store_support import raw
+
+from blackboard_mcp.store import Board
+from blackboard_mcp.store._index import wait_until_indexed
+from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX
+
+# The first index as its release created it: the same fields, term offsets kept.
+V1_CREATE = [
+    "FT.CREATE",
+    "bb-notes-v1",
+    "ON",
+    "HASH",
+    "PREFIX",
+    "1",
+    "bbn:",
+    "SCHEMA",
+    "ws",
+    "TAG",
+    "SEPARATOR",
+    ",",
+    "topic",
+    "TAG",
+    "SEPARATOR",
+    ",",
+    "kind",
+    "TAG",
+    "SEPARATOR",
+    ",",
+    "digest",
+    "TEXT",
+    "WEIGHT",
+    "5.0",
+    "body",
+    "TEXT",
+    "stext",
+    "TEXT",
+    "updated",
+    "NUMERIC",
+    "SORTABLE",
+]
+
+
+def _indexes(url: str) -> set[str]:
+    client = raw(url)
+    try:
+        return {n.decode() for n in client.execute_command("FT._LIST")}
+    finally:
+        client.close()
+
+
+async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_index_is_gone(
+    redis_url: str,
+) -> None:
+    raw(redis_url).execute_command(*V1_CREATE)
+    old = Board(client=aioredis.Redis.from_url(redis_url))
+    for i in range(30):
+        await old.update_state(
+            author="a",
+            uri=f"bb://up/t/n{i}",
+            digest=f"note {i} about walrus migration" if i == 7 else f"note {i}",
+            body="the hidden word is ptarmigan" if i == 11 else "plain body",
+        )
+    await old.client.aclose()  # type: ignore[attr-defined]
+    assert _indexes(redis_url) == {"bb-notes-v1"}
+
+    board = Board(client=aioredis.Redis.from_url(redis_url))
+    try:
+        await board.start()
+        assert await wait_until_indexed(board.client, timeout=10)
+        assert _indexes(redis_url) == {INDEX_NAME}
+        info = await board.client.ft(INDEX_NAME).info()  # type: ignore[no-untyped-call]
+        assert b"NOOFFSETS" in info["index_options"] or "NOOFFSETS" in info["index_options"]
+        by_digest = await board.search_keys(workspace="up", q="walrus")
+        assert [i["uri"] for i in by_digest["items"]] == ["bb://up/t/n7"]
+        assert by_digest["items"][0]["digest"] == "note 7 about walrus migration"
+        by_body = await board.search_keys(workspace="up", q="ptarmigan")
+        assert [i["uri"] for i in by_body["items"]] == ["bb://up/t/n11"]
+        # The notes themselves were kept: dropped without DD.
+        read = await board.get_state(uris=["bb://up/t/n11"], mode="full")
+        assert read["items"][0]["body"] == "the hidden word is ptarmigan"
+        # A second start (another worker, a restart) has nothing left to drop.
+        await board.start()
+        assert _indexes(redis_url) == {INDEX_NAME}
+    finally:
+        await board.close()
+
+
+async def test_the_embedded_redis_keeps_a_kilobyte_note_in_one_listpack(
+    redis_url: str, board: Board
+) -> None:
+    await board.update_state(author="a", uri="bb://ws/t/big", digest="d", body="word " * 220)
+    client = redis.Redis.from_url(redis_url)
+    try:
+        [key] = client.keys(f"{NOTE_PREFIX}*")
+        assert client.object("encoding", key) == b"listpack"
+    finally:
+        client.close()

@@ -1,0 +1,97 @@
+"""How the store talks to Redis: one deadline per operation, commands packed as redis-py packs.
+
+The pool has no socket timeout (a timer around every command cost a fifth of a write's CPU);
+a Redis that stops answering is noticed by the operation's deadline instead, and the call
+answers `unavailable` rather than hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis.asyncio as aioredis
+from redis.exceptions import DataError
+
+from blackboard_mcp.store import Board, Overloaded, Unavailable, _redis_errors
+from blackboard_mcp.store._connection import PackedConnection
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A TCP port that accepts connections and never answers: a hung Redis."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        listener.close()
+
+
+async def test_a_redis_that_stops_answering_gives_unavailable_within_the_deadline(
+    silent_server: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.3)
+    board = Board.from_url(f"redis://127.0.0.1:{silent_server}/0", pool_size=2)
+    try:
+        for call in (
+            lambda: board.get_state(uris=["bb://ws/t/k"]),
+            lambda: board.update_state(author="a", uri="bb://ws/t/k", digest="d", body="b"),
+        ):
+            started = time.monotonic()
+            with pytest.raises(Unavailable) as failed:
+                await call()
+            assert not isinstance(failed.value, Overloaded)
+            assert "did not answer within 0.3 s" in str(failed.value)
+            assert time.monotonic() - started < 2.0
+    finally:
+        await board.close()
+
+
+async def test_a_deadline_that_runs_out_waiting_for_a_connection_is_overloaded(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pool would wait 5 s; the operation's deadline (0.3 s) runs out first, while the
+    # call still waits for a connection: Redis answers, so the answer is `overloaded`.
+    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.3)
+    board = Board.from_url(redis_url, pool_size=1, pool_wait_seconds=5.0)
+    try:
+        holder = asyncio.create_task(board.client.blpop(["bb-test-nothing"], timeout=1))
+        await asyncio.sleep(0.05)
+        with pytest.raises(Overloaded):
+            await board.get_state(uris=["bb://ws/t/k"])
+        await holder
+        # The same task context, later: a real outage is not reported as `overloaded`.
+        answer = await board.get_state(uris=["bb://ws/t/k"])
+        assert answer["items"][0]["uri"] == "bb://ws/t/k"
+    finally:
+        await board.close()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("SET", "k", "v"),
+        ("HSET", "bbn:{ws}:t/k", "digest", "café ☕", "size", 12, "confidence", 0.9),
+        ("XADD", "s", "MAXLEN", "~", "100", "*", "at", 1733300000.123456, "b", b"\x00\xff"),
+        ("EVALSHA", "abc", 2, "k1", "k2", -1, 1.5e-07, "x" * 70_000),
+        ("CONFIG GET", "maxmemory"),
+    ],
+)
+def test_commands_are_packed_byte_for_byte_as_redis_py_packs_them(args: tuple[object, ...]) -> None:
+    packed = PackedConnection()
+    plain = aioredis.Connection()
+    assert b"".join(packed.pack_command(*args)) == b"".join(plain.pack_command(*args))
+    assert b"".join(packed.pack_commands([args, ("GET", "k")])) == b"".join(
+        plain.pack_commands([args, ("GET", "k")])
+    )
+
+
+@pytest.mark.parametrize("bad", [None, True])
+def test_an_argument_redis_cannot_take_is_refused_before_it_is_sent(bad: object) -> None:
+    with pytest.raises(DataError):
+        PackedConnection().pack_command("SET", "k", bad)  # type: ignore[arg-type]
