@@ -174,10 +174,8 @@ def cmd_token_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_token_revoke(args: argparse.Namespace) -> int:
-    import redis.asyncio as aioredis
-
     from blackboard_mcp.auth import AuthError, Revoker
-    from blackboard_mcp.store import RedisRevocationList
+    from blackboard_mcp.store import RedisRevocationList, open_client
 
     settings = Settings()
     presented = None
@@ -197,7 +195,7 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
         return 2
 
     async def run() -> str:
-        client = aioredis.Redis.from_url(url)
+        client = open_client(url, cluster=settings.redis_cluster)
         revoker = Revoker(
             revocations=RedisRevocationList(client=client),
             max_ttl_seconds=settings.max_token_ttl,
@@ -225,15 +223,13 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_tail(args: argparse.Namespace) -> int:
-    import redis.asyncio as aioredis
-
-    from blackboard_mcp.store import RedisAuditLog
+    from blackboard_mcp.store import RedisAuditLog, open_client
 
     settings = Settings()
     url = redis_url(settings)
 
     async def run() -> None:
-        client = aioredis.Redis.from_url(url)
+        client = open_client(url, cluster=settings.redis_cluster)
         try:
             log = RedisAuditLog(client=client, maxlen=settings.audit_maxlen)
             # as_line escapes every field: a record cannot print a line or a column of its own.
@@ -275,7 +271,7 @@ def cmd_health(args: argparse.Namespace) -> int:
 async def _board_health(url: str) -> dict[str, object]:
     from blackboard_mcp.store import Board
 
-    board = Board.from_url(url)
+    board = Board.from_url(url, cluster=Settings().redis_cluster)
     try:
         return await board.health()
     finally:

@@ -23,6 +23,9 @@ class Settings(BaseSettings):
 
     # Store
     redis_url: str | None = None
+    # Whether BB_REDIS_URL names a node of a Redis Cluster: auto asks it (INFO cluster) at
+    # start-up; on/off say so, e.g. where a node may be down when a gateway starts.
+    redis_cluster: Literal["auto", "on", "off"] = "auto"
     data_dir: Path = Field(default_factory=default_data_dir)
     appendfsync: Literal["everysec", "always"] = "everysec"
     # Restarts in a row of a dead embedded Redis before `serve` gives up and exits 5.

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 import redis.asyncio as aioredis
-from hypothesis import Phase, settings
 from cluster_support import LocalCluster
+from hypothesis import Phase, settings
 from support import TEST_JWT_SECRET, GatewayProcess, start_gateway, stop_gateway
 
 from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis

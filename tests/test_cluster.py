@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterator
 
 import pytest
 from cluster_support import LocalCluster
-from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
+from support import (
+    TEST_JWT_SECRET,
+    GatewayProcess,
+    agent_token,
+    call,
+    mcp_client,
+    start_gateway,
+    stop_gateway,
+)
 
 from blackboard_mcp.auth import TokenIssuer
 
@@ -43,7 +55,10 @@ async def test_a_gateway_given_one_node_writes_reads_links_and_searches_across_t
             )
             assert not err, body
             err, body = await call(
-                client, "link_state", src=f"bb://{ws}/plan/b", rel="depends_on",
+                client,
+                "link_state",
+                src=f"bb://{ws}/plan/b",
+                rel="depends_on",
                 dst=[f"bb://{ws}/plan/a"],
             )
             assert not err, body
@@ -57,3 +72,97 @@ async def test_a_gateway_given_one_node_writes_reads_links_and_searches_across_t
             assert not err, body
             # Only this workspace's note, though every workspace has one that matches.
             assert [i["uri"] for i in body["items"]] == [f"bb://{ws}/plan/a"]
+
+
+def _slot_errors(cluster: LocalCluster) -> dict[int, dict[str, str]]:
+    """Per node, the redirections and cross-slot refusals it has answered since its reset."""
+    out = {}
+    for node in cluster.live():
+        stats = node.info("errorstats")
+        out[node.port] = {
+            k: v for k, v in stats.items() if k in ("errorstat_CROSSSLOT", "errorstat_MOVED")
+        }
+    return out
+
+
+def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BB_REDIS_URL": cluster.nodes[1].url, "BB_JWT_SECRET": TEST_JWT_SECRET}
+    return subprocess.run(
+        [sys.executable, "-m", "blackboard_mcp.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_every_command_of_every_tool_and_of_the_cli_stays_in_its_workspace_slot(
+    cluster_gateway: GatewayProcess, redis_cluster: LocalCluster, issuer: TokenIssuer
+) -> None:
+    """The cluster counts CROSSSLOT and MOVED answers per node: none may come from a call.
+
+    A key outside the workspace's slot sent with the workspace's keys would be refused with
+    CROSSSLOT (same node) or MOVED (another node): the write's transaction, the admission
+    script (revocations and the rate limit), reads, search and the audit stream run here,
+    after one warm-up call, then `token revoke` and `audit tail`.
+    """
+    ws = "slots-" + uuid.uuid4().hex[:8]
+    token = agent_token(issuer, ws)
+    async with mcp_client(cluster_gateway.mcp_url, token) as client:
+        err, body = await call(client, "list_keys")
+        assert not err, body
+        for node in redis_cluster.live():
+            node.command("CONFIG", "RESETSTAT")
+        big = "lorem ipsum " * 2000  # offloaded to a blob: another key of the workspace
+        for args in (
+            {"uri": f"bb://{ws}/t/a", "digest": "alpha kafka", "body": big, "expect_version": 0},
+            {
+                "uri": f"bb://{ws}/t/a",
+                "digest": "alpha kafka",
+                "body": "small",
+                "expect_version": 1,
+            },
+            {"uri": f"bb://{ws}/t/b", "digest": "beta", "append": "one"},
+            {"uri": f"bb://{ws}/t/b", "digest": "beta", "append": " two"},
+            {"uri": f"bb://{ws}/u/c", "digest": "table", "columns": ["k"], "rows": [["v"]]},
+        ):
+            err, body = await call(client, "update_state", **args)
+            assert not err, body
+        err, body = await call(
+            client, "update_state", uri=f"bb://{ws}/t/a", digest="x", body="y", expect_version=1
+        )
+        assert err and body["error"]["code"] == "conflict"
+        err, body = await call(
+            client,
+            "link_state",
+            src=f"bb://{ws}/t/b",
+            rel="supersedes",
+            dst=[f"bb://{ws}/t/a", f"bb://{ws}/u/c"],
+        )
+        assert not err, body
+        err, body = await call(
+            client,
+            "get_state",
+            uris=[f"bb://{ws}/t/a", f"bb://{ws}/t/b", f"bb://{ws}/u/c"],
+            mode="full",
+        )
+        assert not err, body
+        for order in ("recent", "name", "version"):
+            err, body = await call(client, "list_keys", topic="t", order=order, limit=1)
+            assert not err, body
+        err, body = await call(client, "list_keys", kind="table")
+        assert not err, body
+        err, body = await call(client, "search_keys", q="kafka", topic="t")
+        assert not err and [i["uri"] for i in body["items"]] == [f"bb://{ws}/t/a"], body
+    assert _slot_errors(redis_cluster) == {n.port: {} for n in redis_cluster.live()}
+    revoked = _cli(redis_cluster, "token", "revoke", "--workspace", ws, "--sub", "agent-1")
+    assert revoked.returncode == 0, revoked.stderr
+    async with mcp_client(cluster_gateway.mcp_url, token) as client:
+        err, body = await call(client, "list_keys")
+        assert err and body["error"]["code"] == "unauthenticated", body
+    tail = _cli(redis_cluster, "audit", "tail", "--workspace", ws)
+    assert tail.returncode == 0, tail.stderr
+    assert "update_state" in tail.stdout
+    # A new CLI process's cluster client may be redirected once while it learns the slot
+    # map; a command that crossed slots would be refused outright.
+    assert not any("errorstat_CROSSSLOT" in e for e in _slot_errors(redis_cluster).values())

@@ -40,6 +40,7 @@ def build_parts(settings: Settings) -> GatewayParts:
         limits=board_limits(settings),
         pool_size=settings.redis_pool_size,
         pool_wait_seconds=settings.redis_pool_timeout,
+        cluster=settings.redis_cluster,
     )
     signing_key, verification_keys = keys_from_settings(settings)
     revocations = RedisRevocationList(client=board.client)

@@ -25,6 +25,7 @@ from ._errors import (
 )
 from ._links import RELATIONS
 from ._location import client_location, failure_reason, redacted_url
+from ._placement import ClusterMode, NodeReport, open_client
 from ._processes import set_parent_death_signal
 from ._ratelimit import RedisRateLimiter
 from ._revocations import RedisRevocationList
@@ -38,12 +39,14 @@ __all__ = [
     "Admission",
     "Board",
     "BoardLimits",
+    "ClusterMode",
     "Conflict",
     "Contended",
     "EmbeddedBinaries",
     "EmbeddedRedis",
     "EmbeddedRedisError",
     "InvalidArgument",
+    "NodeReport",
     "NotFound",
     "Overloaded",
     "Readable",
@@ -64,6 +67,7 @@ __all__ = [
     "free_port",
     "is_valid_name",
     "make_private_dir",
+    "open_client",
     "parse_address",
     "redacted_url",
     "set_parent_death_signal",

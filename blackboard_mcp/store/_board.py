@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import redis
 import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
+from redis.exceptions import MovedError
 
 from . import _keys as keys
-from ._index import ensure_index, index_ready
+from ._addresses import parse_address
+from ._errors import StoreError, Unavailable
 from ._links import LinkResult, check_link, write_links
-from ._location import client_location, failure_reason
+from ._location import failure_reason
 from ._notes import NoteWrite, build_write, check_digest
-from ._pool import WaitingConnectionPool
+from ._placement import ClusterMode, NodeReport, Placement, SingleRedis, open_placement
 from ._reads import get_state, list_keys
 from ._redis_errors import mapped_redis_errors
 from ._search import search_keys
@@ -27,6 +28,7 @@ from ._views import Readable, every_topic
 from ._writes import WriteLimits, WriteResult, write_note
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,17 @@ class Board:
     def __init__(
         self,
         *,
-        client: aioredis.Redis[bytes],
+        client: aioredis.Redis[bytes] | None = None,
+        placement: Placement | None = None,
         limits: BoardLimits | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
-        self._client = client
+        if placement is None:
+            if client is None:
+                raise TypeError("a Board needs a client or a placement")
+            placement = SingleRedis(client)
+        self._placement = placement
+        self._client = placement.client
         self._limits = limits or BoardLimits()
         self._counter = counter or TiktokenCounter()
         self._write_limits = WriteLimits(
@@ -81,29 +89,38 @@ class Board:
         limits: BoardLimits | None = None,
         pool_size: int = 64,
         pool_wait_seconds: float = 5.0,
+        cluster: ClusterMode = "auto",
     ) -> Board:
         """A board on the Redis at ``url``: ``pool_size`` connections, waited for in turn.
 
         A call that finds every connection busy waits up to ``pool_wait_seconds`` for one,
-        then gets ``Overloaded`` (never ``Unavailable``: Redis is answering).
+        then gets ``Overloaded`` (never ``Unavailable``: Redis is answering). ``url`` may name
+        any node of a Redis Cluster (``cluster="auto"`` asks it; see ``_placement``).
         """
-        pool = WaitingConnectionPool.from_url(
-            url,
-            wait_seconds=pool_wait_seconds,
-            max_connections=pool_size,
-            socket_timeout=5.0,
-            socket_connect_timeout=2.0,
-            health_check_interval=15,
-            # Pooled connections opened before a Redis restart are dead; without a retry each
-            # one failed a call with `unavailable` the first time it was picked, long after
-            # Redis was back. One retry on a fresh connection, for connection errors only
-            # (never timeouts, whose command may have run). A watched transaction is not
-            # retried by redis-py: it raises WatchError and run_transaction starts it over,
-            # reading again.
-            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+        placement = open_placement(
+            url, cluster=cluster, pool_size=pool_size, pool_wait_seconds=pool_wait_seconds
         )
-        client = aioredis.Redis.from_pool(pool)  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
-        return cls(client=client, limits=limits)
+        return cls(placement=placement, limits=limits)
+
+    async def _at_home(
+        self, workspace: str, op: Callable[[aioredis.Redis[bytes]], Awaitable[T]]
+    ) -> T:
+        """Run ``op`` on the Redis that holds ``workspace``, following a slot that moved once."""
+        client = await self._placement.home(workspace)
+        try:
+            return await op(client)
+        except Unavailable as exc:
+            if not self._placement.is_cluster:
+                raise
+            # A failover or a reshard: read the slot map again so that this call (after
+            # MOVED, when nothing ran) or the next one (after a dead primary) goes to the
+            # slot's new primary. A dead primary is not waited for: `unavailable` now.
+            with contextlib.suppress(StoreError):
+                await self._placement.refresh()
+            if not isinstance(exc.__cause__, MovedError):
+                raise
+            client = await self._placement.home(workspace)
+            return await op(client)
 
     @property
     def client(self) -> aioredis.Redis[bytes]:
@@ -112,19 +129,23 @@ class Board:
     @property
     def location(self) -> str:
         """The Redis this board is on, without its password (for logs and messages)."""
-        return client_location(self._client)
+        return self._placement.location
+
+    @property
+    def is_cluster(self) -> bool:
+        return self._placement.is_cluster
 
     @property
     def counter(self) -> TokenCounter:
         return self._counter
 
     async def start(self) -> None:
-        """Create the search index if this is the first process to start on this Redis."""
-        await ensure_index(self._client)
+        """Create the search index (one per primary of a cluster) unless it exists."""
+        await self._placement.start()
 
     async def close(self) -> None:
         self._sources.close()
-        await self._client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+        await self._placement.close()
 
     async def update_state(
         self,
@@ -168,13 +189,30 @@ class Board:
                 confidence=confidence,
                 max_body_bytes=self._limits.max_body_bytes,
             )
-        return await write_note(
-            self._client,
-            write,
-            counter=self._counter,
-            limits=self._write_limits,
-            may_read=readable(write.address.topic),
+        result = await self._at_home(
+            write.address.workspace,
+            lambda client: write_note(
+                client,
+                write,
+                counter=self._counter,
+                limits=self._write_limits,
+                may_read=readable(write.address.topic),
+            ),
         )
+        if result["version"] == 1:
+            await self._register_workspace(write.address.workspace)
+        return result
+
+    async def _register_workspace(self, workspace: str) -> None:
+        # The registry is one key, in its own slot: on a cluster it cannot join the write's
+        # transaction. It serves `health` only, so it is added after the write commits (on
+        # the note's first version), and a failure here must not turn a committed write
+        # into an error.
+        try:
+            async with mapped_redis_errors():
+                await self._client.sadd(keys.workspaces(), workspace)
+        except StoreError as exc:
+            log.warning("workspace %s not added to the registry: %s", workspace, exc)
 
     async def _source_write(
         self,
@@ -229,14 +267,17 @@ class Board:
         budget_tokens: object = None,
         readable: Readable = every_topic,
     ) -> dict[str, Any]:
-        return await get_state(
-            self._client,
-            self._counter,
+        return await self._at_home(
+            _workspace_of(uris),
+            lambda client: get_state(
+                client,
+                self._counter,
             uris=uris,
             mode=mode,
             fields=fields,
-            budget_tokens=budget_tokens,
-            readable=readable,
+                budget_tokens=budget_tokens,
+                readable=readable,
+            ),
         )
 
     async def list_keys(
@@ -254,20 +295,23 @@ class Board:
         after: object = None,
         readable: Readable = every_topic,
     ) -> dict[str, Any]:
-        return await list_keys(
-            self._client,
-            self._counter,
-            workspace=workspace,
-            topic=topic,
-            kind=kind,
-            order=order,
-            limit=limit,
-            mode=mode,
-            fields=fields,
-            budget_tokens=budget_tokens,
-            cursor=cursor,
-            after=after,
-            readable=readable,
+        return await self._at_home(
+            workspace,
+            lambda client: list_keys(
+                client,
+                self._counter,
+                workspace=workspace,
+                topic=topic,
+                kind=kind,
+                order=order,
+                limit=limit,
+                mode=mode,
+                fields=fields,
+                budget_tokens=budget_tokens,
+                cursor=cursor,
+                after=after,
+                readable=readable,
+            ),
         )
 
     async def search_keys(
@@ -279,15 +323,20 @@ class Board:
         limit: object = None,
         readable: Readable = every_topic,
     ) -> dict[str, Any]:
-        return await search_keys(
-            self._client,
-            self._counter,
-            workspace=workspace,
-            q=q,
-            topic=topic,
-            limit=limit,
-            readable=readable,
-        )
+        async def search(_home: aioredis.Redis[bytes]) -> dict[str, Any]:
+            client, index = await self._placement.search_index(workspace)
+            return await search_keys(
+                client,
+                self._counter,
+                workspace=workspace,
+                q=q,
+                topic=topic,
+                limit=limit,
+                readable=readable,
+                index=index,
+            )
+
+        return await self._at_home(workspace, search)
 
     async def link_state(
         self,
@@ -300,28 +349,40 @@ class Board:
     ) -> LinkResult:
         """``readable`` is the caller's read scope: what the answer may tell of ``src``."""
         source, relation, targets = check_link(src, rel, dst)
-        return await write_links(
-            self._client,
-            source,
-            relation,
-            targets,
-            author=author,
-            changelog_maxlen=self._limits.changelog_maxlen,
-            may_read=readable(source.topic),
+        return await self._at_home(
+            source.workspace,
+            lambda client: write_links(
+                client,
+                source,
+                relation,
+                targets,
+                author=author,
+                changelog_maxlen=self._limits.changelog_maxlen,
+                may_read=readable(source.topic),
+            ),
         )
 
     async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:
         """The newest entries of the workspace's change log, newest first."""
-        async with mapped_redis_errors():
-            entries = await self._client.xrevrange(keys.changelog(workspace), count=count)
+        async def read(client: aioredis.Redis[bytes]) -> Any:
+            async with mapped_redis_errors():
+                return await client.xrevrange(keys.changelog(workspace), count=count)
+
+        entries = await self._at_home(workspace, read)
         return [{k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries]
 
     async def health(self) -> dict[str, Any]:
-        """Redis, index, memory and note counts per workspace, for ``blackboard-mcp health``."""
+        """Every node, its index and memory, and note counts per workspace, for `health`."""
+        nodes = await self._placement.nodes()
+        report: dict[str, Any] = {
+            "redis": "ok" if all(n.up for n in nodes) else "unavailable",
+            "index": _index_state(nodes),
+            "used_memory_bytes": sum(n.used_memory_bytes for n in nodes if n.role == "primary"),
+        }
+        if self._placement.is_cluster:
+            report["cluster"] = True
+            report["nodes"] = [n.as_dict() for n in nodes]
         async with mapped_redis_errors():
-            await self._client.ping()
-            memory = await self._client.info("memory")
-            ready = await index_ready(self._client)
             workspaces = sorted(w.decode() for w in await self._client.smembers(keys.workspaces()))
             pipe = self._client.pipeline(transaction=False)
             for ws in workspaces:
@@ -331,26 +392,50 @@ class Board:
             for ws, topics in zip(workspaces, topic_sets, strict=True):
                 for topic in sorted(topics):
                     pipe.zcard(keys.by_name(ws, topic.decode()))
-            counts = iter(await pipe.execute())
-        notes = {
+            counts = iter(await pipe.execute() if any(topic_sets) else [])
+        report["notes"] = {
             ws: sum(next(counts) for _ in topics)
             for ws, topics in zip(workspaces, topic_sets, strict=True)
         }
-        return {
-            "redis": "ok",
-            "index": "ready" if ready else "building",
-            "used_memory_bytes": int(memory.get("used_memory", 0)),
-            "notes": notes,
-        }
+        return report
+
+    async def nodes(self) -> list[NodeReport]:
+        """Each Redis node: up or not, its role, its search index (for /metrics and /readyz)."""
+        return await self._placement.nodes()
 
     async def ready(self) -> bool:
-        """Redis answers and the index exists (created now if a start-up attempt failed)."""
+        """Every node answers and every primary's index exists (created now if it was not)."""
         try:
-            await ensure_index(self._client)
-            return await index_ready(self._client)
+            await self._placement.start()
+            nodes = await self._placement.nodes()
         except Exception as exc:  # readiness is a yes/no question; the reason goes to the log
             # One line per failed probe: a traceback every few seconds buries the reason.
             log.warning(
                 "readiness: Redis at %s is not ready: %s", self.location, failure_reason(exc)
             )
             return False
+        down = [n for n in nodes if not n.up or n.index not in ("ready", "-")]
+        for node in down:
+            log.warning(
+                "readiness: Redis node %s (%s) is not ready: %s",
+                node.address,
+                node.role,
+                node.reason or f"index {node.index}",
+            )
+        return not down
+
+
+def _index_state(nodes: list[NodeReport]) -> str:
+    states = {n.index for n in nodes if n.role == "primary"}
+    if states == {"ready"}:
+        return "ready"
+    return "building" if states <= {"ready", "building"} else "unavailable"
+
+
+def _workspace_of(uris: object) -> str:
+    """The workspace of a get_state call, to route it; validation proper happens later."""
+    if isinstance(uris, list) and uris and isinstance(uris[0], str):
+        with contextlib.suppress(StoreError):
+            return parse_address(uris[0]).workspace
+    # Not valid: get_state refuses it before it reaches Redis, wherever it is sent.
+    return ""

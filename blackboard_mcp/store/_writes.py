@@ -181,7 +181,6 @@ async def write_note(
         if old_version and old_kind != kind:
             pipe.zrem(keys.by_kind(ws, topic, old_kind), path)
         pipe.sadd(keys.topics(ws), topic)
-        pipe.sadd(keys.workspaces(), ws)
         pipe.zadd(keys.by_name(ws, topic), {path: 0})
         pipe.zadd(keys.by_version(ws, topic), {path: version})
         queue_commit(
