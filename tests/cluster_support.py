@@ -174,8 +174,11 @@ class LocalCluster:
         for node in self.nodes:
             node.start(self.node_timeout_ms)
         for node in self.nodes:
-            wait_for(lambda n=node: bool(n.command("FT._LIST") is not None), timeout=10,  # type: ignore[misc]
-                     what=f"node {node.port}")
+            wait_for(
+                lambda n=node: bool(n.command("FT._LIST") is not None),
+                timeout=10,  # type: ignore[misc]
+                what=f"node {node.port}",
+            )
         primaries = self.nodes[: self.primaries]
         share = SLOTS // self.primaries
         for i, node in enumerate(primaries):

@@ -272,9 +272,9 @@ class Board:
             lambda client: get_state(
                 client,
                 self._counter,
-            uris=uris,
-            mode=mode,
-            fields=fields,
+                uris=uris,
+                mode=mode,
+                fields=fields,
                 budget_tokens=budget_tokens,
                 readable=readable,
             ),
@@ -364,6 +364,7 @@ class Board:
 
     async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:
         """The newest entries of the workspace's change log, newest first."""
+
         async def read(client: aioredis.Redis[bytes]) -> Any:
             async with mapped_redis_errors():
                 return await client.xrevrange(keys.changelog(workspace), count=count)

@@ -371,4 +371,3 @@ def open_client(url: str, *, cluster: ClusterMode) -> aioredis.Redis[bytes]:
     if wants_cluster(url, cluster):
         return cast("aioredis.Redis[bytes]", RedisCluster.from_url(url))
     return aioredis.Redis.from_url(url)
-
