@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     # before it is answered `overloaded` (store/_pool.py).
     redis_pool_size: int = Field(default=64, ge=1)
     redis_pool_timeout: float = Field(default=5.0, gt=0)
+    # A write is acknowledged once this many replicas have it (WAIT after EXEC, at most
+    # wait_replicas_timeout_ms); past the timeout the call answers `unconfirmed`.
+    wait_replicas: int = Field(default=0, ge=0)
+    wait_replicas_timeout_ms: int = Field(default=1000, ge=1)
 
     # Auth
     jwt_secret: SecretStr | None = None

@@ -28,6 +28,8 @@ def board_limits(settings: Settings) -> BoardLimits:
         source_max_bytes=settings.source_max_bytes,
         source_read_timeout_seconds=settings.source_read_timeout_seconds,
         source_read_threads=settings.source_read_threads,
+        wait_replicas=settings.wait_replicas,
+        wait_timeout_ms=settings.wait_replicas_timeout_ms,
     )
 
 

@@ -22,6 +22,7 @@ from ._errors import (
     StoreError,
     TooLarge,
     Unavailable,
+    Unconfirmed,
 )
 from ._links import RELATIONS
 from ._location import client_location, failure_reason, redacted_url
@@ -59,6 +60,7 @@ __all__ = [
     "TokenCounter",
     "TooLarge",
     "Unavailable",
+    "Unconfirmed",
     "catch_up_address",
     "client_location",
     "every_topic",

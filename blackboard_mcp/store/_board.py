@@ -24,6 +24,7 @@ from ._redis_errors import mapped_redis_errors
 from ._search import search_keys
 from ._source_reader import SourceReader
 from ._tokencount import TiktokenCounter, TokenCounter
+from ._tx import ReplicaWait
 from ._views import Readable, every_topic
 from ._writes import WriteLimits, WriteResult, write_note
 
@@ -43,6 +44,9 @@ class BoardLimits:
     source_max_bytes: int = 5 * 1024 * 1024
     source_read_timeout_seconds: float = 10.0
     source_read_threads: int = 4
+    # Replicas that must have a write before it is acknowledged (WAIT), and how long to wait.
+    wait_replicas: int = 0
+    wait_timeout_ms: int = 1000
 
 
 class Board:
@@ -67,12 +71,18 @@ class Board:
         self._placement = placement
         self._client = placement.client
         self._limits = limits or BoardLimits()
+        self._wait = (
+            ReplicaWait(self._limits.wait_replicas, self._limits.wait_timeout_ms)
+            if self._limits.wait_replicas > 0
+            else None
+        )
         self._counter = counter or TiktokenCounter()
         self._write_limits = WriteLimits(
             offload_bytes=self._limits.offload_bytes,
             max_body_bytes=self._limits.max_body_bytes,
             changelog_maxlen=self._limits.changelog_maxlen,
             max_retries=self._limits.cas_max_retries,
+            wait=self._wait,
         )
         self._sources = SourceReader(
             root=self._limits.source_root,
@@ -359,6 +369,7 @@ class Board:
                 author=author,
                 changelog_maxlen=self._limits.changelog_maxlen,
                 may_read=readable(source.topic),
+                wait=self._wait,
             ),
         )
 

@@ -11,6 +11,7 @@ from ._addresses import Address, parse_address
 from ._commit import queue_commit
 from ._errors import InvalidArgument, NotFound, TooLarge
 from ._redis_errors import mapped_redis_errors
+from ._tx import ReplicaWait, execute_acknowledged
 
 Relation = Literal[
     "depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"
@@ -65,6 +66,7 @@ async def write_links(
     author: str,
     changelog_maxlen: int,
     may_read: bool = True,
+    wait: ReplicaWait | None = None,
 ) -> LinkResult:
     """Add the links; ``may_read`` says whether the caller may read the source's topic.
 
@@ -98,7 +100,7 @@ async def write_links(
             author=author,
             changelog_maxlen=changelog_maxlen,
         )
-        replies = await pipe.execute()
+        replies = await execute_acknowledged(pipe, wait)
     added = int(replies[0])
     warnings = (
         []

@@ -16,7 +16,7 @@ from ._commit import queue_commit
 from ._errors import Conflict, InvalidArgument, TooLarge
 from ._notes import NoteWrite
 from ._tokencount import TokenCounter, count_as_json_string
-from ._tx import run_transaction
+from ._tx import ReplicaWait, run_transaction
 
 # An offloaded body keeps this much of its text beside the note for the search index, so
 # large notes stay findable without every read of the note carrying the whole body.
@@ -35,6 +35,7 @@ class WriteLimits:
     max_body_bytes: int
     changelog_maxlen: int
     max_retries: int
+    wait: ReplicaWait | None = None
 
 
 def _decode(value: bytes | str | None) -> str:
@@ -205,7 +206,9 @@ async def write_note(
 
         return finish
 
-    return await run_transaction(client, [note_key], body, max_retries=limits.max_retries)
+    return await run_transaction(
+        client, [note_key], body, max_retries=limits.max_retries, wait=limits.wait
+    )
 
 
 def _fixed_content(write: NoteWrite) -> str | None:
