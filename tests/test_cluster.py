@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from cluster_support import LocalCluster
 from support import (
@@ -166,3 +168,24 @@ async def test_every_command_of_every_tool_and_of_the_cli_stays_in_its_workspace
     # A new CLI process's cluster client may be redirected once while it learns the slot
     # map; a command that crossed slots would be refused outright.
     assert not any("errorstat_CROSSSLOT" in e for e in _slot_errors(redis_cluster).values())
+
+
+async def test_health_readiness_and_metrics_cover_every_node_of_the_cluster(
+    cluster_gateway: GatewayProcess, redis_cluster: LocalCluster
+) -> None:
+    assert httpx.get(cluster_gateway.url + "/readyz", timeout=10).status_code == 200
+    metrics = httpx.get(cluster_gateway.url + "/metrics", timeout=10).text
+    for node in redis_cluster.nodes:
+        role = "primary" if node.role() == "master" else "replica"
+        assert f'bb_redis_node_up{{node="127.0.0.1:{node.port}",role="{role}"}} 1.0' in metrics
+        if role == "primary":
+            assert f'bb_redis_node_index_ready{{node="127.0.0.1:{node.port}"}} 1.0' in metrics
+    health = _cli(redis_cluster, "health")
+    assert health.returncode == 0, health.stdout + health.stderr
+    report = json.loads(health.stdout)
+    assert report["cluster"] is True and report["index"] == "ready"
+    assert sorted(n["node"] for n in report["nodes"]) == sorted(
+        f"127.0.0.1:{n.port}" for n in redis_cluster.nodes
+    )
+    assert all(n["redis"] == "ok" for n in report["nodes"])
+    assert {n["role"] for n in report["nodes"]} == {"primary", "replica"}
