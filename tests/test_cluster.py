@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from cluster_support import LocalCluster
+from cluster_support import LocalCluster, migrate_slot
 from support import (
     TEST_JWT_SECRET,
     GatewayProcess,
@@ -189,3 +189,49 @@ async def test_health_readiness_and_metrics_cover_every_node_of_the_cluster(
     )
     assert all(n["redis"] == "ok" for n in report["nodes"])
     assert {n["role"] for n in report["nodes"]} == {"primary", "replica"}
+
+
+async def test_a_workspace_whose_slot_moves_to_another_primary_stays_searchable_and_writable(
+    cluster_gateway: GatewayProcess, redis_cluster: LocalCluster, issuer: TokenIssuer
+) -> None:
+    index_tag_slots = {redis_cluster.slot_of(str(i)) for i in range(50)}
+    ws = next(
+        w
+        for w in (f"rs-{uuid.uuid4().hex[:8]}" for _ in range(100))
+        if redis_cluster.slot_of(f"{{{w}}}") not in index_tag_slots
+    )
+    slot = redis_cluster.slot_of(f"{{{ws}}}")
+    async with mcp_client(cluster_gateway.mcp_url, agent_token(issuer, ws)) as client:
+        for i in range(5):
+            err, body = await call(
+                client,
+                "update_state",
+                uri=f"bb://{ws}/t/n{i}",
+                digest=f"zebra {i}",
+                body="b" * (20_000 if i == 0 else 10),  # one offloaded body: a blob key moves too
+                expect_version=0,
+            )
+            assert not err, body
+        source = redis_cluster.owner_of(f"{{{ws}}}")
+        target = next(n for n in redis_cluster.primary_nodes() if n.port != source.port)
+        assert migrate_slot(redis_cluster, slot, target) > 5
+        assert redis_cluster.owner_of(f"{{{ws}}}").port == target.port
+
+        err, body = await call(client, "search_keys", q="zebra", limit=10)
+        assert not err, body
+        assert sorted(i["uri"] for i in body["items"]) == [f"bb://{ws}/t/n{i}" for i in range(5)]
+        err, body = await call(
+            client,
+            "update_state",
+            uri=f"bb://{ws}/t/n0",
+            digest="zebra moved",
+            body="c",
+            expect_version=1,
+        )
+        assert not err and body["version"] == 2, body
+        err, body = await call(client, "get_state", uris=[f"bb://{ws}/t/n0"], mode="full")
+        assert not err and body["items"][0]["body"] == "c", body
+        err, body = await call(client, "list_keys", topic="t")
+        assert not err and len(body["items"]) == 5, body
+    # Nothing of the workspace is left behind on its old primary.
+    assert int(source.command("CLUSTER", "COUNTKEYSINSLOT", slot)) == 0  # type: ignore[call-overload]
