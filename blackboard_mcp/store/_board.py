@@ -125,9 +125,10 @@ class Board:
             # A failover or a reshard: read the slot map again so that this call (after
             # MOVED, when nothing ran) or the next one (after a dead primary) goes to the
             # slot's new primary. A dead primary is not waited for: `unavailable` now.
+            moved = isinstance(exc.__cause__, MovedError)
             with contextlib.suppress(StoreError):
-                await self._placement.refresh()
-            if not isinstance(exc.__cause__, MovedError):
+                await self._placement.refresh(force=moved)
+            if not moved:
                 raise
             client = await self._placement.home(workspace)
             return await op(client)

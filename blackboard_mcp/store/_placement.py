@@ -20,8 +20,10 @@ the whole cluster from one index on any node: then there is one index, as on a s
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -45,6 +47,9 @@ log = logging.getLogger(__name__)
 
 ClusterMode = Literal["auto", "on", "off"]
 _DETECT_TIMEOUT_SECONDS = 3.0
+# During a failover every failed call asks for a fresh slot map; one read of it per this
+# many seconds serves them all.
+_REFRESH_INTERVAL_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,7 @@ class SingleRedis:
     async def start(self) -> None:
         await ensure_index(self._client)
 
-    async def refresh(self) -> None:
+    async def refresh(self, *, force: bool = False) -> None:
         """Nothing moves on a single Redis."""
 
     async def nodes(self) -> list[NodeReport]:
@@ -182,6 +187,8 @@ class ClusterRedis:
         self._index_names: dict[str, str] = {}
         self._coordinator: bool | None = None
         self._started = False
+        self._refresh_lock = asyncio.Lock()
+        self._refreshed_at = 0.0
 
     @property
     def client(self) -> aioredis.Redis[bytes]:
@@ -246,12 +253,21 @@ class ClusterRedis:
         await self._ready()
         await self._ensure_indexes()
 
-    async def refresh(self) -> None:
-        """Read the slot map again and give every primary its index."""
-        async with mapped_redis_errors():
-            await self._cluster.nodes_manager.initialize()
-        self._started = True
-        await self._ensure_indexes()
+    async def refresh(self, *, force: bool = False) -> None:
+        """Read the slot map again; a primary not seen before gets its index.
+
+        Calls that fail together share one read (at most one per _REFRESH_INTERVAL_SECONDS
+        unless ``force``: after MOVED the map is known to be stale).
+        """
+        async with self._refresh_lock:
+            if not force and time.monotonic() - self._refreshed_at < _REFRESH_INTERVAL_SECONDS:
+                return
+            async with mapped_redis_errors():
+                await self._cluster.nodes_manager.initialize()
+            self._refreshed_at = time.monotonic()
+            self._started = True
+            if self._name_indexes() != self._index_names:
+                await self._ensure_indexes()
 
     async def _has_coordinator(self) -> bool:
         if self._coordinator is None:
@@ -299,7 +315,7 @@ class ClusterRedis:
     async def nodes(self) -> list[NodeReport]:
         """Every node of the last known topology, primaries with their index, replicas too."""
         try:
-            await self.refresh()
+            await self.refresh(force=True)
         except Exception as exc:  # the report says which nodes answer; the reason is kept
             log.warning("cluster topology could not be read: %s", failure_reason(exc))
         reports = []
