@@ -84,7 +84,7 @@ class ClusterNode:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def start(self, node_timeout_ms: int) -> None:
+    def start(self, node_timeout_ms: int, *, cluster_enabled: bool = True) -> None:
         binaries = find_binaries()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = self.data_dir / "redis.conf"
@@ -94,7 +94,7 @@ class ClusterNode:
                     f"bind {HOST}",
                     f"port {self.port}",
                     f'dir "{self.data_dir}"',
-                    "cluster-enabled yes",
+                    f"cluster-enabled {'yes' if cluster_enabled else 'no'}",
                     "cluster-config-file nodes.conf",
                     f"cluster-node-timeout {node_timeout_ms}",
                     # A replica may be promoted however long it was cut off: the tests kill
