@@ -118,8 +118,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="watch-on-an-unrelated-key",
         why="update_state watches a key no writer touches, so races go unseen",
         path="blackboard_mcp/store/_writes.py",
-        original="run_transaction(client, [note_key],",
-        replacement='run_transaction(client, [note_key + ":unrelated"],',
+        original="client, [note_key], body, max_retries",
+        replacement='client, [note_key + ":unrelated"], body, max_retries',
         tests=_CAS,
     ),
     Mutation(
