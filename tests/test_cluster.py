@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ from support import (
 )
 
 from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import Board
 
 
 @pytest.fixture(scope="module")
@@ -235,3 +237,25 @@ async def test_a_workspace_whose_slot_moves_to_another_primary_stays_searchable_
         assert not err and len(body["items"]) == 5, body
     # Nothing of the workspace is left behind on its old primary.
     assert int(source.command("CLUSTER", "COUNTKEYSINSLOT", slot)) == 0  # type: ignore[call-overload]
+
+
+async def test_gateways_starting_at_once_leave_one_index_per_primary(
+    redis_cluster: LocalCluster,
+) -> None:
+    """Every primary's index dropped, then four boards start together: one index each, built."""
+    for node in redis_cluster.primary_nodes():
+        for name in node.command("FT._LIST"):  # type: ignore[union-attr]
+            node.command("FT.DROPINDEX", name)
+    boards = [Board.from_url(redis_cluster.url) for _ in range(4)]
+    try:
+        await asyncio.gather(*(board.start() for board in boards))
+        for node in redis_cluster.primary_nodes():
+            names = node.command("FT._LIST")
+            assert isinstance(names, list) and len(names) == 1, (node.port, names)
+            # Named for a slot this very primary owns, so FT.SEARCH is not redirected.
+            tag = names[0].decode().split("{", 1)[1].rstrip("}")
+            assert redis_cluster.owner_of(tag).port == node.port
+        assert all([await board.ready() for board in boards])
+    finally:
+        for board in boards:
+            await board.close()
