@@ -67,6 +67,8 @@ async def test_a_killed_primary_fails_calls_fast_then_its_replica_serves_them_un
         assert err and body["error"]["code"] == "unavailable", body
         assert time.perf_counter() - started < 3.0
         assert httpx.get(waiting_gateway.url + "/readyz", timeout=10).status_code == 503
+        metrics = httpx.get(waiting_gateway.url + "/metrics", timeout=10).text
+        assert f'bb_redis_node_up{{node="127.0.0.1:{victim.port}",role="primary"}} 0.0' in metrics
 
         # The replica is promoted on its own (cluster-node-timeout 1 s); the same gateway,
         # never restarted, finds the new primary.
