@@ -24,7 +24,7 @@ from support import (
 )
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board
+from blackboard_mcp.store import Board, BoardLimits, Unconfirmed
 
 
 @pytest.fixture(scope="module")
@@ -259,3 +259,35 @@ async def test_gateways_starting_at_once_leave_one_index_per_primary(
     finally:
         for board in boards:
             await board.close()
+
+
+async def test_a_write_waits_for_replicas_and_one_they_did_not_confirm_is_unconfirmed(
+    redis_cluster: LocalCluster,
+) -> None:
+    ws = "wait-" + uuid.uuid4().hex[:8]
+    one = Board.from_url(redis_cluster.url, limits=BoardLimits(wait_replicas=1))
+    # Each primary has a single replica: two can never confirm.
+    two = Board.from_url(redis_cluster.url, limits=BoardLimits(wait_replicas=2, wait_timeout_ms=50))
+    try:
+        await one.start()
+        await two.start()
+        written = await one.update_state(
+            author="a", uri=f"bb://{ws}/t/a", digest="d", body="x", expect_version=0
+        )
+        assert written["version"] == 1
+        await one.update_state(author="a", uri=f"bb://{ws}/t/b", digest="d", body="x")
+        await one.link_state(author="a", src=f"bb://{ws}/t/a", rel="cites", dst=[f"bb://{ws}/t/b"])
+        with pytest.raises(Unconfirmed):
+            await two.update_state(
+                author="a", uri=f"bb://{ws}/t/a", digest="d2", body="y", expect_version=1
+            )
+        # Applied all the same: the next writer sees version 2.
+        read = await one.get_state(uris=[f"bb://{ws}/t/a"])
+        assert read["items"][0]["version"] == 2
+        with pytest.raises(Unconfirmed):
+            await two.link_state(
+                author="a", src=f"bb://{ws}/t/b", rel="cites", dst=[f"bb://{ws}/t/a"]
+            )
+    finally:
+        await one.close()
+        await two.close()
