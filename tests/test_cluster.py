@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -255,7 +256,11 @@ async def test_gateways_starting_at_once_leave_one_index_per_primary(
             # Named for a slot this very primary owns, so FT.SEARCH is not redirected.
             tag = names[0].decode().split("{", 1)[1].rstrip("}")
             assert redis_cluster.owner_of(tag).port == node.port
-        assert all([await board.ready() for board in boards])
+        # Ready once each new index has scanned the notes already on its primary.
+        deadline = time.monotonic() + 20
+        while not all([await board.ready() for board in boards]):
+            assert time.monotonic() < deadline, "indexes never finished building"
+            await asyncio.sleep(0.05)
     finally:
         for board in boards:
             await board.close()
