@@ -226,9 +226,8 @@ def cmd_token_inspect(args: argparse.Namespace) -> int:
 
 def _revocation(settings: Settings, grant: Grant) -> str:
     """``revoked``, ``not revoked``, or why it could not be checked (the board is elsewhere)."""
-    import redis.asyncio as aioredis
 
-    from blackboard_mcp.store import RedisRevocationList
+    from blackboard_mcp.store import RedisRevocationList, open_client
 
     try:
         url = redis_url(settings)
@@ -236,7 +235,7 @@ def _revocation(settings: Settings, grant: Grant) -> str:
         return "not checked: no BB_REDIS_URL and no running `serve` on BB_DATA_DIR"
 
     async def run() -> bool:
-        client = aioredis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
+        client = open_client(url, cluster=settings.redis_cluster)
         try:
             return await RedisRevocationList(client=client).is_revoked(grant)
         finally:
@@ -250,10 +249,8 @@ def _revocation(settings: Settings, grant: Grant) -> str:
 
 
 def cmd_token_revoke(args: argparse.Namespace) -> int:
-    import redis.asyncio as aioredis
-
     from blackboard_mcp.auth import AuthError, Revoker
-    from blackboard_mcp.store import RedisRevocationList
+    from blackboard_mcp.store import RedisRevocationList, open_client
 
     settings = Settings()
     presented = None
@@ -273,7 +270,7 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
         return 2
 
     async def run() -> str:
-        client = aioredis.Redis.from_url(url)
+        client = open_client(url, cluster=settings.redis_cluster)
         revoker = Revoker(
             revocations=RedisRevocationList(client=client),
             max_ttl_seconds=settings.max_token_ttl,
@@ -328,7 +325,7 @@ def cmd_health(args: argparse.Namespace) -> int:
 async def _board_health(url: str) -> dict[str, object]:
     from blackboard_mcp.store import Board
 
-    board = Board.from_url(url)
+    board = Board.from_url(url, cluster=Settings().redis_cluster)
     try:
         return await board.health()
     finally:

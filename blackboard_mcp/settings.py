@@ -25,6 +25,9 @@ class Settings(BaseSettings):
 
     # Store
     redis_url: str | None = None
+    # Whether BB_REDIS_URL names a node of a Redis Cluster: auto asks it (INFO cluster) at
+    # start-up; on/off say so, e.g. where a node may be down when a gateway starts.
+    redis_cluster: Literal["auto", "on", "off"] = "auto"
     data_dir: Path = Field(default_factory=default_data_dir)
     appendfsync: Literal["everysec", "always"] = "everysec"
     # Restarts in a row of a dead embedded Redis before `serve` gives up and exits 5.
@@ -47,6 +50,10 @@ class Settings(BaseSettings):
     # before it is answered `overloaded` (store/_pool.py).
     redis_pool_size: int = Field(default=64, ge=1)
     redis_pool_timeout: float = Field(default=5.0, gt=0)
+    # A write is acknowledged once this many replicas have it (WAIT after EXEC, at most
+    # wait_replicas_timeout_ms); past the timeout the call answers `unconfirmed`.
+    wait_replicas: int = Field(default=0, ge=0)
+    wait_replicas_timeout_ms: int = Field(default=1000, ge=1)
 
     # Auth
     jwt_secret: SecretStr | None = None

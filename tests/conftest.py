@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 import redis.asyncio as aioredis
+from cluster_support import LocalCluster
 from hypothesis import Phase, settings
 from support import TEST_JWT_SECRET, GatewayProcess, start_gateway, stop_gateway
 
@@ -30,6 +31,18 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A Redis Cluster from the same wheels: 3 primaries with one replica each, started once.
+
+    Tests that kill or reshard nodes take their own cluster (tests/cluster_support.py); this
+    one stays whole, and tests keep apart by using fresh workspace names.
+    """
+    cluster = LocalCluster(tmp_path_factory.mktemp("redis-cluster")).start()
+    yield cluster
+    cluster.wipe()
 
 
 @pytest.fixture

@@ -56,6 +56,7 @@ VALUE_SETS = {
     "defaults-with-a-redis-url": MINIMAL,
     "all-optional-parts-on": ALL_OPTIONAL_ON,
     "redis-stack-with-chart-secret": {"redisStack": {"enabled": True}},
+    "redis-cluster": {"redisCluster": {"enabled": True}},
     "fixed-replicas-allowed-hosts": {
         **MINIMAL,
         "autoscaling": {"enabled": False},
@@ -243,7 +244,8 @@ def test_compose_jwt_secret_is_a_secret_file_not_an_environment_value(
         env = service["environment"]
         assert env["BB_JWT_SECRET_FILE"] == "/run/secrets/jwt_secret"
         assert "BB_JWT_SECRET" not in env
-        assert env["BB_REDIS_URL"] == "redis://redis:6379/0"
+        # The single Redis unless BB_REDIS_URL names another (the cluster profile's node).
+        assert env["BB_REDIS_URL"] == "${BB_REDIS_URL:-redis://redis:6379/0}"
 
 
 def test_compose_admin_token_tool_is_a_one_shot_in_the_tools_profile(
@@ -783,3 +785,75 @@ def test_the_values_schema_knows_every_key_of_values_yaml() -> None:
             # A map whose keys are the operator's (resources, annotations) types its entries.
             assert isinstance(node.get("additionalProperties"), dict), f"{path}: not in the schema"
             node = node["additionalProperties"]
+
+
+# ---------------------------------------------------------------- Redis Cluster
+
+
+def test_compose_cluster_profile_runs_six_redis_8_nodes_joined_once(
+    compose: dict[str, Any],
+) -> None:
+    services = compose["services"]
+    nodes = [services[f"redis-node-{i}"] for i in range(1, 7)]
+    for i, node in enumerate(nodes, start=1):
+        assert node["profiles"] == ["cluster"]
+        assert re.fullmatch(r"redis:8\.\d+", node["image"])
+        command = " ".join(node["command"])
+        assert "--cluster-enabled yes" in command
+        assert "--appendonly yes" in command
+        assert "--maxmemory-policy noeviction" in command and "--maxmemory 1gb" in command
+        assert node["volumes"] == [f"redis-node-{i}:/data"]
+        assert f"redis-node-{i}" in compose["volumes"]
+    create = services["redis-cluster-create"]
+    assert create["profiles"] == ["cluster"] and create["restart"] == "no"
+    script = create["command"][-1]
+    assert "--cluster-replicas 1" in script
+    assert all(f"redis-node-{i}:6379" in script for i in range(1, 7))
+    assert set(create["depends_on"]) == {f"redis-node-{i}" for i in range(1, 7)}
+    # The default profile is unchanged: the single Redis is still what the gateways use.
+    assert "profiles" not in services["redis"]
+
+
+def test_redis_cluster_option_renders_password_protected_capped_nodes_and_a_create_job() -> None:
+    docs = render({"redisCluster": {"enabled": True, "maxmemory": "2gb"}})
+    assert kinds(docs) == [
+        "Deployment",
+        "HorizontalPodAutoscaler",
+        "Job",
+        "PodDisruptionBudget",
+        "Secret",
+        "Service",
+        "Service",
+        "ServiceAccount",
+        "StatefulSet",
+    ]
+    nodes = only(docs, "StatefulSet")
+    assert nodes["spec"]["replicas"] == 6
+    (container,) = nodes["spec"]["template"]["spec"]["containers"]
+    assert re.fullmatch(r"redis:8\.\d+", container["image"])
+    script = container["command"][-1]
+    assert "--cluster-enabled yes" in script
+    assert "--maxmemory 2gb" in script and "--maxmemory-policy noeviction" in script
+    assert "--appendonly yes" in script
+    # The password comes from the Secret through the environment, never a literal.
+    assert "requirepass" in script and "$REDIS_PASSWORD" in script
+    env = env_of(container)
+    assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "redis-password"
+    secret = only(docs, "Secret")["data"]
+    password = base64.b64decode(secret["redis-password"]).decode()
+    assert len(password) >= 32
+    url = base64.b64decode(secret["redis-url"]).decode()
+    assert url.startswith(f"redis://:{password}@bb-blackboard-mcp-redis-cluster-0.")
+    job = only(docs, "Job")
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "post-install"
+    create = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert "--cluster-replicas 1" in create and create.count(":6379") == 12
+    gateway_env = env_of(gateway_container(docs))
+    assert gateway_env["BB_REDIS_CLUSTER"]["value"] == "on"
+
+
+def test_redis_cluster_password_given_in_values_is_the_one_used() -> None:
+    docs = render({"redisCluster": {"enabled": True, "password": "p" * 40}})
+    secret = only(docs, "Secret")["data"]
+    assert base64.b64decode(secret["redis-password"]).decode() == "p" * 40
+    assert base64.b64decode(secret["redis-url"]).decode().startswith(f"redis://:{'p' * 40}@")

@@ -31,7 +31,9 @@ def operator() -> str:
 async def open_board(settings: Settings) -> AsyncIterator[Board]:
     from blackboard_mcp.gateway import board_limits
 
-    board = Board.from_url(redis_url(settings), limits=board_limits(settings))
+    board = Board.from_url(
+        redis_url(settings), limits=board_limits(settings), cluster=settings.redis_cluster
+    )
     try:
         yield board
     finally:

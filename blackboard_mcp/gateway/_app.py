@@ -145,6 +145,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         return JSONResponse({"status": "unavailable"}, status_code=503)
 
     async def metrics_endpoint(_request: Request) -> Response:
+        metrics.observe_nodes(await parts.board.nodes())
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
     @contextlib.asynccontextmanager

@@ -21,6 +21,7 @@ ERROR_CODES = (
     "rate_limited",
     "overloaded",
     "unavailable",
+    "unconfirmed",
     "internal",
 )
 

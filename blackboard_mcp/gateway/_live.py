@@ -188,7 +188,7 @@ class ChangeHub:
                 return change
 
     async def _pump(self, workspace: str, ready: asyncio.Event) -> None:
-        feed = self._board.open_feed(workspace)
+        feed = await self._board.open_feed(workspace)
         try:
             while not ready.is_set():
                 try:

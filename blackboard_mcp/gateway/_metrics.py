@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from blackboard_mcp.store import NodeReport
 
 
 class GatewayMetrics:
@@ -39,6 +43,35 @@ class GatewayMetrics:
             "bb_tool_calls went through the SDK).",
             registry=self.registry,
         )
+
+        self.node_up = Gauge(
+            "bb_redis_node_up",
+            "1 when the Redis node answers, per node of the board (every node of a cluster).",
+            ["node", "role"],
+            registry=self.registry,
+        )
+        self.node_index_ready = Gauge(
+            "bb_redis_node_index_ready",
+            "1 when the primary's search index exists and has finished indexing.",
+            ["node"],
+            registry=self.registry,
+        )
+        self.node_memory = Gauge(
+            "bb_redis_node_used_memory_bytes",
+            "used_memory of each Redis node.",
+            ["node", "role"],
+            registry=self.registry,
+        )
+
+    def observe_nodes(self, nodes: Sequence[NodeReport]) -> None:
+        """The nodes as seen at this scrape; a node gone from the topology leaves the series."""
+        for gauge in (self.node_up, self.node_index_ready, self.node_memory):
+            gauge.clear()
+        for node in nodes:
+            self.node_up.labels(node.address, node.role).set(1 if node.up else 0)
+            self.node_memory.labels(node.address, node.role).set(node.used_memory_bytes)
+            if node.role == "primary":
+                self.node_index_ready.labels(node.address).set(1 if node.index == "ready" else 0)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -35,6 +35,8 @@ def board_limits(settings: Settings) -> BoardLimits:
         source_max_bytes=settings.source_max_bytes,
         source_read_timeout_seconds=settings.source_read_timeout_seconds,
         source_read_threads=settings.source_read_threads,
+        wait_replicas=settings.wait_replicas,
+        wait_timeout_ms=settings.wait_replicas_timeout_ms,
     )
 
 
@@ -47,6 +49,7 @@ def build_parts(settings: Settings) -> GatewayParts:
         limits=board_limits(settings),
         pool_size=settings.redis_pool_size,
         pool_wait_seconds=settings.redis_pool_timeout,
+        cluster=settings.redis_cluster,
     )
     signing_key, verification_keys = keys_from_settings(settings)
     revocations = RedisRevocationList(client=board.client)

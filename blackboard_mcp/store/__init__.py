@@ -31,10 +31,12 @@ from ._errors import (
     StoreError,
     TooLarge,
     Unavailable,
+    Unconfirmed,
 )
 from ._links import RELATIONS
 from ._live import Change, ChangeFeed, NoteContent
 from ._location import client_location, failure_reason, redacted_url
+from ._placement import ClusterMode, NodeReport, open_client
 from ._processes import set_parent_death_signal
 from ._ratelimit import RedisRateLimiter
 from ._retention import RetentionPolicy, Swept
@@ -62,6 +64,7 @@ __all__ = [
     "BoardLimits",
     "Change",
     "ChangeFeed",
+    "ClusterMode",
     "Conflict",
     "Contended",
     "DeleteReport",
@@ -71,6 +74,7 @@ __all__ = [
     "ImportReport",
     "Imported",
     "InvalidArgument",
+    "NodeReport",
     "NotFound",
     "NoteContent",
     "Overloaded",
@@ -86,6 +90,7 @@ __all__ = [
     "TokenCounter",
     "TooLarge",
     "Unavailable",
+    "Unconfirmed",
     "catch_up_address",
     "check_header",
     "check_record",
@@ -97,6 +102,7 @@ __all__ = [
     "free_port",
     "is_valid_name",
     "make_private_dir",
+    "open_client",
     "parse_address",
     "parse_topic_address",
     "redacted_url",

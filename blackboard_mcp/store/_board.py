@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import redis
 import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
+from redis.exceptions import MovedError
 
 from . import _keys as keys
-from ._addresses import parse_address
-from ._connection import PackedConnection
+from ._addresses import parse_address, validate_workspace
 from ._delete import DeleteReport, delete_notes, delete_target, plan_delete
-from ._index import ensure_index, index_ready, retire_old_indexes
+from ._errors import StoreError, Unavailable
 from ._links import LinkResult, check_link, write_links
 from ._live import ChangeFeed, NoteContent, note_content, open_feed, readable_topics
-from ._location import client_location, failure_reason
+from ._location import failure_reason
 from ._notes import NoteWrite, build_write, check_digest
-from ._pool import WaitingConnectionPool
+from ._placement import ClusterMode, NodeReport, Placement, SingleRedis, open_placement
 from ._reads import get_state, list_keys
 from ._redis_errors import mapped_redis_errors
 from ._retention import RetentionPolicy, Swept, read_policy, sweep, write_policy
@@ -30,10 +28,12 @@ from ._search import search_keys
 from ._source_reader import SourceReader
 from ._tokencount import TiktokenCounter, TokenCounter
 from ._transfer import Imported, ImportReport, count_notes, export_notes, import_notes
+from ._tx import ReplicaWait
 from ._views import Readable, every_topic
 from ._writes import WriteLimits, WriteResult, write_note
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,9 @@ class BoardLimits:
     source_max_bytes: int = 5 * 1024 * 1024
     source_read_timeout_seconds: float = 10.0
     source_read_threads: int = 4
+    # Replicas that must have a write before it is acknowledged (WAIT), and how long to wait.
+    wait_replicas: int = 0
+    wait_timeout_ms: int = 1000
 
 
 class Board:
@@ -60,18 +63,30 @@ class Board:
     def __init__(
         self,
         *,
-        client: aioredis.Redis[bytes],
+        client: aioredis.Redis[bytes] | None = None,
+        placement: Placement | None = None,
         limits: BoardLimits | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
-        self._client = client
+        if placement is None:
+            if client is None:
+                raise TypeError("a Board needs a client or a placement")
+            placement = SingleRedis(client)
+        self._placement = placement
+        self._client = placement.client
         self._limits = limits or BoardLimits()
+        self._wait = (
+            ReplicaWait(self._limits.wait_replicas, self._limits.wait_timeout_ms)
+            if self._limits.wait_replicas > 0
+            else None
+        )
         self._counter = counter or TiktokenCounter()
         self._write_limits = WriteLimits(
             offload_bytes=self._limits.offload_bytes,
             max_body_bytes=self._limits.max_body_bytes,
             changelog_maxlen=self._limits.changelog_maxlen,
             max_retries=self._limits.cas_max_retries,
+            wait=self._wait,
         )
         self._sources = SourceReader(
             root=self._limits.source_root,
@@ -88,32 +103,39 @@ class Board:
         limits: BoardLimits | None = None,
         pool_size: int = 64,
         pool_wait_seconds: float = 5.0,
+        cluster: ClusterMode = "auto",
     ) -> Board:
         """A board on the Redis at ``url``: ``pool_size`` connections, waited for in turn.
 
         A call that finds every connection busy waits up to ``pool_wait_seconds`` for one,
-        then gets ``Overloaded`` (never ``Unavailable``: Redis is answering).
+        then gets ``Overloaded`` (never ``Unavailable``: Redis is answering). ``url`` may name
+        any node of a Redis Cluster (``cluster="auto"`` asks it; see ``_placement``).
         """
-        pool = WaitingConnectionPool.from_url(
-            url,
-            wait_seconds=pool_wait_seconds,
-            max_connections=pool_size,
-            # No socket timeout: each store operation has one deadline instead
-            # (store/_redis_errors.py), where redis-py put a timer around every command.
-            socket_timeout=None,
-            socket_connect_timeout=2.0,
-            connection_class=PackedConnection,
-            health_check_interval=15,
-            # Pooled connections opened before a Redis restart are dead; without a retry each
-            # one failed a call with `unavailable` the first time it was picked, long after
-            # Redis was back. One retry on a fresh connection, for connection errors only
-            # (never timeouts, whose command may have run). A watched transaction is not
-            # retried by redis-py: it raises WatchError and run_transaction starts it over,
-            # reading again.
-            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+        placement = open_placement(
+            url, cluster=cluster, pool_size=pool_size, pool_wait_seconds=pool_wait_seconds
         )
-        client = aioredis.Redis.from_pool(pool)  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
-        return cls(client=client, limits=limits)
+        return cls(placement=placement, limits=limits)
+
+    async def _at_home(
+        self, workspace: str, op: Callable[[aioredis.Redis[bytes]], Awaitable[T]]
+    ) -> T:
+        """Run ``op`` on the Redis that holds ``workspace``, following a slot that moved once."""
+        client = await self._placement.home(workspace)
+        try:
+            return await op(client)
+        except Unavailable as exc:
+            if not self._placement.is_cluster:
+                raise
+            # A failover or a reshard: read the slot map again so that this call (after
+            # MOVED, when nothing ran) or the next one (after a dead primary) goes to the
+            # slot's new primary. A dead primary is not waited for: `unavailable` now.
+            moved = isinstance(exc.__cause__, MovedError)
+            with contextlib.suppress(StoreError):
+                await self._placement.refresh(force=moved)
+            if not moved:
+                raise
+            client = await self._placement.home(workspace)
+            return await op(client)
 
     @property
     def client(self) -> aioredis.Redis[bytes]:
@@ -122,24 +144,23 @@ class Board:
     @property
     def location(self) -> str:
         """The Redis this board is on, without its password (for logs and messages)."""
-        return client_location(self._client)
+        return self._placement.location
+
+    @property
+    def is_cluster(self) -> bool:
+        return self._placement.is_cluster
 
     @property
     def counter(self) -> TokenCounter:
         return self._counter
 
     async def start(self) -> None:
-        """Create the search index if this is the first process to start on this Redis.
-
-        An upgraded board gets this version's index, built in the background from the notes
-        already there (``/readyz`` says "building" until it is done), and loses the old one.
-        """
-        await ensure_index(self._client)
-        await retire_old_indexes(self._client)
+        """Create the search index (one per primary of a cluster) unless it exists."""
+        await self._placement.start()
 
     async def close(self) -> None:
         self._sources.close()
-        await self._client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+        await self._placement.close()
 
     async def update_state(
         self,
@@ -183,13 +204,30 @@ class Board:
                 confidence=confidence,
                 max_body_bytes=self._limits.max_body_bytes,
             )
-        return await write_note(
-            self._client,
-            write,
-            counter=self._counter,
-            limits=self._write_limits,
-            may_read=readable(write.address.topic),
+        result = await self._at_home(
+            write.address.workspace,
+            lambda client: write_note(
+                client,
+                write,
+                counter=self._counter,
+                limits=self._write_limits,
+                may_read=readable(write.address.topic),
+            ),
         )
+        if result["version"] == 1:
+            await self._register_workspace(write.address.workspace)
+        return result
+
+    async def _register_workspace(self, workspace: str) -> None:
+        # The registry is one key, in its own slot: on a cluster it cannot join the write's
+        # transaction. It serves `health` only, so it is added after the write commits (on
+        # the note's first version), and a failure here must not turn a committed write
+        # into an error.
+        try:
+            async with mapped_redis_errors():
+                await self._client.sadd(keys.workspaces(), workspace)
+        except StoreError as exc:
+            log.warning("workspace %s not added to the registry: %s", workspace, exc)
 
     async def _source_write(
         self,
@@ -244,14 +282,17 @@ class Board:
         budget_tokens: object = None,
         readable: Readable = every_topic,
     ) -> dict[str, Any]:
-        return await get_state(
-            self._client,
-            self._counter,
-            uris=uris,
-            mode=mode,
-            fields=fields,
-            budget_tokens=budget_tokens,
-            readable=readable,
+        return await self._at_home(
+            _workspace_of(uris),
+            lambda client: get_state(
+                client,
+                self._counter,
+                uris=uris,
+                mode=mode,
+                fields=fields,
+                budget_tokens=budget_tokens,
+                readable=readable,
+            ),
         )
 
     async def list_keys(
@@ -269,20 +310,23 @@ class Board:
         after: object = None,
         readable: Readable = every_topic,
     ) -> dict[str, Any]:
-        return await list_keys(
-            self._client,
-            self._counter,
-            workspace=workspace,
-            topic=topic,
-            kind=kind,
-            order=order,
-            limit=limit,
-            mode=mode,
-            fields=fields,
-            budget_tokens=budget_tokens,
-            cursor=cursor,
-            after=after,
-            readable=readable,
+        return await self._at_home(
+            workspace,
+            lambda client: list_keys(
+                client,
+                self._counter,
+                workspace=workspace,
+                topic=topic,
+                kind=kind,
+                order=order,
+                limit=limit,
+                mode=mode,
+                fields=fields,
+                budget_tokens=budget_tokens,
+                cursor=cursor,
+                after=after,
+                readable=readable,
+            ),
         )
 
     async def search_keys(
@@ -294,15 +338,20 @@ class Board:
         limit: object = None,
         readable: Readable = every_topic,
     ) -> dict[str, Any]:
-        return await search_keys(
-            self._client,
-            self._counter,
-            workspace=workspace,
-            q=q,
-            topic=topic,
-            limit=limit,
-            readable=readable,
-        )
+        async def search(_home: aioredis.Redis[bytes]) -> dict[str, Any]:
+            client, index = await self._placement.search_index(workspace)
+            return await search_keys(
+                client,
+                self._counter,
+                workspace=workspace,
+                q=q,
+                topic=topic,
+                limit=limit,
+                readable=readable,
+                index=index,
+            )
+
+        return await self._at_home(workspace, search)
 
     async def link_state(
         self,
@@ -315,47 +364,60 @@ class Board:
     ) -> LinkResult:
         """``readable`` is the caller's read scope: what the answer may tell of ``src``."""
         source, relation, targets = check_link(src, rel, dst)
-        return await write_links(
-            self._client,
-            source,
-            relation,
-            targets,
-            author=author,
-            changelog_maxlen=self._limits.changelog_maxlen,
-            max_retries=self._limits.cas_max_retries,
-            may_read=readable(source.topic),
+        return await self._at_home(
+            source.workspace,
+            lambda client: write_links(
+                client,
+                source,
+                relation,
+                targets,
+                author=author,
+                changelog_maxlen=self._limits.changelog_maxlen,
+                max_retries=self._limits.cas_max_retries,
+                may_read=readable(source.topic),
+                wait=self._wait,
+            ),
         )
 
     async def delete(
         self, *, author: str, workspace: object, topic: object = None, uri: object = None
     ) -> DeleteReport:
         """Delete a note, a topic or (neither given) every note of a workspace."""
-        return await delete_notes(
-            self._client,
-            delete_target(workspace, topic=topic, uri=uri),
-            author=author,
-            changelog_maxlen=self._limits.changelog_maxlen,
+        target = delete_target(workspace, topic=topic, uri=uri)
+        return await self._at_home(
+            target.workspace,
+            lambda client: delete_notes(
+                client, target, author=author, changelog_maxlen=self._limits.changelog_maxlen
+            ),
         )
 
     async def plan_delete(
         self, *, workspace: object, topic: object = None, uri: object = None
     ) -> DeleteReport:
         """What ``delete`` with the same target would remove now; removes nothing."""
-        return await plan_delete(self._client, delete_target(workspace, topic=topic, uri=uri))
+        target = delete_target(workspace, topic=topic, uri=uri)
+        return await self._at_home(target.workspace, lambda client: plan_delete(client, target))
 
     async def retention(self, workspace: object) -> RetentionPolicy:
-        return await read_policy(self._client, workspace)
+        ws = validate_workspace(workspace)
+        return await self._at_home(ws, lambda client: read_policy(client, ws))
 
     async def set_retention(
         self, *, workspace: object, topic: object = None, max_age_seconds: object
     ) -> RetentionPolicy:
         """Set the workspace's maximum note age, or a topic's; ``None`` clears it."""
-        return await write_policy(
-            self._client, workspace, topic=topic, max_age_seconds=max_age_seconds
+        ws = validate_workspace(workspace)
+        return await self._at_home(
+            ws,
+            lambda client: write_policy(client, ws, topic=topic, max_age_seconds=max_age_seconds),
         )
 
     async def sweep_retention(self, *, owner: str, lease_seconds: float) -> list[Swept] | None:
-        """Delete expired notes, if this ``owner`` holds (or takes) the sweeper's lease."""
+        """Delete expired notes, if this ``owner`` holds (or takes) the sweeper's lease.
+
+        Every command of the sweep names keys of one slot (the lease, the registry, one
+        workspace's keys per script), so the cluster client routes each on its own.
+        """
         return await sweep(
             self._client,
             owner=owner,
@@ -363,24 +425,32 @@ class Board:
             changelog_maxlen=self._limits.changelog_maxlen,
         )
 
-    def export_notes(self, workspace: object) -> AsyncIterator[dict[str, Any]]:
+    async def export_notes(self, workspace: object) -> AsyncIterator[dict[str, Any]]:
         """Every note of ``workspace`` as an export record, oldest write first."""
-        return export_notes(self._client, workspace)
+        ws = validate_workspace(workspace)
+        client = await self._placement.home(ws)
+        async for record in export_notes(client, ws):
+            yield record
 
     async def count_notes(self, workspace: object) -> int:
-        return await count_notes(self._client, workspace)
+        ws = validate_workspace(workspace)
+        return await self._at_home(ws, lambda client: count_notes(client, ws))
 
     async def import_notes(
         self, notes: Sequence[Imported], *, workspace: str, replace: bool, author: str
     ) -> ImportReport:
         """Write checked export records (see ``check_record``) into ``workspace``."""
-        return await import_notes(
-            self._client,
-            notes,
-            workspace=workspace,
-            replace=replace,
-            author=author,
-            changelog_maxlen=self._limits.changelog_maxlen,
+        await self._register_workspace(workspace)
+        return await self._at_home(
+            workspace,
+            lambda client: import_notes(
+                client,
+                notes,
+                workspace=workspace,
+                replace=replace,
+                author=author,
+                changelog_maxlen=self._limits.changelog_maxlen,
+            ),
         )
 
     async def workspace_exists(self, workspace: str) -> bool:
@@ -388,30 +458,47 @@ class Board:
         async with mapped_redis_errors():
             return bool(await self._client.sismember(keys.workspaces(), workspace))
 
-    async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:
-        """The newest entries of the workspace's change log, newest first."""
-        async with mapped_redis_errors():
-            entries = await self._client.xrevrange(keys.changelog(workspace), count=count)
-        return [{k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries]
+    async def open_feed(self, workspace: str) -> ChangeFeed:
+        """A blocking feed of the workspace's change log from now on, on its own connection.
 
-    def open_feed(self, workspace: str) -> ChangeFeed:
-        """A blocking feed of the workspace's change log from now on, on its own connection."""
-        return open_feed(self._client, workspace)
+        On a cluster the feed stays on the primary that held the workspace when it opened;
+        after a failover or a reshard it fails and its owner opens a new one.
+        """
+        return open_feed(await self._placement.home(workspace), workspace)
 
     async def topics(self, *, workspace: str, readable: Readable) -> list[tuple[str, int]]:
         """The topics ``readable`` allows, with their note counts (never a scan)."""
-        return await readable_topics(self._client, workspace, readable)
+        return await self._at_home(
+            workspace, lambda client: readable_topics(client, workspace, readable)
+        )
 
     async def read_note(self, *, uri: object) -> NoteContent:
         """A note's whole content; the caller has checked its topic may be read."""
-        return await note_content(self._client, parse_address(uri))
+        address = parse_address(uri)
+        return await self._at_home(address.workspace, lambda client: note_content(client, address))
+
+    async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:
+        """The newest entries of the workspace's change log, newest first."""
+
+        async def read(client: aioredis.Redis[bytes]) -> Any:
+            async with mapped_redis_errors():
+                return await client.xrevrange(keys.changelog(workspace), count=count)
+
+        entries = await self._at_home(workspace, read)
+        return [{k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries]
 
     async def health(self) -> dict[str, Any]:
-        """Redis, index, memory and note counts per workspace, for ``blackboard-mcp health``."""
+        """Every node, its index and memory, and note counts per workspace, for `health`."""
+        nodes = await self._placement.nodes()
+        report: dict[str, Any] = {
+            "redis": "ok" if all(n.up for n in nodes) else "unavailable",
+            "index": _index_state(nodes),
+            "used_memory_bytes": sum(n.used_memory_bytes for n in nodes if n.role == "primary"),
+        }
+        if self._placement.is_cluster:
+            report["cluster"] = True
+            report["nodes"] = [n.as_dict() for n in nodes]
         async with mapped_redis_errors():
-            await self._client.ping()
-            memory = await self._client.info("memory")
-            ready = await index_ready(self._client)
             workspaces = sorted(w.decode() for w in await self._client.smembers(keys.workspaces()))
             pipe = self._client.pipeline(transaction=False)
             for ws in workspaces:
@@ -421,26 +508,50 @@ class Board:
             for ws, topics in zip(workspaces, topic_sets, strict=True):
                 for topic in sorted(topics):
                     pipe.zcard(keys.by_name(ws, topic.decode()))
-            counts = iter(await pipe.execute())
-        notes = {
+            counts = iter(await pipe.execute() if any(topic_sets) else [])
+        report["notes"] = {
             ws: sum(next(counts) for _ in topics)
             for ws, topics in zip(workspaces, topic_sets, strict=True)
         }
-        return {
-            "redis": "ok",
-            "index": "ready" if ready else "building",
-            "used_memory_bytes": int(memory.get("used_memory", 0)),
-            "notes": notes,
-        }
+        return report
+
+    async def nodes(self) -> list[NodeReport]:
+        """Each Redis node: up or not, its role, its search index (for /metrics and /readyz)."""
+        return await self._placement.nodes()
 
     async def ready(self) -> bool:
-        """Redis answers and the index exists (created now if a start-up attempt failed)."""
+        """Every node answers and every primary's index exists (created now if it was not)."""
         try:
-            await ensure_index(self._client)
-            return await index_ready(self._client)
+            await self._placement.start()
+            nodes = await self._placement.nodes()
         except Exception as exc:  # readiness is a yes/no question; the reason goes to the log
             # One line per failed probe: a traceback every few seconds buries the reason.
             log.warning(
                 "readiness: Redis at %s is not ready: %s", self.location, failure_reason(exc)
             )
             return False
+        down = [n for n in nodes if not n.up or n.index not in ("ready", "-")]
+        for node in down:
+            log.warning(
+                "readiness: Redis node %s (%s) is not ready: %s",
+                node.address,
+                node.role,
+                node.reason or f"index {node.index}",
+            )
+        return not down
+
+
+def _index_state(nodes: list[NodeReport]) -> str:
+    states = {n.index for n in nodes if n.role == "primary"}
+    if states == {"ready"}:
+        return "ready"
+    return "building" if states <= {"ready", "building"} else "unavailable"
+
+
+def _workspace_of(uris: object) -> str:
+    """The workspace of a get_state call, to route it; validation proper happens later."""
+    if isinstance(uris, list) and uris and isinstance(uris[0], str):
+        with contextlib.suppress(StoreError):
+            return parse_address(uris[0]).workspace
+    # Not valid: get_state refuses it before it reaches Redis, wherever it is sent.
+    return ""

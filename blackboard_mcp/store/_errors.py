@@ -70,6 +70,16 @@ class Unavailable(StoreError):
     hint = "the board's database is unreachable; retry in a few seconds"
 
 
+class Unconfirmed(StoreError):
+    """The write committed on the primary, but fewer replicas than asked confirmed it in time."""
+
+    code = "unconfirmed"
+    hint = (
+        "the write may or may not have been applied (a failover now could lose it): read the "
+        "note to see its version before writing again"
+    )
+
+
 class Overloaded(StoreError):
     """No Redis connection came free in time: this gateway is busy, Redis itself is fine."""
 

@@ -12,7 +12,7 @@ from . import _keys as keys
 from ._addresses import Address, parse_address
 from ._commit import queue_commit
 from ._errors import InvalidArgument, NotFound, TooLarge
-from ._tx import run_transaction
+from ._tx import ReplicaWait, run_transaction
 
 Relation = Literal[
     "depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"
@@ -68,6 +68,7 @@ async def write_links(
     changelog_maxlen: int,
     max_retries: int,
     may_read: bool = True,
+    wait: ReplicaWait | None = None,
 ) -> LinkResult:
     """Add the links; ``may_read`` says whether the caller may read the source's topic.
 
@@ -112,6 +113,7 @@ async def write_links(
         body,
         max_retries=max_retries,
         first_reads=[("EXISTS", *note_keys)],
+        wait=wait,
     )
     added = int(replies[0])
     warnings = (

@@ -124,7 +124,11 @@ def _query(
 ) -> Query:
     query: Query = (
         Query(build_query(workspace, topics, terms, quote_all=quote_all))  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
-        .return_fields("uri", "digest")
+        # Ids only: on a cluster node RediSearch 2.10 returns no fields of a document whose
+        # slot differs from the slot of the index name (checked here), and a primary's index
+        # holds many workspaces' slots. The note's uri and digest come from its hash, read
+        # in the pipeline that reads its links.
+        .no_content()
         .with_scores()
         .paging(0, limit)
         .scorer("BM25STD")
@@ -142,7 +146,9 @@ async def search_keys(
     topic: object = None,
     limit: object = None,
     readable: Readable,
+    index: str = keys.INDEX_NAME,
 ) -> dict[str, Any]:
+    """``index`` is the index that holds this workspace's notes (one per cluster primary)."""
     text = require_text(q, "q")
     if len(text) > MAX_QUERY_CHARS:
         raise TooLarge(
@@ -179,7 +185,7 @@ async def search_keys(
             return _envelope(counter, [], warnings, cursor)
         query = _query(workspace, topics, terms, limit, quote_all=False)
         try:
-            result = await client.ft(keys.INDEX_NAME).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
+            result = await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
         except ResponseError as exc:
             message = str(exc).lower()
             if "syntax error" in message:
@@ -190,24 +196,29 @@ async def search_keys(
             elif "no such index" in message:
                 # The index went away (a FLUSHALL, a new empty Redis): rebuild it and retry
                 # once it has indexed the notes already there.
-                await ensure_index(client)
-                if not await wait_until_indexed(client, timeout=REBUILD_WAIT_S):
+                await ensure_index(client, index)
+                if not await wait_until_indexed(client, timeout=REBUILD_WAIT_S, name=index):
                     warnings.append(
                         "the search index is being rebuilt; these results may be incomplete"
                     )
             else:
                 raise Unavailable("the search index could not answer this query") from exc
-            result = await client.ft(keys.INDEX_NAME).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
-        hits = [(str(doc.uri), str(doc.digest), float(doc.score)) for doc in result.docs]
+            result = await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
+        prefix = len(keys.note(workspace, ""))
+        found = [(str(doc.id)[prefix:], float(doc.score)) for doc in result.docs]
         pipe = client.pipeline(transaction=False)
-        for uri, _, _ in hits:
-            member = uri.split("/", 3)[3]
+        for member, _ in found:
+            pipe.hmget(keys.note(workspace, member), ["uri", "digest"])
             pipe.smembers(keys.links_out(workspace, member))
             pipe.smembers(keys.links_in(workspace, member))
-        replies = await pipe.execute() if hits else []
+        replies = await pipe.execute() if found else []
     entries = []
-    for i, (uri, digest, score) in enumerate(hits):
-        links = _readable_links(workspace, replies[2 * i], replies[2 * i + 1], readable)
+    for i, (_, score) in enumerate(found):
+        stored, outgoing, incoming = replies[3 * i : 3 * i + 3]
+        if stored[0] is None:
+            continue  # gone since the index answered
+        uri, digest = (v.decode() if v is not None else "" for v in stored)
+        links = _readable_links(workspace, outgoing, incoming, readable)
         item = {"uri": uri, "digest": digest, "score": score}
         entries.append(Entry(uri, item, link_warnings(uri, links)))
     return _envelope(counter, entries, warnings, cursor)

@@ -299,7 +299,8 @@ async def import_notes(
     report = ImportReport()
     written: list[Imported] = []
     async with mapped_redis_errors():
-        await client.sadd(keys.workspaces(), workspace)
+        # The workspace registry is the caller's (Board.import_notes): on a cluster it is
+        # another slot's key.
         for start in range(0, len(notes), _BATCH):
             batch = notes[start : start + _BATCH]
             if replace:

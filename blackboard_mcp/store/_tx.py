@@ -8,6 +8,9 @@ The body's first reads travel with the WATCH in one round trip (``first_reads``)
 compare-and-swap write is then two round trips (WATCH+read, MULTI..EXEC) where redis-py's
 immediate mode took three. Redis runs a connection's commands in order, so the reads still
 happen after the WATCH, and anything that changes the keys after them fails the EXEC.
+
+With ``ReplicaWait`` a committed transaction is acknowledged only once ``WAIT`` has seen it
+reach that many replicas; otherwise ``Unconfirmed`` (the write may survive or be lost).
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 from redis.exceptions import ResponseError, WatchError
 
-from ._errors import Contended
+from ._errors import Contended, Unconfirmed
 from ._redis_errors import mapped_redis_errors
 
 T = TypeVar("T")
@@ -33,6 +37,42 @@ TransactionBody = Callable[["Pipeline[bytes]", list[Any]], Awaitable[Callable[[l
 Command = tuple[Any, ...]
 
 
+@dataclass(frozen=True)
+class ReplicaWait:
+    """Acknowledge a write once ``replicas`` replicas have it, waiting at most ``timeout_ms``."""
+
+    replicas: int
+    timeout_ms: int
+
+
+async def execute_acknowledged(pipe: Pipeline[bytes], wait: ReplicaWait | None) -> list[Any]:
+    """EXEC the queued transaction, then (with ``wait``) WAIT for the replicas to have it.
+
+    WAIT counts the replicas that have received *this connection's* writes, so it must run
+    on the connection that ran EXEC; ``Pipeline.execute()`` hands that connection back to
+    the pool before returning, so the transaction is run through the pipeline's own
+    ``_execute_transaction`` on the connection it holds (the WAIT tests guard this).
+    """
+    if wait is None or wait.replicas <= 0:
+        executed: list[Any] = await pipe.execute()
+        return executed
+    conn = pipe.connection
+    if conn is None:
+        conn = await pipe.connection_pool.get_connection()
+        pipe.connection = conn
+    try:
+        replies: list[Any] = await pipe._execute_transaction(conn, pipe.command_stack, True)  # type: ignore[attr-defined]  # see above
+        acked = int(await pipe.immediate_execute_command("WAIT", wait.replicas, wait.timeout_ms))  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+    finally:
+        await pipe.reset()
+    if acked < wait.replicas:
+        raise Unconfirmed(
+            f"the write committed on the primary but reached {acked} of {wait.replicas} "
+            f"replicas within {wait.timeout_ms} ms"
+        )
+    return replies
+
+
 async def run_transaction(
     client: aioredis.Redis[bytes],
     watch: Sequence[str],
@@ -40,6 +80,7 @@ async def run_transaction(
     *,
     max_retries: int,
     first_reads: Sequence[Command] = (),
+    wait: ReplicaWait | None = None,
 ) -> T:
     """Run ``body`` until EXEC succeeds, at most ``max_retries + 1`` times."""
     async with mapped_redis_errors():
@@ -53,7 +94,7 @@ async def run_transaction(
                         # MULTI would not get here); nothing queued means nothing to run.
                         await pipe.reset()
                         return finish([])
-                    replies = await pipe.execute()
+                    replies = await execute_acknowledged(pipe, wait)
                     return finish(replies)
                 except WatchError:
                     # Another client touched a watched key between our read and EXEC.

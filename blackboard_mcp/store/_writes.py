@@ -16,7 +16,7 @@ from ._commit import queue_commit
 from ._errors import Conflict, InvalidArgument, TooLarge
 from ._notes import NoteWrite
 from ._tokencount import TokenCounter, count_as_json_string
-from ._tx import run_transaction
+from ._tx import ReplicaWait, run_transaction
 
 # An offloaded body keeps this much of its text beside the note for the search index, so
 # large notes stay findable without every read of the note carrying the whole body.
@@ -35,6 +35,7 @@ class WriteLimits:
     max_body_bytes: int
     changelog_maxlen: int
     max_retries: int
+    wait: ReplicaWait | None = None
 
 
 def _decode(value: bytes | str | None) -> str:
@@ -181,7 +182,6 @@ async def write_note(
         if old_version and old_kind != kind:
             pipe.zrem(keys.by_kind(ws, topic, old_kind), path)
         pipe.sadd(keys.topics(ws), topic)
-        pipe.sadd(keys.workspaces(), ws)
         pipe.zadd(keys.by_name(ws, topic), {path: 0})
         pipe.zadd(keys.by_version(ws, topic), {path: version})
         queue_commit(
@@ -213,6 +213,7 @@ async def write_note(
         max_retries=limits.max_retries,
         # Read with the WATCH, in its round trip (store/_tx.py).
         first_reads=[("HMGET", note_key, "version", "digest", "blob", "kind")],
+        wait=limits.wait,
     )
 
 

@@ -43,6 +43,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: redis
 {{- end }}
 
+{{/* Selector labels of the optional in-cluster Redis Cluster pods. */}}
+{{- define "blackboard-mcp.redisClusterSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "blackboard-mcp.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: redis-cluster
+{{- end }}
+
+{{- define "blackboard-mcp.redisClusterName" -}}
+{{- printf "%s-redis-cluster" (include "blackboard-mcp.fullname" .) | trunc 50 | trimSuffix "-" }}
+{{- end }}
+
 {{- define "blackboard-mcp.redisName" -}}
 {{- printf "%s-redis" (include "blackboard-mcp.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
@@ -56,7 +67,10 @@ app.kubernetes.io/component: redis
 chart that rendered with no Redis of its own would deploy gateways that crash-loop on their
 readiness probe, so a missing URL fails the render instead, naming the three ways to give one. */}}
 {{- define "blackboard-mcp.redisUrl" -}}
-{{- if .Values.redisStack.enabled }}
+{{- if .Values.redisCluster.enabled }}
+{{- $name := include "blackboard-mcp.redisClusterName" . }}
+{{- printf "redis://:%s@%s-0.%s.%s.svc:6379/0" (include "blackboard-mcp.redisPassword" . | urlquery) $name $name .Release.Namespace }}
+{{- else if .Values.redisStack.enabled }}
 {{- printf "redis://%s:6379/0" (include "blackboard-mcp.redisName" .) }}
 {{- else if .Values.redis.url }}
 {{- .Values.redis.url }}
@@ -76,4 +90,21 @@ readiness probe, so a missing URL fails the render instead, naming the three way
 
 {{- define "blackboard-mcp.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* The in-cluster Redis Cluster's password: given, kept from the last release, or new. */}}
+{{- define "blackboard-mcp.redisPassword" -}}
+{{- $password := .Values.redisCluster.password }}
+{{- if not $password }}
+{{- $previous := lookup "v1" "Secret" .Release.Namespace (include "blackboard-mcp.fullname" .) }}
+{{- if and $previous $previous.data }}
+{{- $password = index $previous.data .Values.secretKeys.redisPassword | default "" | b64dec }}
+{{- end }}
+{{- end }}
+{{- if not $password }}
+{{- $password = randAlphaNum 48 }}
+{{- end }}
+{{- /* Remembered for this render: the Secret's password and the URL's must be one. */}}
+{{- $_ := set .Values.redisCluster "password" $password }}
+{{- $password }}
 {{- end }}

@@ -1,0 +1,298 @@
+"""One board on a Redis Cluster: a gateway given any one node serves every tool call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from cluster_support import LocalCluster, migrate_slot
+from support import (
+    TEST_JWT_SECRET,
+    GatewayProcess,
+    agent_token,
+    call,
+    mcp_client,
+    start_gateway,
+    stop_gateway,
+)
+
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import Board, BoardLimits, Unconfirmed
+
+
+@pytest.fixture(scope="module")
+def cluster_gateway(
+    redis_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
+    # Given the last node, a replica: any node of the cluster will do.
+    process = start_gateway(redis_cluster.nodes[-1].url, tmp_path_factory.mktemp("cluster-gw"))
+    yield process
+    stop_gateway(process)
+
+
+async def test_a_gateway_given_one_node_writes_reads_links_and_searches_across_the_cluster(
+    cluster_gateway: GatewayProcess, redis_cluster: LocalCluster, issuer: TokenIssuer
+) -> None:
+    # Enough workspaces that every primary owns some of them.
+    workspaces = [f"cl-{i}" for i in range(12)]
+    assert len({redis_cluster.owner_of(f"{{{ws}}}").port for ws in workspaces}) == 3
+    for ws in workspaces:
+        async with mcp_client(cluster_gateway.mcp_url, agent_token(issuer, ws)) as client:
+            err, body = await call(
+                client,
+                "update_state",
+                uri=f"bb://{ws}/plan/a",
+                digest=f"Kafka rollout plan of {ws}",
+                body="consumer lag",
+                expect_version=0,
+            )
+            assert not err, body
+            err, body = await call(
+                client, "update_state", uri=f"bb://{ws}/plan/b", digest="Another", body="x"
+            )
+            assert not err, body
+            err, body = await call(
+                client,
+                "link_state",
+                src=f"bb://{ws}/plan/b",
+                rel="depends_on",
+                dst=[f"bb://{ws}/plan/a"],
+            )
+            assert not err, body
+            err, body = await call(client, "get_state", uris=[f"bb://{ws}/plan/a"], mode="full")
+            assert not err, body
+            assert body["items"][0]["body"] == "consumer lag"
+            err, body = await call(client, "list_keys", topic="plan")
+            assert not err, body
+            assert {i["uri"] for i in body["items"]} == {f"bb://{ws}/plan/a", f"bb://{ws}/plan/b"}
+            err, body = await call(client, "search_keys", q="kafka")
+            assert not err, body
+            # Only this workspace's note, though every workspace has one that matches.
+            assert [i["uri"] for i in body["items"]] == [f"bb://{ws}/plan/a"]
+
+
+def _slot_errors(cluster: LocalCluster) -> dict[int, dict[str, str]]:
+    """Per node, the redirections and cross-slot refusals it has answered since its reset."""
+    out = {}
+    for node in cluster.live():
+        stats = node.info("errorstats")
+        out[node.port] = {
+            k: v for k, v in stats.items() if k in ("errorstat_CROSSSLOT", "errorstat_MOVED")
+        }
+    return out
+
+
+def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BB_REDIS_URL": cluster.nodes[1].url, "BB_JWT_SECRET": TEST_JWT_SECRET}
+    return subprocess.run(
+        [sys.executable, "-m", "blackboard_mcp.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_every_command_of_every_tool_and_of_the_cli_stays_in_its_workspace_slot(
+    cluster_gateway: GatewayProcess, redis_cluster: LocalCluster, issuer: TokenIssuer
+) -> None:
+    """The cluster counts CROSSSLOT and MOVED answers per node: none may come from a call.
+
+    A key outside the workspace's slot sent with the workspace's keys would be refused with
+    CROSSSLOT (same node) or MOVED (another node): the write's transaction, the admission
+    script (revocations and the rate limit), reads, search and the audit stream run here,
+    after one warm-up call, then `token revoke` and `audit tail`.
+    """
+    ws = "slots-" + uuid.uuid4().hex[:8]
+    token = agent_token(issuer, ws)
+    async with mcp_client(cluster_gateway.mcp_url, token) as client:
+        err, body = await call(client, "list_keys")
+        assert not err, body
+        for node in redis_cluster.live():
+            node.command("CONFIG", "RESETSTAT")
+        big = "lorem ipsum " * 2000  # offloaded to a blob: another key of the workspace
+        for args in (
+            {"uri": f"bb://{ws}/t/a", "digest": "alpha kafka", "body": big, "expect_version": 0},
+            {
+                "uri": f"bb://{ws}/t/a",
+                "digest": "alpha kafka",
+                "body": "small",
+                "expect_version": 1,
+            },
+            {"uri": f"bb://{ws}/t/b", "digest": "beta", "append": "one"},
+            {"uri": f"bb://{ws}/t/b", "digest": "beta", "append": " two"},
+            {"uri": f"bb://{ws}/u/c", "digest": "table", "columns": ["k"], "rows": [["v"]]},
+        ):
+            err, body = await call(client, "update_state", **args)
+            assert not err, body
+        err, body = await call(
+            client, "update_state", uri=f"bb://{ws}/t/a", digest="x", body="y", expect_version=1
+        )
+        assert err and body["error"]["code"] == "conflict"
+        err, body = await call(
+            client,
+            "link_state",
+            src=f"bb://{ws}/t/b",
+            rel="supersedes",
+            dst=[f"bb://{ws}/t/a", f"bb://{ws}/u/c"],
+        )
+        assert not err, body
+        err, body = await call(
+            client,
+            "get_state",
+            uris=[f"bb://{ws}/t/a", f"bb://{ws}/t/b", f"bb://{ws}/u/c"],
+            mode="full",
+        )
+        assert not err, body
+        for order in ("recent", "name", "version"):
+            err, body = await call(client, "list_keys", topic="t", order=order, limit=1)
+            assert not err, body
+        err, body = await call(client, "list_keys", kind="table")
+        assert not err, body
+        err, body = await call(client, "search_keys", q="kafka", topic="t")
+        assert not err and [i["uri"] for i in body["items"]] == [f"bb://{ws}/t/a"], body
+    assert _slot_errors(redis_cluster) == {n.port: {} for n in redis_cluster.live()}
+    revoked = _cli(redis_cluster, "token", "revoke", "--workspace", ws, "--sub", "agent-1")
+    assert revoked.returncode == 0, revoked.stderr
+    async with mcp_client(cluster_gateway.mcp_url, token) as client:
+        err, body = await call(client, "list_keys")
+        assert err and body["error"]["code"] == "unauthenticated", body
+    tail = _cli(redis_cluster, "audit", "tail", "--workspace", ws)
+    assert tail.returncode == 0, tail.stderr
+    assert "update_state" in tail.stdout
+    # A new CLI process's cluster client may be redirected once while it learns the slot
+    # map; a command that crossed slots would be refused outright.
+    assert not any("errorstat_CROSSSLOT" in e for e in _slot_errors(redis_cluster).values())
+
+
+async def test_health_readiness_and_metrics_cover_every_node_of_the_cluster(
+    cluster_gateway: GatewayProcess, redis_cluster: LocalCluster
+) -> None:
+    assert httpx.get(cluster_gateway.url + "/readyz", timeout=10).status_code == 200
+    metrics = httpx.get(cluster_gateway.url + "/metrics", timeout=10).text
+    for node in redis_cluster.nodes:
+        role = "primary" if node.role() == "master" else "replica"
+        assert f'bb_redis_node_up{{node="127.0.0.1:{node.port}",role="{role}"}} 1.0' in metrics
+        if role == "primary":
+            assert f'bb_redis_node_index_ready{{node="127.0.0.1:{node.port}"}} 1.0' in metrics
+    health = _cli(redis_cluster, "health")
+    assert health.returncode == 0, health.stdout + health.stderr
+    report = json.loads(health.stdout)
+    assert report["cluster"] is True and report["index"] == "ready"
+    assert sorted(n["node"] for n in report["nodes"]) == sorted(
+        f"127.0.0.1:{n.port}" for n in redis_cluster.nodes
+    )
+    assert all(n["redis"] == "ok" for n in report["nodes"])
+    assert {n["role"] for n in report["nodes"]} == {"primary", "replica"}
+
+
+async def test_a_workspace_whose_slot_moves_to_another_primary_stays_searchable_and_writable(
+    cluster_gateway: GatewayProcess, redis_cluster: LocalCluster, issuer: TokenIssuer
+) -> None:
+    index_tag_slots = {redis_cluster.slot_of(str(i)) for i in range(50)}
+    ws = next(
+        w
+        for w in (f"rs-{uuid.uuid4().hex[:8]}" for _ in range(100))
+        if redis_cluster.slot_of(f"{{{w}}}") not in index_tag_slots
+    )
+    slot = redis_cluster.slot_of(f"{{{ws}}}")
+    async with mcp_client(cluster_gateway.mcp_url, agent_token(issuer, ws)) as client:
+        for i in range(5):
+            err, body = await call(
+                client,
+                "update_state",
+                uri=f"bb://{ws}/t/n{i}",
+                digest=f"zebra {i}",
+                body="b" * (20_000 if i == 0 else 10),  # one offloaded body: a blob key moves too
+                expect_version=0,
+            )
+            assert not err, body
+        source = redis_cluster.owner_of(f"{{{ws}}}")
+        target = next(n for n in redis_cluster.primary_nodes() if n.port != source.port)
+        assert migrate_slot(redis_cluster, slot, target) > 5
+        assert redis_cluster.owner_of(f"{{{ws}}}").port == target.port
+
+        err, body = await call(client, "search_keys", q="zebra", limit=10)
+        assert not err, body
+        assert sorted(i["uri"] for i in body["items"]) == [f"bb://{ws}/t/n{i}" for i in range(5)]
+        err, body = await call(
+            client,
+            "update_state",
+            uri=f"bb://{ws}/t/n0",
+            digest="zebra moved",
+            body="c",
+            expect_version=1,
+        )
+        assert not err and body["version"] == 2, body
+        err, body = await call(client, "get_state", uris=[f"bb://{ws}/t/n0"], mode="full")
+        assert not err and body["items"][0]["body"] == "c", body
+        err, body = await call(client, "list_keys", topic="t")
+        assert not err and len(body["items"]) == 5, body
+    # Nothing of the workspace is left behind on its old primary.
+    assert int(source.command("CLUSTER", "COUNTKEYSINSLOT", slot)) == 0  # type: ignore[call-overload]
+
+
+async def test_gateways_starting_at_once_leave_one_index_per_primary(
+    redis_cluster: LocalCluster,
+) -> None:
+    """Every primary's index dropped, then four boards start together: one index each, built."""
+    for node in redis_cluster.primary_nodes():
+        for name in node.command("FT._LIST"):  # type: ignore[union-attr]
+            node.command("FT.DROPINDEX", name)
+    boards = [Board.from_url(redis_cluster.url) for _ in range(4)]
+    try:
+        await asyncio.gather(*(board.start() for board in boards))
+        for node in redis_cluster.primary_nodes():
+            names = node.command("FT._LIST")
+            assert isinstance(names, list) and len(names) == 1, (node.port, names)
+            # Named for a slot this very primary owns, so FT.SEARCH is not redirected.
+            tag = names[0].decode().split("{", 1)[1].rstrip("}")
+            assert redis_cluster.owner_of(tag).port == node.port
+        # Ready once each new index has scanned the notes already on its primary.
+        deadline = time.monotonic() + 20
+        while not all([await board.ready() for board in boards]):
+            assert time.monotonic() < deadline, "indexes never finished building"
+            await asyncio.sleep(0.05)
+    finally:
+        for board in boards:
+            await board.close()
+
+
+async def test_a_write_waits_for_replicas_and_one_they_did_not_confirm_is_unconfirmed(
+    redis_cluster: LocalCluster,
+) -> None:
+    ws = "wait-" + uuid.uuid4().hex[:8]
+    one = Board.from_url(redis_cluster.url, limits=BoardLimits(wait_replicas=1))
+    # Each primary has a single replica: two can never confirm.
+    two = Board.from_url(redis_cluster.url, limits=BoardLimits(wait_replicas=2, wait_timeout_ms=50))
+    try:
+        await one.start()
+        await two.start()
+        written = await one.update_state(
+            author="a", uri=f"bb://{ws}/t/a", digest="d", body="x", expect_version=0
+        )
+        assert written["version"] == 1
+        await one.update_state(author="a", uri=f"bb://{ws}/t/b", digest="d", body="x")
+        await one.link_state(author="a", src=f"bb://{ws}/t/a", rel="cites", dst=[f"bb://{ws}/t/b"])
+        with pytest.raises(Unconfirmed):
+            await two.update_state(
+                author="a", uri=f"bb://{ws}/t/a", digest="d2", body="y", expect_version=1
+            )
+        # Applied all the same: the next writer sees version 2.
+        read = await one.get_state(uris=[f"bb://{ws}/t/a"])
+        assert read["items"][0]["version"] == 2
+        with pytest.raises(Unconfirmed):
+            await two.link_state(
+                author="a", src=f"bb://{ws}/t/b", rel="cites", dst=[f"bb://{ws}/t/a"]
+            )
+    finally:
+        await one.close()
+        await two.close()
