@@ -320,7 +320,7 @@ class Board:
     async def delete(
         self, *, author: str, workspace: object, topic: object = None, uri: object = None
     ) -> DeleteReport:
-        """Delete a note, a topic or (neither given) every note of a workspace."""
+        """Delete a note, a topic or (neither given) a workspace: its notes and retention."""
         return await delete_notes(
             self._client,
             delete_target(workspace, topic=topic, uri=uri),
@@ -375,7 +375,7 @@ class Board:
         )
 
     async def workspace_exists(self, workspace: str) -> bool:
-        """Anything was ever written to ``workspace`` (its notes may all be deleted since)."""
+        """``workspace`` was written to and not deleted whole since."""
         async with mapped_redis_errors():
             return bool(await self._client.sismember(keys.workspaces(), workspace))
 
