@@ -202,3 +202,49 @@ async def test_a_reader_sees_only_its_topics_in_the_list_and_the_feed(
     assert refused == [403, "forbidden"]
     assert not [u for u in requested if reader in u]
     await context.close()
+
+
+async def test_the_notes_table_shows_each_notes_content_bytes_for_text_tables_and_offloaded(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    token = agent_token(issuer, workspace)
+    notes = {
+        "text": {"body": "héllo wörld"},  # bytes, not characters: 13, not 11
+        "grid": {"columns": ["name", "n"], "rows": [["ä", "1"], ["b", "22"]]},
+        "big": {"body": "offloaded line\n" * 1500},  # over the offload threshold
+        "bare": {},  # a digest alone: no content
+    }
+    async with mcp_client(gateway.mcp_url, token) as client:
+        for key, content in notes.items():
+            err, body = await call(
+                client, "update_state", uri=addr(workspace, f"sizes/{key}"), digest="D.", **content
+            )
+            assert not err, body
+        err, read = await call(
+            client,
+            "get_state",
+            uris=[addr(workspace, f"sizes/{k}") for k in notes],
+            mode="full",
+            budget_tokens=100_000,
+        )
+        assert not err, read
+    # What a reader gets in full, in UTF-8 bytes.
+    expected = {
+        item["uri"]: str(len((item.get("body") or item.get("table") or "").encode()))
+        for item in read["items"]
+    }
+    assert expected[addr(workspace, "sizes/text")] == "13"
+    assert expected[addr(workspace, "sizes/bare")] == "0"
+    context, page, _requested, errors = await open_board(browser, gateway.url, token)
+    header = page.locator("#notes th[data-key=size]")
+    assert await header.inner_text() == "Bytes"
+    assert "bytes" in (await header.get_attribute("title") or "").lower()
+    await page.click("text=sizes (4)")
+    await page.wait_for_selector("#notes tbody tr")
+    shown = {}
+    for row in await page.locator("#notes tbody tr").all():
+        cells = await row.locator("td").all_inner_texts()
+        shown[cells[0]] = cells[5]
+    assert shown == expected
+    assert errors == []
+    await context.close()

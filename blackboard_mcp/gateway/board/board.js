@@ -141,7 +141,8 @@ async function openNote(uri) {
   meta.replaceChildren();
   for (const key of ["version", "kind", "author", "created", "updated", "size", "confidence"]) {
     if (item[key] === undefined) continue;
-    meta.append(el("dt", key), el("dd", item[key]));
+    // "size" is the content's UTF-8 bytes (body or table TSV, not the digest): say so.
+    meta.append(el("dt", key === "size" ? "bytes" : key), el("dd", item[key]));
   }
   $("note-content").textContent = item.body !== undefined ? item.body
     : (item.table !== undefined ? item.table : "");
