@@ -253,7 +253,7 @@ async def test_the_notes_table_shows_each_notes_content_bytes_for_text_tables_an
 
 
 async def test_more_pages_of_a_topic_are_loaded_with_the_more_button_from_the_keyboard(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object, tmp_path: Path
 ) -> None:
     token = agent_token(issuer, workspace)
     expected = sorted(addr(workspace, f"many/n{i}") for i in range(5))
@@ -270,6 +270,7 @@ async def test_more_pages_of_a_topic_are_loaded_with_the_more_button_from_the_ke
     rows = page.locator("#notes tbody tr td.addr")
     more = page.locator("#notes-more")
     assert await rows.count() == 2
+    await page.screenshot(path=str(screenshot_dir(tmp_path) / "board-more.png"))
     for shown in (4, 5):
         assert await more.is_visible()
         await more.focus()
