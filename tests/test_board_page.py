@@ -44,7 +44,9 @@ def addr(ws: str, rest: str) -> str:
     return f"bb://{ws}/{rest}"
 
 
-async def open_board(browser: object, url: str, token: str, width: int = 1280, height: int = 800):  # type: ignore[no-untyped-def]
+async def open_board(
+    browser: object, url: str, token: str, width: int = 1280, height: int = 800, query: str = ""
+):  # type: ignore[no-untyped-def]
     context = await browser.new_context(viewport={"width": width, "height": height})  # type: ignore[attr-defined]
     page = await context.new_page()
     requested: list[str] = []
@@ -52,7 +54,7 @@ async def open_board(browser: object, url: str, token: str, width: int = 1280, h
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    await page.goto(url + "/board")
+    await page.goto(url + "/board" + query)
     await page.fill("#token", token)
     await page.press("#token", "Enter")
     await page.wait_for_selector("#topics button")
@@ -201,4 +203,82 @@ async def test_a_reader_sees_only_its_topics_in_the_list_and_the_feed(
     )
     assert refused == [403, "forbidden"]
     assert not [u for u in requested if reader in u]
+    await context.close()
+
+
+async def test_the_notes_table_shows_each_notes_content_bytes_for_text_tables_and_offloaded(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    token = agent_token(issuer, workspace)
+    notes = {
+        "text": {"body": "héllo wörld"},  # bytes, not characters: 13, not 11
+        "grid": {"columns": ["name", "n"], "rows": [["ä", "1"], ["b", "22"]]},
+        "big": {"body": "offloaded line\n" * 1500},  # over the offload threshold
+        "bare": {},  # a digest alone: no content
+    }
+    async with mcp_client(gateway.mcp_url, token) as client:
+        for key, content in notes.items():
+            err, body = await call(
+                client, "update_state", uri=addr(workspace, f"sizes/{key}"), digest="D.", **content
+            )
+            assert not err, body
+        err, read = await call(
+            client,
+            "get_state",
+            uris=[addr(workspace, f"sizes/{k}") for k in notes],
+            mode="full",
+            budget_tokens=100_000,
+        )
+        assert not err, read
+    # What a reader gets in full, in UTF-8 bytes.
+    expected = {
+        item["uri"]: str(len((item.get("body") or item.get("table") or "").encode()))
+        for item in read["items"]
+    }
+    assert expected[addr(workspace, "sizes/text")] == "13"
+    assert expected[addr(workspace, "sizes/bare")] == "0"
+    context, page, _requested, errors = await open_board(browser, gateway.url, token)
+    header = page.locator("#notes th[data-key=size]")
+    assert await header.inner_text() == "Bytes"
+    assert "bytes" in (await header.get_attribute("title") or "").lower()
+    await page.click("text=sizes (4)")
+    await page.wait_for_selector("#notes tbody tr")
+    shown = {}
+    for row in await page.locator("#notes tbody tr").all():
+        cells = await row.locator("td").all_inner_texts()
+        shown[cells[0]] = cells[5]
+    assert shown == expected
+    assert errors == []
+    await context.close()
+
+
+async def test_more_pages_of_a_topic_are_loaded_with_the_more_button_from_the_keyboard(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object, tmp_path: Path
+) -> None:
+    token = agent_token(issuer, workspace)
+    expected = sorted(addr(workspace, f"many/n{i}") for i in range(5))
+    async with mcp_client(gateway.mcp_url, token) as client:
+        for uri in expected:
+            err, body = await call(client, "update_state", uri=uri, digest="D.")
+            assert not err, body
+    # Two notes a page (the page's own default is list_keys' largest page, 200).
+    context, page, _requested, errors = await open_board(
+        browser, gateway.url, token, query="?page_size=2"
+    )
+    await page.click("text=many (5)")
+    await page.wait_for_selector("#notes tbody tr")
+    rows = page.locator("#notes tbody tr td.addr")
+    more = page.locator("#notes-more")
+    assert await rows.count() == 2
+    await page.screenshot(path=str(screenshot_dir(tmp_path) / "board-more.png"))
+    for shown in (4, 5):
+        assert await more.is_visible()
+        await more.focus()
+        await page.keyboard.press("Enter")
+        await page.wait_for_function(
+            "n => document.querySelectorAll('#notes tbody tr').length === n", arg=shown
+        )
+    assert sorted(await rows.all_inner_texts()) == expected  # each note once
+    assert await more.is_hidden()
+    assert errors == []
     await context.close()

@@ -197,6 +197,48 @@ async def test_deleting_a_workspace_removes_every_note_of_it(
     assert left == []
 
 
+def health_notes(env: dict[str, str]) -> dict[str, int]:
+    done = run_cli("health", env=env)
+    assert done.returncode == 0, done.stderr
+    notes: dict[str, int] = json.loads(done.stdout)["notes"]
+    return notes
+
+
+async def test_a_deleted_workspace_is_gone_but_its_audit_and_revocations_outlive_it(
+    gateway: GatewayProcess,
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    tmp_path: Path,
+) -> None:
+    token = agent_token(issuer, workspace)
+    url = gateway.mcp_url
+    await write(url, token, uri=f"bb://{workspace}/t/n", digest="d", body="b")
+    env = on_redis(tmp_path, redis_server.url)
+    set_age = run_cli("retention", "set", "--workspace", workspace, "--max-age", "7d", env=env)
+    assert set_age.returncode == 0, set_age.stderr
+    leaked = agent_token(issuer, workspace, sub="leaky")
+    assert run_cli("token", "revoke", "--token", leaked, env=env).returncode == 0
+    assert workspace in health_notes(env)
+
+    done = run_cli("delete", "--workspace", workspace, "--yes", env=env)
+    assert done.returncode == 0, done.stderr
+    assert workspace not in health_notes(env)
+    shown = run_cli("retention", "show", "--workspace", workspace, env=env)
+    assert shown.stdout.splitlines() == [f"workspace {workspace}: off"]
+    tail = run_cli("audit", "tail", "--workspace", workspace, "--json", env=env)
+    assert tail.returncode == 0, tail.stderr
+    tools = [json.loads(line)["tool"] for line in tail.stdout.splitlines()]
+    assert "cli.delete" in tools, tools  # the audit trail outlives the workspace
+
+    # Written again, the workspace is back, and the token revoked before the delete is not.
+    await write(url, token, uri=f"bb://{workspace}/t/again", digest="d", body="b")
+    assert health_notes(env)[workspace] == 1
+    inspected = run_cli("token", "inspect", leaked, env=env)
+    assert inspected.returncode == 1, inspected.stdout
+    assert json.loads(inspected.stdout)["revocation"] == "revoked"
+
+
 # -- over HTTP -------------------------------------------------------------------------------
 
 

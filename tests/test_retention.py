@@ -162,3 +162,43 @@ def test_an_admin_sets_and_reads_retention_over_http(
         ("ops-bob", ["bb://httpws/"], "max age 86400s"),
         ("ops-bob", ["bb://httpws/keep/"], "max age 0s"),
     ]
+
+
+async def test_imported_old_notes_behind_fresh_ones_are_swept_by_their_own_write_time(
+    gateways: list[GatewayProcess],
+    own_redis: EmbeddedRedis,
+    issuer: TokenIssuer,
+    tmp_path: Path,
+) -> None:
+    ws, scratch = "imported", "scratch"
+    token = agent_token(issuer, ws)
+    url = gateways[0].mcp_url
+    env = on_redis(tmp_path, own_redis.url)
+    await write(
+        url, agent_token(issuer, scratch), uri=f"bb://{scratch}/runs/n", digest="d", body="o"
+    )
+    exported = run_cli("export", "--workspace", scratch, env=env)
+    assert exported.returncode == 0, exported.stderr
+    header, note = (json.loads(line) for line in exported.stdout.splitlines())
+    # More fresh notes than a sweep reads at a time, written (imported) before the old ones:
+    # in the topic's write order every old note sits behind them.
+    now = int(time.time() * 1000)
+    ten_days_ago = now - 10 * 86400 * 1000
+    fresh = [f"fresh-{i:03}" for i in range(120)]
+    old = ["old-a", "old-b", "old-c"]
+    lines = [header | {"notes": len(fresh) + len(old)}]
+    for name, at in [*((n, now) for n in fresh), *((n, ten_days_ago) for n in old)]:
+        lines.append(note | {"uri": f"bb://{scratch}/runs/{name}", "created": at, "updated": at})
+    dump = tmp_path / "old.jsonl"
+    dump.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    imported = run_cli("import", str(dump), "--workspace", ws, env=env)
+    assert imported.returncode == 0, imported.stderr
+
+    assert (
+        run_cli("retention", "set", "--workspace", ws, "--max-age", "1d", env=env).returncode == 0
+    )
+    for name in old:
+        await wait_gone(url, token, f"bb://{ws}/runs/{name}")
+    health = run_cli("health", env=env)
+    assert json.loads(health.stdout)["notes"][ws] == len(fresh)  # every fresh note is kept
+    assert [r["outcome"] for r in sweeps(env, ws)] == ["deleted 3"]

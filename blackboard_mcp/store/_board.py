@@ -14,7 +14,7 @@ from redis.exceptions import MovedError
 
 from . import _keys as keys
 from ._addresses import parse_address, validate_workspace
-from ._delete import DeleteReport, delete_notes, delete_target, plan_delete
+from ._delete import DeleteReport, delete_notes, delete_target, forget_workspace, plan_delete
 from ._errors import StoreError, Unavailable
 from ._links import LinkResult, check_link, write_links
 from ._live import ChangeFeed, NoteContent, note_content, open_feed, readable_topics
@@ -382,14 +382,19 @@ class Board:
     async def delete(
         self, *, author: str, workspace: object, topic: object = None, uri: object = None
     ) -> DeleteReport:
-        """Delete a note, a topic or (neither given) every note of a workspace."""
+        """Delete a note, a topic or (neither given) a workspace: its notes and retention."""
         target = delete_target(workspace, topic=topic, uri=uri)
-        return await self._at_home(
+        report = await self._at_home(
             target.workspace,
             lambda client: delete_notes(
                 client, target, author=author, changelog_maxlen=self._limits.changelog_maxlen
             ),
         )
+        if target.topic is None and target.member is None:
+            # The registry has no hash tag: on a cluster it lives in another slot than the
+            # workspace, so it is updated here, through the client that routes each key.
+            await forget_workspace(self._client, target.workspace)
+        return report
 
     async def plan_delete(
         self, *, workspace: object, topic: object = None, uri: object = None
@@ -415,11 +420,12 @@ class Board:
     async def sweep_retention(self, *, owner: str, lease_seconds: float) -> list[Swept] | None:
         """Delete expired notes, if this ``owner`` holds (or takes) the sweeper's lease.
 
-        Every command of the sweep names keys of one slot (the lease, the registry, one
-        workspace's keys per script), so the cluster client routes each on its own.
+        The lease, the registry and the policies are single keys, routed each on its own; a
+        workspace's expired notes are found and deleted on its home primary, in its index.
         """
         return await sweep(
             self._client,
+            locate=self._placement.search_index,
             owner=owner,
             lease_seconds=lease_seconds,
             changelog_maxlen=self._limits.changelog_maxlen,
@@ -454,7 +460,7 @@ class Board:
         )
 
     async def workspace_exists(self, workspace: str) -> bool:
-        """Anything was ever written to ``workspace`` (its notes may all be deleted since)."""
+        """``workspace`` was written to and not deleted whole since."""
         async with mapped_redis_errors():
             return bool(await self._client.sismember(keys.workspaces(), workspace))
 

@@ -242,6 +242,22 @@ async def delete_notes(
     return report
 
 
+async def forget_workspace(client: aioredis.Redis[bytes], ws: str) -> None:
+    """Drop an emptied workspace from the registry and drop its retention settings.
+
+    Its audit stream and revocations stay: an audit trail must outlive a deletion, and a token
+    revoked before it must stay revoked if the workspace is written again. The registry key
+    has no hash tag, so it is touched alone (one command each), never inside a script.
+    """
+    async with mapped_redis_errors():
+        await client.delete(keys.retention(ws))
+        await client.srem(keys.workspaces(), ws)
+        # A write that raced the delete registered the workspace before this SREM and left a
+        # topic behind: register it again, as its own write would have.
+        if await client.scard(keys.topics(ws)):
+            await client.sadd(keys.workspaces(), ws)
+
+
 async def deleted_since(
     client: aioredis.Redis[bytes], workspace: str, since: int, *, limit: int = 1000
 ) -> list[tuple[int, str]]:

@@ -109,5 +109,5 @@ def member_prefixes(workspace: str) -> dict[str, str]:
 
 
 def workspaces() -> str:
-    """The set of workspaces ever written (for health reporting only)."""
+    """The workspaces written to and not deleted since (health, audit tail, the sweep)."""
     return "bbws"

@@ -4,24 +4,32 @@ Off by default. The policy lives in Redis (one hash per workspace), so every gat
 enforces the same one; one of them at a time sweeps, the holder of a lease key that expires
 when it stops renewing it (a process that dies hands the sweep to another within the lease).
 
-A topic's notes are walked oldest write first (its ``by_recent`` set, in sequence order,
-which is commit order) and the sweep stops at the first note young enough to keep. The
-delete itself checks the note's time again, atomically: a note written again after the sweep
-looked at it is kept.
+A topic's expired notes are found by their last-write time in the search index (``updated``
+is a sortable numeric field there), a batch at a time, so a pass costs one query per topic
+plus one per batch of notes it deletes. Write order would not do: an imported note keeps its
+old time but takes a new place in that order, behind notes that are still fresh. The delete
+itself checks the note's time again, atomically: a note written again after the sweep found
+it is kept.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.commands.search.query import Query
 
 from . import _keys as keys
 from ._addresses import validate_name
 from ._delete import BATCH, delete_members
 from ._errors import InvalidArgument
 from ._redis_errors import mapped_redis_errors
+from ._search import escape_tag
+
+# Where a workspace's notes are searched: its home Redis and the index name there.
+Locate = Callable[[str], Awaitable[tuple["aioredis.Redis[bytes]", str]]]
 
 WORKSPACE_FIELD = "*"
 # Renews the lease only while this process still holds it; takes it when it is free.
@@ -118,6 +126,7 @@ async def hold_lease(client: aioredis.Redis[bytes], owner: str, seconds: float) 
 async def sweep(
     client: aioredis.Redis[bytes],
     *,
+    locate: Locate,
     owner: str,
     lease_seconds: float,
     changelog_maxlen: int,
@@ -141,8 +150,10 @@ async def sweep(
             age = policy.max_age(topic)
             if age is None:
                 continue
+            home, index = await locate(ws)
             gone = await _sweep_topic(
-                client,
+                home,
+                index,
                 ws,
                 topic,
                 cutoff_ms=now_ms - age * 1000,
@@ -156,8 +167,23 @@ async def sweep(
     return out
 
 
+def _expired_query(ws: str, topic: str, cutoff_ms: int) -> Query:
+    """The topic's notes last written before the cutoff, oldest first, one batch of keys."""
+    query: Query = (
+        Query(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+            f"@ws:{{{escape_tag(ws)}}} @topic:{{{escape_tag(topic)}}} @updated:[-inf ({cutoff_ms}]"
+        )
+        .no_content()
+        .sort_by("updated", asc=True)
+        .paging(0, BATCH)
+        .dialect(2)
+    )
+    return query
+
+
 async def _sweep_topic(
     client: aioredis.Redis[bytes],
+    index: str,
     ws: str,
     topic: str,
     *,
@@ -166,24 +192,12 @@ async def _sweep_topic(
     changelog_maxlen: int,
 ) -> list[str]:
     gone: list[str] = []
-    start = 0
+    prefix = keys.note(ws, "")
+    query = _expired_query(ws, topic, cutoff_ms)
     while True:
         async with mapped_redis_errors():
-            paths = [
-                p.decode()
-                for p in await client.zrange(keys.by_recent(ws, topic), start, start + BATCH - 1)
-            ]
-            if not paths:
-                return gone
-            pipe = client.pipeline(transaction=False)
-            for path in paths:
-                pipe.hget(keys.note(ws, f"{topic}/{path}"), "updated")
-            times = await pipe.execute()
-        expired = [
-            f"{topic}/{path}"
-            for path, updated in zip(paths, times, strict=True)
-            if updated is not None and int(updated) < cutoff_ms
-        ]
+            result = await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
+        expired = [str(doc.id).removeprefix(prefix) for doc in result.docs]
         deleted = await delete_members(
             client,
             ws,
@@ -193,7 +207,7 @@ async def _sweep_topic(
             written_before_ms=cutoff_ms,
         )
         gone.extend(deleted)
-        if len(expired) < len(paths):
-            return gone  # reached a note young enough to keep: the rest are younger
-        # Whatever was not deleted (written again meanwhile) is still at the front.
-        start += len(expired) - len(deleted)
+        # A short batch was the last; a batch of which nothing went (every note written again
+        # meanwhile, or the index behind) is left to the next pass rather than asked again.
+        if len(expired) < BATCH or not deleted:
+            return gone

@@ -101,7 +101,7 @@ def query_terms(q: str) -> list[str]:
 RESERVED_WORDS = frozenset(["ismissing"])
 
 
-def _tag(value: str) -> str:
+def escape_tag(value: str) -> str:
     return _TAG_SPECIAL.sub(r"\\\1", value)
 
 
@@ -114,9 +114,9 @@ def build_query(
     """
     words = " | ".join(f'"{t}"' if quote_all or t in RESERVED_WORDS else t for t in terms)
     if topics is None:
-        return f"@ws:{{{_tag(workspace)}}} ({words})"
-    topic_filter = "|".join(_tag(t) for t in topics)
-    return f"@ws:{{{_tag(workspace)}}} @topic:{{{topic_filter}}} ({words})"
+        return f"@ws:{{{escape_tag(workspace)}}} ({words})"
+    topic_filter = "|".join(escape_tag(t) for t in topics)
+    return f"@ws:{{{escape_tag(workspace)}}} @topic:{{{topic_filter}}} ({words})"
 
 
 def _query(

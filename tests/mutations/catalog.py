@@ -33,6 +33,8 @@ _BUDGET = (
     "tests/test_properties.py",
 )
 
+_WORKSPACE_GONE = "tests/test_delete.py::test_a_deleted_workspace_is_gone_but_its_audit_and_revocations_outlive_it"  # noqa: E501
+
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="read-scope-check-removed",
@@ -284,6 +286,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         original="age = policy.max_age(topic)",
         replacement="age = policy.max_age_seconds",
         tests=("tests/test_retention.py",),
+    ),
+    Mutation(
+        name="deleted-workspace-stays-registered",
+        why="a workspace deleted whole is still reported by health and swept for retention",
+        path="blackboard_mcp/store/_delete.py",
+        original="await client.srem(keys.workspaces(), ws)",
+        replacement="pass",
+        tests=(_WORKSPACE_GONE,),
+    ),
+    Mutation(
+        name="deleted-workspace-keeps-retention",
+        why="a workspace written again after its delete inherits the old retention settings",
+        path="blackboard_mcp/store/_delete.py",
+        original="await client.delete(keys.retention(ws))",
+        replacement="pass",
+        tests=(_WORKSPACE_GONE,),
     ),
     Mutation(
         name="import-overwrites-existing-notes",

@@ -4,7 +4,11 @@
 
 const TOKEN_KEY = "bb-board-token";
 const FIELDS = ["uri", "digest", "version", "author", "updated", "size"];
-const state = { topic: null, rows: [], sortKey: "updated", sortDir: -1, note: null,
+// Notes a page: list_keys' largest page, or fewer with ?page_size=N (a small screen or a test).
+const MAX_PAGE = 200;
+const PAGE = Math.min(MAX_PAGE,
+  Math.max(1, parseInt(new URLSearchParams(location.search).get("page_size"), 10) || MAX_PAGE));
+const state = { topic: null, rows: [], next: null, sortKey: "updated", sortDir: -1, note: null,
   feed: null, workspace: "" };
 
 function $(id) { return document.getElementById(id); }
@@ -76,16 +80,47 @@ async function loadTopics() {
   return data;
 }
 
+function listPage(topic, limit, after) {
+  const args = { topic: topic, fields: FIELDS, limit: limit, budget_tokens: 100000 };
+  if (after) args.after = after;
+  return callTool("list_keys", args);
+}
+
+// A refresh of the same topic (a change in it) reloads as many notes as were shown, up to
+// one page of list_keys; "More" goes on from there.
 async function openTopic(topic) {
+  const again = state.topic === topic;
   state.topic = topic;
   for (const b of $("topics").querySelectorAll("button")) {
     b.setAttribute("aria-current", String(b.dataset.topic === topic));
   }
   $("notes-title").textContent = "Notes in " + topic;
-  const data = await callTool("list_keys", { topic: topic, fields: FIELDS, limit: 200,
-    budget_tokens: 100000 });
+  const limit = again ? Math.min(MAX_PAGE, Math.max(PAGE, state.rows.length)) : PAGE;
+  const data = await listPage(topic, limit);
+  if (state.topic !== topic) return;  // another topic was opened meanwhile
   state.rows = data.items;
+  state.next = data.next || null;
   renderNotes();
+}
+
+async function moreNotes() {
+  const topic = state.topic, after = state.next;
+  if (!topic || !after) return;
+  const button = $("notes-more");
+  button.disabled = true;
+  try {
+    const data = await listPage(topic, PAGE, after);
+    if (state.topic !== topic || state.next !== after) return;
+    const seen = new Set(state.rows.map(r => r.uri));
+    state.rows = state.rows.concat(data.items.filter(r => !seen.has(r.uri)));
+    state.next = data.next || null;
+    renderNotes();
+  } catch (err) {
+    status("Could not load more notes: " + err.message, true);
+  } finally {
+    button.disabled = false;
+    if (!button.hidden) button.focus();
+  }
 }
 
 function compare(a, b) {
@@ -109,6 +144,10 @@ function renderNotes() {
       el("td", row.updated), el("td", row.size));
     body.append(tr);
   }
+  const more = $("notes-more");
+  more.hidden = !state.next;
+  $("notes-count").textContent = state.rows.length + (state.next ? " shown; more in this topic"
+    : (state.rows.length === 1 ? " note" : " notes"));
 }
 
 function sortBy(key) {
@@ -141,7 +180,8 @@ async function openNote(uri) {
   meta.replaceChildren();
   for (const key of ["version", "kind", "author", "created", "updated", "size", "confidence"]) {
     if (item[key] === undefined) continue;
-    meta.append(el("dt", key), el("dd", item[key]));
+    // "size" is the content's UTF-8 bytes (body or table TSV, not the digest): say so.
+    meta.append(el("dt", key === "size" ? "bytes" : key), el("dd", item[key]));
   }
   $("note-content").textContent = item.body !== undefined ? item.body
     : (item.table !== undefined ? item.table : "");
@@ -313,6 +353,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (state.feed) state.feed.abort();
     location.reload();
   });
+  $("notes-more").addEventListener("click", moreNotes);
   for (const th of $("notes").querySelectorAll("th")) {
     th.querySelector("button").addEventListener("click", () => sortBy(th.dataset.key));
   }
