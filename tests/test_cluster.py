@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -33,7 +34,12 @@ def cluster_gateway(
     redis_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[GatewayProcess]:
     # Given the last node, a replica: any node of the cluster will do.
-    process = start_gateway(redis_cluster.nodes[-1].url, tmp_path_factory.mktemp("cluster-gw"))
+    process = start_gateway(
+        redis_cluster.nodes[-1].url,
+        tmp_path_factory.mktemp("cluster-gw"),
+        # Retention is swept every second, so a test sees it act.
+        extra_env={"BB_RETENTION_SWEEP_SECONDS": "1"},
+    )
     yield process
     stop_gateway(process)
 
@@ -296,3 +302,92 @@ async def test_a_write_waits_for_replicas_and_one_they_did_not_confirm_is_unconf
     finally:
         await one.close()
         await two.close()
+
+
+async def test_export_import_delete_and_retention_work_on_the_cluster(
+    cluster_gateway: GatewayProcess,
+    redis_cluster: LocalCluster,
+    issuer: TokenIssuer,
+    tmp_path: Path,
+) -> None:
+    """The operator's commands route each workspace's keys to its own primary, like the tools.
+
+    Two workspaces whose slots sit on different primaries: one is exported and imported as
+    the other, a topic of the copy is deleted, the original is swept by retention, and the
+    copy is then deleted whole; no node answers CROSSSLOT at any point.
+    """
+    suffix = uuid.uuid4().hex[:6]
+    source = next(
+        f"src{i}-{suffix}"
+        for i in range(64)
+        if redis_cluster.owner_of(f"{{src{i}-{suffix}}}").port
+        != redis_cluster.owner_of(f"{{dst-{suffix}}}").port
+    )
+    target = f"dst-{suffix}"
+    async with mcp_client(cluster_gateway.mcp_url, agent_token(issuer, source)) as client:
+        for args in (
+            {"uri": f"bb://{source}/t/a", "digest": "alpha kafka", "body": "lorem " * 3000 + "end"},
+            {"uri": f"bb://{source}/t/b", "digest": "beta", "body": "short"},
+            {"uri": f"bb://{source}/u/c", "digest": "table", "columns": ["k"], "rows": [["v"]]},
+        ):
+            err, body = await call(client, "update_state", **args)
+            assert not err, body
+        err, body = await call(
+            client,
+            "link_state",
+            src=f"bb://{source}/t/b",
+            rel="supersedes",
+            dst=[f"bb://{source}/t/a"],
+        )
+        assert not err, body
+    for node in redis_cluster.live():
+        node.command("CONFIG", "RESETSTAT")
+
+    dump = tmp_path / "source.jsonl"
+    exported = _cli(redis_cluster, "export", "--workspace", source, "--out", str(dump))
+    assert exported.returncode == 0, exported.stderr
+    imported = _cli(redis_cluster, "import", str(dump), "--workspace", target)
+    assert imported.returncode == 0, imported.stderr
+    async with mcp_client(cluster_gateway.mcp_url, agent_token(issuer, target)) as client:
+        err, body = await call(
+            client,
+            "get_state",
+            uris=[f"bb://{target}/t/a", f"bb://{target}/u/c"],
+            mode="full",
+            budget_tokens=20000,
+        )
+        assert not err, body
+        assert body["items"][0]["body"] == "lorem " * 3000 + "end"
+        # t/b supersedes t/a in the copy too: the link came over with the notes.
+        assert any("superseded" in w for w in body.get("warnings", [])), body
+        err, body = await call(client, "search_keys", q="kafka")
+        assert not err and [i["uri"] for i in body["items"]] == [f"bb://{target}/t/a"], body
+
+        deleted = _cli(redis_cluster, "delete", "--workspace", target, "--topic", "t", "--yes")
+        assert deleted.returncode == 0, deleted.stderr
+        err, body = await call(client, "list_keys")
+        assert not err and [i["uri"] for i in body["items"]] == [f"bb://{target}/u/c"], body
+        err, body = await call(client, "search_keys", q="kafka")
+        assert not err and body["items"] == [], body
+
+    # The gateway's sweeper (every second here) removes the original's notes once they are
+    # older than a second.
+    kept = _cli(redis_cluster, "retention", "set", "--workspace", source, "--max-age", "1s")
+    assert kept.returncode == 0, kept.stderr
+    async with mcp_client(cluster_gateway.mcp_url, agent_token(issuer, source)) as client:
+        deadline = time.monotonic() + 20
+        while True:
+            err, body = await call(client, "list_keys")
+            assert not err, body
+            if not body["items"] or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        assert body["items"] == [], body
+
+    gone = _cli(redis_cluster, "delete", "--workspace", target, "--yes")
+    assert gone.returncode == 0, gone.stderr
+    health = _cli(redis_cluster, "health")
+    assert health.returncode == 0, health.stderr
+    notes = json.loads(health.stdout)["notes"]
+    assert target not in notes and notes.get(source) == 0, notes
+    assert not any("errorstat_CROSSSLOT" in e for e in _slot_errors(redis_cluster).values())
