@@ -9,14 +9,31 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 from cluster_support import LocalCluster, wait_for
+from mcp.client.subscriptions import ResourceUpdated, Subscription
 from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
 
 pytestmark = pytest.mark.slow
+
+
+async def next_uri(sub: Subscription, seconds: float = 10.0) -> str:
+    with anyio.fail_after(seconds):
+        event = await sub.__anext__()
+    assert isinstance(event, ResourceUpdated)
+    return event.uri
+
+
+async def _hears(sub: Subscription, uri: str) -> bool:
+    with anyio.move_on_after(20):
+        while await next_uri(sub, 20) != uri:
+            pass
+        return True
+    return False
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +70,18 @@ async def test_a_killed_primary_fails_calls_fast_then_its_replica_serves_them_un
     )
     victim = doomed_cluster.owner_of(f"{{{ws}}}")
     token = agent_token(issuer, ws)
-    async with mcp_client(waiting_gateway.mcp_url, token) as client:
+    async with (
+        mcp_client(waiting_gateway.mcp_url, token) as client,
+        mcp_client(waiting_gateway.mcp_url, token) as listener,
+        listener.listen(resource_subscriptions=[f"bb://{ws}/t"]) as changes,
+    ):
         for i in range(20):
             err, body = await call(
                 client, "update_state", uri=f"bb://{ws}/t/n{i}", digest=f"kafka {i}", body="b"
             )
             assert not err, body  # acknowledged: its replica has it (BB_WAIT_REPLICAS=1)
         assert httpx.get(waiting_gateway.url + "/readyz").status_code == 200
+        assert await next_uri(changes) == f"bb://{ws}/t/n0"
 
         victim.kill()
         started = time.perf_counter()
@@ -91,6 +113,9 @@ async def test_a_killed_primary_fails_calls_fast_then_its_replica_serves_them_un
         assert err and body["error"]["code"] == "unconfirmed", body
         err, body = await call(client, "get_state", uris=[f"bb://{ws}/t/after"])
         assert not err and body["items"][0]["version"] == 1, body
+        # The listen stream opened before the failover hears of writes after it: its
+        # gateway reads the change log on the promoted replica, from where it stopped.
+        assert await _hears(changes, f"bb://{ws}/t/after")
     wait_for(
         lambda: httpx.get(waiting_gateway.url + "/readyz", timeout=10).status_code == 200,
         timeout=20,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from blackboard_mcp.auth import Grant, RevocationList, TokenRevoked
-from blackboard_mcp.store import Board, Change, Unavailable, failure_reason
+from blackboard_mcp.store import Board, Change, ChangeFeed, Unavailable, failure_reason
 
 from ._errors import GatewayError
 
@@ -209,6 +209,10 @@ class ChangeHub:
                         "change feed of %s: read failed: %s", workspace, failure_reason(exc)
                     )
                     await asyncio.sleep(_RETRY_SECONDS)
+                    if self._board.is_cluster:
+                        # A failover or a reshard moves the workspace to another primary:
+                        # read on there, from the same entry.
+                        feed = await self._reopen(feed, workspace)
                     continue
                 for change in changes:
                     for listener in list(self._listeners.get(workspace, ())):
@@ -216,6 +220,17 @@ class ChangeHub:
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(feed.close())
+
+    async def _reopen(self, feed: ChangeFeed, workspace: str) -> ChangeFeed:
+        try:
+            fresh = await self._board.open_feed(workspace)
+        except Exception as exc:  # the slot map is not readable yet: try again next round
+            log.warning("change feed of %s: cannot reopen: %s", workspace, failure_reason(exc))
+            return feed
+        fresh.continue_from(feed)
+        with contextlib.suppress(Exception):
+            await feed.close()
+        return fresh
 
     async def close(self) -> None:
         """Stop the pumps and end every listener's stream (the gateway is stopping)."""

@@ -79,6 +79,13 @@ class ChangeFeed:
             newest = await self._client.xrevrange(self._key, count=1)
         self._position = newest[0][0].decode() if newest else "0-0"
 
+    def continue_from(self, other: ChangeFeed) -> None:
+        """Read on from where ``other`` (a feed of the same workspace elsewhere) stopped.
+
+        Entry ids are copied to replicas with the entries, so a feed reopened on a promoted
+        replica or on a slot's new primary misses nothing that survived the move."""
+        self._position = other._position
+
     async def next(self, *, block_ms: int, count: int = 512) -> list[Change]:
         """The entries written since the last call (or the feed's start), waiting up to
         ``block_ms`` for one; an empty list when none came."""
