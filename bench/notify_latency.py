@@ -29,7 +29,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _gateway_process import bench_issuer, start_gateway
+from _gateway_process import bench_issuer, bench_token, start_gateway
 from _rawhttp import RawHttpConnection, process_tree_cpu_seconds
 
 from blackboard_mcp.store import EmbeddedRedis
@@ -229,14 +229,7 @@ def main() -> None:
     issuer = bench_issuer()
 
     def token() -> str:
-        return issuer.issue(
-            subject="bench",
-            workspace=WORKSPACE,
-            read=["*"],
-            write=["*"],
-            capabilities=["board_read", "board_write"],
-            ttl_seconds=3600,
-        )
+        return bench_token(workspace=WORKSPACE, ttl_seconds=3600, issuer=issuer)
 
     writer_token = token()
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
