@@ -74,8 +74,8 @@ def start_gateway(
     raise SystemExit("the gateway did not start")
 
 
-def bench_issuer() -> TokenIssuer:
-    signing, _ = keys_from_settings(Settings(jwt_secret=SecretStr(BENCH_SECRET)))
+def bench_issuer(secret: str = BENCH_SECRET) -> TokenIssuer:
+    signing, _ = keys_from_settings(Settings(jwt_secret=SecretStr(secret)))
     assert signing is not None
     return TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
 

@@ -29,7 +29,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _gateway_process import bench_issuer, start_gateway
+from _gateway_process import bench_issuer, bench_token, start_gateway
 from _rawhttp import RawHttpConnection
 from cluster_support import ClusterNode, LocalCluster, cluster_ports, wait_for
 
@@ -137,15 +137,7 @@ async def measure(url: str, args: argparse.Namespace) -> dict[str, object]:
     try:
         issuer = bench_issuer()
         tokens = {
-            ws: issuer.issue(
-                subject="bench",
-                workspace=ws,
-                read=["*"],
-                write=["*"],
-                capabilities=["board_read", "board_write"],
-                ttl_seconds=3600,
-            )
-            for ws in WORKSPACES
+            ws: bench_token(workspace=ws, ttl_seconds=3600, issuer=issuer) for ws in WORKSPACES
         }
         ports = [port for _, port in gateways]
         await write_load(ports, tokens, args.clients, 1.0, "warm")

@@ -34,10 +34,10 @@ from typing import Any, Literal
 
 import httpx
 import orjson
-from pydantic import SecretStr
 
-from blackboard_mcp.auth import TokenIssuer, keys_from_settings
-from blackboard_mcp.settings import Settings
+sys.path.insert(0, str(Path(__file__).parent))
+from _gateway_process import bench_issuer, bench_token
+
 from blackboard_mcp.store import EmbeddedRedis, free_port
 
 SECRET = "bench-secret-" + "f" * 40
@@ -217,16 +217,8 @@ def start_gateways(redis_url: str, workdir: Path, count: int) -> list[Gateway]:
 
 
 def issue_token() -> str:
-    signing, _ = keys_from_settings(Settings(jwt_secret=SecretStr(SECRET)))
-    assert signing is not None
-    issuer = TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
-    return issuer.issue(
-        subject="faults",
-        workspace=WS,
-        read=["*"],
-        write=["*"],
-        capabilities=["board_read", "board_write"],
-        ttl_seconds=3600,
+    return bench_token(
+        workspace=WS, subject="faults", ttl_seconds=3600, issuer=bench_issuer(secret=SECRET)
     )
 
 

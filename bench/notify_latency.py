@@ -28,41 +28,18 @@ from pathlib import Path
 
 import orjson
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).parent))
-from _gateway_process import bench_issuer, start_gateway
+from _gateway_process import bench_issuer, bench_token, start_gateway
 from _rawhttp import RawHttpConnection, process_tree_cpu_seconds
+from listen_support import listen_request
 
 from blackboard_mcp.store import EmbeddedRedis
 
 WORKSPACE = "bench-notify"
-MODERN = "2026-07-28"
 # Only notifications/resources/updated carry a "uri" (the acknowledgement lists its
 # subscriptions under "resourceSubscriptions").
 _URI = re.compile(rb'"uri":"([^"]+)"')
-
-
-def _listen_request(port: int, token: str, uris: list[str]) -> bytes:
-    body = orjson.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": "bench",
-            "method": "subscriptions/listen",
-            "params": {
-                "notifications": {"resourceSubscriptions": uris},
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": MODERN,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
-                },
-            },
-        }
-    )
-    return (
-        f"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
-        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-        f"MCP-Protocol-Version: {MODERN}\r\nMcp-Method: subscriptions/listen\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode() + body
 
 
 async def _one_listener(
@@ -70,7 +47,7 @@ async def _one_listener(
 ) -> bool:
     """Record (uri, time) per event until cancelled; False if the server ended the stream."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(_listen_request(port, token, uris))
+    writer.write(listen_request(f"127.0.0.1:{port}", "/mcp/", token, uris, client="bench"))
     buffer = b""
     try:
         while True:
@@ -229,14 +206,7 @@ def main() -> None:
     issuer = bench_issuer()
 
     def token() -> str:
-        return issuer.issue(
-            subject="bench",
-            workspace=WORKSPACE,
-            read=["*"],
-            write=["*"],
-            capabilities=["board_read", "board_write"],
-            ttl_seconds=3600,
-        )
+        return bench_token(workspace=WORKSPACE, ttl_seconds=3600, issuer=issuer)
 
     writer_token = token()
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:

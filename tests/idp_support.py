@@ -10,6 +10,8 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -168,3 +170,19 @@ class FakeIdP:
 
 def _b64(part: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(part).encode()).decode().rstrip("=")
+
+
+@contextmanager
+def serving_idp(
+    *, rsa: str = "rsa-1", ec: str | None = "ec-1", issuer_path: str = ""
+) -> Iterator[FakeIdP]:
+    """A started IdP with an RSA key and (unless ``ec`` is None) an EC key, stopped after."""
+    provider = FakeIdP(issuer_path=issuer_path)
+    provider.add_rsa(rsa)
+    if ec is not None:
+        provider.add_ec(ec)
+    provider.start()
+    try:
+        yield provider
+    finally:
+        provider.stop()

@@ -23,9 +23,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
 import pytest
+from npm_support import install_failed, locked_versions, npm_ci
 from support import GatewayProcess, agent_token, call, mcp_client
 
 from blackboard_mcp import __version__
@@ -77,14 +78,6 @@ def shell_words(line: str, url: str, token: str) -> list[str]:
 # ---------------------------------------------------------------- the installed clients
 
 
-def _install_failed(reason: str) -> NoReturn:
-    # On CI a missing client is a broken build, not a reason to go green without these tests.
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"npm ci in tests/npm_clients failed: {reason}")
-    gist = "; ".join(line.strip() for line in reason.splitlines()[:3])
-    pytest.skip(f"npm ci in tests/npm_clients failed (no network?): {gist}")
-
-
 def _platform_suffix() -> str:
     machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
     return f"{sys.platform}-{machine.get(platform.machine().lower(), platform.machine())}"
@@ -107,22 +100,6 @@ class Clients:
         return self.modules / name / str(self.package(name)["bin"][command])
 
 
-def _locked_versions() -> dict[str, str]:
-    manifest = json.loads((CLIENTS_DIR / "package.json").read_text())
-    return {**manifest["dependencies"]}
-
-
-def _installed_version(name: str) -> str | None:
-    manifest = CLIENTS_DIR / "node_modules" / name / "package.json"
-    if not manifest.is_file():
-        return None
-    return str(json.loads(manifest.read_text())["version"])
-
-
-def _up_to_date() -> bool:
-    return all(_installed_version(n) == v for n, v in _locked_versions().items())
-
-
 @pytest.fixture(scope="session")
 def clients() -> Clients:
     npm = shutil.which("npm")
@@ -130,22 +107,7 @@ def clients() -> Clients:
         if os.environ.get("CI") == "true":
             pytest.fail("npm is not on PATH; CI must run the client set-up tests")
         pytest.skip("npm is needed on PATH to install the MCP clients of the README")
-    if not _up_to_date():
-        try:
-            completed = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund"],
-                cwd=CLIENTS_DIR,
-                capture_output=True,
-                text=True,
-                timeout=NPM_CI_TIMEOUT_SECONDS,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            _install_failed(f"no result after {NPM_CI_TIMEOUT_SECONDS} s")
-        if completed.returncode != 0:
-            _install_failed(completed.stderr.strip()[-2000:] or f"exit {completed.returncode}")
-        if not _up_to_date():
-            _install_failed("node_modules does not hold the versions package.json pins")
+    npm_ci(npm, CLIENTS_DIR, NPM_CI_TIMEOUT_SECONDS)
     modules = CLIENTS_DIR / "node_modules"
     suffix = _platform_suffix()
     node = modules / f"node-{suffix}" / "bin" / "node"
@@ -154,7 +116,9 @@ def clients() -> Clients:
     claude = modules / "@anthropic-ai" / f"claude-code-{suffix}" / "claude"
     for path in (node, claude):
         if not path.is_file():
-            _install_failed(f"no {path.relative_to(CLIENTS_DIR)} for this platform ({suffix})")
+            install_failed(
+                CLIENTS_DIR, f"no {path.relative_to(CLIENTS_DIR)} for this platform ({suffix})"
+            )
     return Clients(node=str(node), claude=claude, modules=modules)
 
 
@@ -244,7 +208,7 @@ def test_claude_code_add_then_get_reports_the_gateway_connected(
     tmp_path: Path,
 ) -> None:
     entry = readme_entry("Claude Code")
-    assert f"Claude Code {_locked_versions()['@anthropic-ai/claude-code']}" in entry
+    assert f"Claude Code {locked_versions(CLIENTS_DIR)['@anthropic-ai/claude-code']}" in entry
     [add] = command_lines(entry, "claude mcp add")
     [get] = command_lines(entry, "claude mcp get")
     # Claude Code keeps its config under HOME; a fresh one per test, and nothing phones home.
@@ -300,7 +264,7 @@ def test_claude_desktop_config_runs_mcp_remote_over_stdio_with_the_header_only(
     npx_flag, package, *args = server["args"]
     # npx -y <package>@<version>: the version the test installed, so the test runs it.
     assert npx_flag == "-y"
-    assert package == f"mcp-remote@{_locked_versions()['mcp-remote']}"
+    assert package == f"mcp-remote@{locked_versions(CLIENTS_DIR)['mcp-remote']}"
     assert PLACEHOLDER_URL in args
     args = [gateway.mcp_url if a == PLACEHOLDER_URL else a for a in args]
     assert server["env"]["AUTH"] == "Bearer <token>"
@@ -453,7 +417,7 @@ def test_inspector_cli_lists_the_tools_and_calls_one_with_the_header(
     list_line, call_line = command_lines(readme_entry("MCP Inspector (CLI)"), "npx")
     token = notes_token(issuer, workspace)
     launcher = str(clients.bin("@modelcontextprotocol/inspector", "inspector"))
-    version = _locked_versions()["@modelcontextprotocol/inspector"]
+    version = locked_versions(CLIENTS_DIR)["@modelcontextprotocol/inspector"]
     outputs = []
     for line in (list_line, call_line):
         npx, package, *args = shell_words(line, gateway.mcp_url, token)
@@ -515,7 +479,7 @@ def test_the_typescript_snippet_lists_the_tools_and_reads_a_topic(
     workspace: str,
 ) -> None:
     entry = readme_entry("TypeScript (`@modelcontextprotocol/sdk`)")
-    assert f"SDK {_locked_versions()['@modelcontextprotocol/sdk']}" in entry
+    assert f"SDK {locked_versions(CLIENTS_DIR)['@modelcontextprotocol/sdk']}" in entry
     code = fenced(entry, "js")
     assert code.count(PLACEHOLDER_URL) == 1
     script = ts_snippet_dir / f"snippet-{uuid.uuid4().hex[:8]}.mjs"

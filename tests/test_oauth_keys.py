@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from idp_support import FakeIdP
+from idp_support import FakeIdP, serving_idp
 
 from blackboard_mcp.auth import KeySource, KeysUnavailable, UnknownKey
 from blackboard_mcp.store import free_port
@@ -17,22 +17,15 @@ from blackboard_mcp.store import free_port
 
 @pytest.fixture
 def idp() -> Iterator[FakeIdP]:
-    provider = FakeIdP()
-    provider.add_rsa("rsa-1")
-    provider.add_ec("ec-1")
-    provider.start()
-    yield provider
-    provider.stop()
+    with serving_idp() as provider:
+        yield provider
 
 
 @pytest.fixture
 def realm_idp() -> Iterator[FakeIdP]:
     """Keycloak's shape: the issuer has a path, its metadata is OpenID Connect's under it."""
-    provider = FakeIdP(issuer_path="/realms/fleet")
-    provider.add_rsa("rsa-1")
-    provider.start()
-    yield provider
-    provider.stop()
+    with serving_idp(ec=None, issuer_path="/realms/fleet") as provider:
+        yield provider
 
 
 async def test_keys_named_by_url_are_fetched_once_and_cached(idp: FakeIdP) -> None:

@@ -15,7 +15,7 @@ import httpx
 import jwt
 import orjson
 import pytest
-from idp_support import FakeIdP
+from idp_support import FakeIdP, serving_idp
 from support import GatewayProcess, admin_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
@@ -31,12 +31,8 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 
 @pytest.fixture(scope="module")
 def idp() -> Iterator[FakeIdP]:
-    provider = FakeIdP()
-    provider.add_rsa("rsa-1")
-    provider.add_ec("ec-1")
-    provider.start()
-    yield provider
-    provider.stop()
+    with serving_idp() as provider:
+        yield provider
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ Redis. B is started with small limits so that the bounds can be reached.
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import socket
 import time
@@ -20,6 +19,7 @@ import anyio
 import httpx
 import pytest
 import redis.asyncio as aioredis
+from listen_support import listen_request
 from mcp.client.subscriptions import ResourceUpdated, Subscription, SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from support import (
@@ -156,29 +156,7 @@ def _raw_listen(url: str, token: str, uris: list[str]) -> socket.socket:
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect((parts.hostname, parts.port))
-    version = "2026-07-28"
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": "slow-1",
-            "method": "subscriptions/listen",
-            "params": {
-                "notifications": {"resourceSubscriptions": uris},
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": version,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "slow", "version": "0"},
-                },
-            },
-        }
-    ).encode()
-    head = (
-        f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
-        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
-        f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {version}\r\n"
-        f"Mcp-Method: subscriptions/listen\r\nContent-Length: {len(body)}\r\n\r\n"
-    ).encode()
-    sock.sendall(head + body)
+    sock.sendall(listen_request(parts.netloc, parts.path, token, uris, client="slow"))
     sock.settimeout(10)
     first = sock.recv(4096)
     assert b" 200 " in first.split(b"\r\n", 1)[0], first

@@ -14,10 +14,11 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import httpx
 import pytest
+from npm_support import locked_versions, npm_ci
 from support import GatewayProcess, agent_token
 
 from blackboard_mcp import __version__
@@ -34,27 +35,6 @@ CLIENT_TIMEOUT_SECONDS = 120
 FIVE_TOOLS = ["update_state", "get_state", "list_keys", "search_keys", "link_state"]
 
 
-def _pinned_sdk_version() -> str:
-    manifest = json.loads((CLIENT_DIR / "package.json").read_text())
-    return str(manifest["dependencies"][SDK_PACKAGE])
-
-
-def _installed_sdk_version() -> str | None:
-    manifest = CLIENT_DIR / "node_modules" / SDK_PACKAGE / "package.json"
-    if not manifest.is_file():
-        return None
-    return str(json.loads(manifest.read_text())["version"])
-
-
-def _install_failed(reason: str) -> NoReturn:
-    # On CI a missing client is a broken build, not a reason to go green without this test.
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"npm ci in tests/ts_client failed: {reason}")
-    # npm's first lines name the cause (ECONNREFUSED, ENOTFOUND, ...); the rest is log noise.
-    gist = "; ".join(line.strip() for line in reason.splitlines()[:3])
-    pytest.skip(f"npm ci in tests/ts_client failed (no network?): {gist}")
-
-
 @pytest.fixture(scope="session")
 def node() -> str:
     """The node binary, with the client's packages installed from the committed lockfile."""
@@ -64,25 +44,7 @@ def node() -> str:
         if os.environ.get("CI") == "true":
             pytest.fail("node and npm are not on PATH; CI must run the TypeScript MCP client")
         pytest.skip("node and npm are needed on PATH to run the TypeScript MCP client")
-    # A version check rather than a bare existence check, so a bumped pin reinstalls instead
-    # of silently testing the SDK version left over from an earlier checkout.
-    if _installed_sdk_version() != _pinned_sdk_version():
-        try:
-            completed = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund"],
-                cwd=CLIENT_DIR,
-                capture_output=True,
-                text=True,
-                timeout=NPM_CI_TIMEOUT_SECONDS,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            _install_failed(f"no result after {NPM_CI_TIMEOUT_SECONDS} s")
-        else:
-            if completed.returncode != 0:
-                _install_failed(completed.stderr.strip()[-2000:] or f"exit {completed.returncode}")
-        if _installed_sdk_version() != _pinned_sdk_version():
-            _install_failed(f"{SDK_PACKAGE} {_pinned_sdk_version()} is not in node_modules")
+    npm_ci(npm, CLIENT_DIR, NPM_CI_TIMEOUT_SECONDS)
     return node
 
 
@@ -150,7 +112,7 @@ def test_every_tool_call_of_the_client_takes_the_gateway_direct_path(run: Run) -
 
 
 def test_the_client_is_the_pinned_sdk_and_negotiates_its_own_protocol_version(run: Run) -> None:
-    assert run.out["sdkVersion"] == _pinned_sdk_version()
+    assert run.out["sdkVersion"] == locked_versions(CLIENT_DIR)[SDK_PACKAGE]
     server = run.out["server"]
     assert server["info"] == {"name": "blackboard-mcp", "version": __version__}
     assert "expect_version" in server["instructions"]

@@ -10,13 +10,12 @@ from typing import Any
 
 import jwt
 
+from ._decoding import check_lifetime, decode_claims
 from ._errors import (
     BadTokenRequest,
     GrantExceedsIssuer,
     NotAdmin,
-    TokenExpired,
     TokenInvalid,
-    TokenNotYetValid,
     TokenRevoked,
 )
 from ._external import ExternalTokens
@@ -184,29 +183,16 @@ class TokenVerifier:
         except jwt.PyJWTError as exc:
             raise TokenInvalid("the token is not a JWT") from exc
         algorithm, key = self._keys.for_kid(header.get("kid"))
-        try:
-            # The algorithm list comes from the key, never from the token's header.
-            claims: dict[str, Any] = jwt.decode(
-                token,
-                key,
-                algorithms=[algorithm],
-                audience=self._audience,
-                issuer=self._issuer,
-                leeway=self._leeway,
-                options={"require": REQUIRED_CLAIMS},
-            )
-        except jwt.ExpiredSignatureError as exc:
-            raise TokenExpired("the token has expired") from exc
-        except jwt.ImmatureSignatureError as exc:
-            raise TokenNotYetValid("the token is not valid yet") from exc
-        except jwt.PyJWTError as exc:
-            raise TokenInvalid(f"the token was refused: {exc.__class__.__name__}") from exc
-        grant = _grant(claims)
-        # A token from another issuer holding the key is held to the same rules as ours:
-        # a revocation by id or subject is kept for the longest lifetime, no longer.
-        if grant.expires_at - grant.issued_at > self._max_ttl:
-            raise TokenInvalid("the token's lifetime exceeds the board's maximum")
-        return grant
+        claims = decode_claims(
+            token,
+            key,
+            algorithms=[algorithm],
+            audience=self._audience,
+            issuer=self._issuer,
+            leeway=self._leeway,
+            required=REQUIRED_CLAIMS,
+        )
+        return check_lifetime(_grant(claims), self._max_ttl)
 
     async def verify(self, token: str) -> Grant:
         grant = await self.check(token)

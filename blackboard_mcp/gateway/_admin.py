@@ -9,7 +9,6 @@ with the HTTP status of its code, never a stack trace.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
@@ -17,7 +16,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from blackboard_mcp.auth import (
-    AuditRecord,
     AuditSink,
     Grant,
     NotAdmin,
@@ -33,6 +31,7 @@ from blackboard_mcp.auth import (
 )
 from blackboard_mcp.store import Board
 
+from ._admin_audit import audit_admin_action
 from ._admin_bodies import InvalidRevokeBody, IssueBody, RevokeBody, parse_body
 from ._admin_lifecycle import lifecycle_routes
 from ._errors import GatewayError, tool_error
@@ -132,7 +131,7 @@ def admin_routes(
             secrets=list(body.secrets),
             ttl_seconds=body.ttl_seconds,
         )
-        await _audit(audit, admin, "admin.issue", f"sub:{grant.subject}")
+        await audit_admin_action(audit, admin, "admin.issue", f"sub:{grant.subject}")
         return JSONResponse({"token": token, "id": grant.token_id, "expires_at": grant.expires_at})
 
     async def revoke(request: Request) -> Response:
@@ -153,7 +152,7 @@ def admin_routes(
         else:
             assert body.sub is not None  # the model admits exactly one target
             target = await revoker.revoke_subject(admin.workspace, body.sub)
-        await _audit(audit, admin, "admin.revoke", target)
+        await audit_admin_action(audit, admin, "admin.revoke", target)
         return JSONResponse({"revoked": target, "workspace": admin.workspace})
 
     return [
@@ -166,19 +165,3 @@ def admin_routes(
             wrap=lambda handler: _answering_errors(handler, resource),
         ),
     ]
-
-
-async def _audit(audit: AuditSink, admin: Grant, tool: str, target: str) -> None:
-    # An admin acts in its own workspace only, so that is the workspace affected.
-    await audit.record(
-        AuditRecord(
-            at=time.time(),
-            workspace=admin.workspace,
-            subject=admin.subject,
-            tool=tool,
-            addresses=(target,),
-            outcome="ok",
-            duration_ms=0.0,
-            request_id="admin",
-        )
-    )

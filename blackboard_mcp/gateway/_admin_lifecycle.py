@@ -3,7 +3,6 @@ how long it is kept. Audited like every admin call; answered in the admin error 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -12,9 +11,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from blackboard_mcp.auth import AuditRecord, AuditSink, Grant
+from blackboard_mcp.auth import AuditSink, Grant
 from blackboard_mcp.store import Board, DeleteReport
 
+from ._admin_audit import audit_admin_action
 from ._admin_bodies import _Body, parse_body
 from ._errors import GatewayError
 
@@ -77,7 +77,9 @@ def lifecycle_routes(
         report = await board.delete(
             author=admin.subject, workspace=ws, topic=body.topic, uri=body.uri
         )
-        await _audit(audit, admin, "admin.delete", report.target, f"deleted {report.count}")
+        await audit_admin_action(
+            audit, admin, "admin.delete", report.target, f"deleted {report.count}"
+        )
         return JSONResponse(_report(report, dry_run=False))
 
     async def show_retention(request: Request) -> Response:
@@ -93,7 +95,7 @@ def lifecycle_routes(
         )
         where = f"bb://{admin.workspace}/" + (f"{body.topic}/" if body.topic else "")
         setting = "cleared" if body.max_age_seconds is None else f"{body.max_age_seconds}s"
-        await _audit(audit, admin, "admin.retention", where, f"max age {setting}")
+        await audit_admin_action(audit, admin, "admin.retention", where, f"max age {setting}")
         return JSONResponse({"workspace": admin.workspace, **policy.as_json()})
 
     return [
@@ -109,18 +111,3 @@ def _report(report: DeleteReport, *, dry_run: bool) -> dict[str, Any]:
         "would_delete" if dry_run else "deleted": report.count,
         "uris": report.uris,
     }
-
-
-async def _audit(audit: AuditSink, admin: Grant, tool: str, target: str, outcome: str) -> None:
-    await audit.record(
-        AuditRecord(
-            at=time.time(),
-            workspace=admin.workspace,
-            subject=admin.subject,
-            tool=tool,
-            addresses=(target,),
-            outcome=outcome,
-            duration_ms=0.0,
-            request_id="admin",
-        )
-    )
