@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
 
 from . import _keys as keys
 from ._addresses import SCHEME, parse_address, validate_name
@@ -258,11 +259,16 @@ async def forget_workspace(client: aioredis.Redis[bytes], ws: str) -> None:
             await client.sadd(keys.workspaces(), ws)
 
 
-async def deleted_since(
-    client: aioredis.Redis[bytes], workspace: str, since: int, *, limit: int = 1000
-) -> list[tuple[int, str]]:
-    """Up to ``limit`` notes deleted after sequence number ``since``, as (seq, member)."""
-    replies = await client.zrangebyscore(
+def queue_deleted_since(
+    pipe: Pipeline[bytes], workspace: str, since: int, *, limit: int = 1000
+) -> None:
+    """Queue the read of up to ``limit`` notes deleted after sequence number ``since``
+    (decoded by ``decode_deleted``), so a cursor read costs no extra round trip."""
+    pipe.zrangebyscore(
         keys.deleted(workspace), f"({since}", "+inf", start=0, num=limit, withscores=True
     )
-    return [(int(score), member.decode()) for member, score in replies]
+
+
+def decode_deleted(reply: list[tuple[bytes, float]]) -> list[tuple[int, str]]:
+    """The queued read's reply as (seq, member), oldest deletion first."""
+    return [(int(score), member.decode()) for member, score in reply]

@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from . import _keys as keys
 from ._addresses import Address, parse_address, validate_name
 from ._budget import Entry, Render, check_budget, finish, fit, plan, position_ranges
-from ._delete import deleted_since
+from ._delete import decode_deleted, queue_deleted_since
 from ._errors import InvalidArgument
 from ._links import decode_links, link_warnings
 from ._notes import KINDS
@@ -60,16 +60,22 @@ async def _fetch_meta(
     workspace: str,
     addresses: Sequence[Address],
     names: list[str] = META_FIELDS,
-) -> tuple[Fetched, int]:
-    """One pipeline for every note's small fields and both link sets, and the workspace's
-    change sequence number (the read's cursor). Content is never fetched here."""
+    *,
+    deletions_after: int | None = None,
+) -> tuple[Fetched, int, list[tuple[int, str]]]:
+    """One pipeline for every note's small fields and both link sets, the workspace's
+    change sequence number (the read's cursor) and, for a cursor read, the notes deleted
+    after ``deletions_after``. Content is never fetched here."""
     pipe = client.pipeline(transaction=False)
+    if deletions_after is not None:
+        queue_deleted_since(pipe, workspace, deletions_after)
     for address in addresses:
         pipe.hmget(keys.note(address.workspace, address.member), names)
         pipe.smembers(keys.links_out(address.workspace, address.member))
         pipe.smembers(keys.links_in(address.workspace, address.member))
     pipe.get(keys.sequence(workspace))
     replies = await pipe.execute()
+    deleted = decode_deleted(replies.pop(0)) if deletions_after is not None else []
     cursor = int(replies.pop() or 0)
     out: Fetched = []
     for i in range(len(addresses)):
@@ -79,7 +85,7 @@ async def _fetch_meta(
             continue
         note = {f: _text(v) for f, v in zip(names, values, strict=True)}
         out.append((note, outgoing, incoming))
-    return out, cursor
+    return out, cursor, deleted
 
 
 async def _fetch_content(
@@ -199,7 +205,7 @@ async def get_state(
     index = {a: i for i, a in enumerate(addresses)}
     slot = [index[a] for a in given]
     async with mapped_redis_errors():
-        fetched, cursor = await _fetch_meta(
+        fetched, cursor, _ = await _fetch_meta(
             client, addresses[0].workspace, addresses, fields_for(checked_mode, checked_fields)
         )
         built = _entries(
@@ -274,17 +280,15 @@ async def list_keys(
         )
         addresses = [Address(workspace, r.topic, r.path) for r in rows]
         names = META_FIELDS if checked_mode == "table" else fields_for(checked_mode, checked_fields)
-        fetched, now = await _fetch_meta(client, workspace, addresses, names)
-        gone = (
-            [
-                (seq, member)
-                for seq, member in await deleted_since(client, workspace, since)
-                # Not ``in topics``: a topic deleted whole is no longer among the known ones.
-                if _shown_topic(member.split("/", 1)[0], topic, readable)
-            ]
-            if since is not None
-            else []
+        fetched, now, deleted = await _fetch_meta(
+            client, workspace, addresses, names, deletions_after=since
         )
+        gone = [
+            (seq, member)
+            for seq, member in deleted
+            # Not ``in topics``: a topic deleted whole is no longer among the known ones.
+            if _shown_topic(member.split("/", 1)[0], topic, readable)
+        ]
         if checked_mode == "table":
             entry_mode: Any = "digest"
         else:
