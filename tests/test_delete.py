@@ -67,17 +67,33 @@ async def seed(gateway: GatewayProcess, token: str, ws: str) -> int:
     return int(listing["cursor"])
 
 
+@pytest.fixture
+def token(issuer: TokenIssuer, workspace: str) -> str:
+    return agent_token(issuer, workspace)
+
+
+@pytest.fixture
+def env(tmp_path: Path, redis_server: EmbeddedRedis) -> dict[str, str]:
+    """The CLI's environment, on the Redis the session gateway uses."""
+    return on_redis(tmp_path, redis_server.url)
+
+
+@pytest.fixture
+async def cursor(gateway: GatewayProcess, token: str, workspace: str) -> int:
+    """The workspace seeded (``seed``); the cursor taken before any delete."""
+    return await seed(gateway, token, workspace)
+
+
 async def test_deleting_a_topic_removes_it_whole_and_leaves_the_others_untouched(
     gateway: GatewayProcess,
     redis_server: EmbeddedRedis,
     issuer: TokenIssuer,
     workspace: str,
-    tmp_path: Path,
+    token: str,
+    cursor: int,
+    env: dict[str, str],
 ) -> None:
-    token = agent_token(issuer, workspace)
-    cursor = await seed(gateway, token, workspace)
     url = gateway.mcp_url
-    env = on_redis(tmp_path, redis_server.url)
     before = await tool(url, token, "get_state", uris=[f"bb://{workspace}/kept/note"], mode="full")
 
     dry = run_cli("delete", "--workspace", workspace, "--topic", "doomed", env=env)
@@ -146,16 +162,10 @@ async def test_deleting_a_topic_removes_it_whole_and_leaves_the_others_untouched
     assert deletes[0]["outcome"] == "deleted 4"
 
 
+@pytest.mark.usefixtures("cursor")
 async def test_deleting_one_note_by_uri_and_a_missing_one_is_not_found(
-    gateway: GatewayProcess,
-    redis_server: EmbeddedRedis,
-    issuer: TokenIssuer,
-    workspace: str,
-    tmp_path: Path,
+    gateway: GatewayProcess, workspace: str, token: str, env: dict[str, str]
 ) -> None:
-    token = agent_token(issuer, workspace)
-    await seed(gateway, token, workspace)
-    env = on_redis(tmp_path, redis_server.url)
     uri = f"bb://{workspace}/doomed/plan"
     done = run_cli("delete", "--workspace", workspace, "--uri", uri, "--yes", env=env)
     assert done.returncode == 0, done.stderr
@@ -171,16 +181,14 @@ async def test_deleting_one_note_by_uri_and_a_missing_one_is_not_found(
     assert "not in workspace other" in elsewhere.stderr
 
 
+@pytest.mark.usefixtures("cursor")
 async def test_deleting_a_workspace_removes_every_note_of_it(
     gateway: GatewayProcess,
     redis_server: EmbeddedRedis,
-    issuer: TokenIssuer,
     workspace: str,
-    tmp_path: Path,
+    token: str,
+    env: dict[str, str],
 ) -> None:
-    token = agent_token(issuer, workspace)
-    await seed(gateway, token, workspace)
-    env = on_redis(tmp_path, redis_server.url)
     done = run_cli("delete", "--workspace", workspace, "--yes", env=env)
     assert done.returncode == 0, done.stderr
     assert "deleted 6 notes" in done.stdout
@@ -205,16 +213,10 @@ def health_notes(env: dict[str, str]) -> dict[str, int]:
 
 
 async def test_a_deleted_workspace_is_gone_but_its_audit_and_revocations_outlive_it(
-    gateway: GatewayProcess,
-    redis_server: EmbeddedRedis,
-    issuer: TokenIssuer,
-    workspace: str,
-    tmp_path: Path,
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, token: str, env: dict[str, str]
 ) -> None:
-    token = agent_token(issuer, workspace)
     url = gateway.mcp_url
     await write(url, token, uri=f"bb://{workspace}/t/n", digest="d", body="b")
-    env = on_redis(tmp_path, redis_server.url)
     set_age = run_cli("retention", "set", "--workspace", workspace, "--max-age", "7d", env=env)
     assert set_age.returncode == 0, set_age.stderr
     leaked = agent_token(issuer, workspace, sub="leaky")
@@ -251,15 +253,10 @@ def post(gateway: GatewayProcess, token: str, body: object) -> httpx.Response:
     )
 
 
+@pytest.mark.usefixtures("cursor")
 async def test_an_admin_deletes_over_http_within_its_own_workspace_only(
-    gateway: GatewayProcess,
-    redis_server: EmbeddedRedis,
-    issuer: TokenIssuer,
-    workspace: str,
-    tmp_path: Path,
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, token: str, env: dict[str, str]
 ) -> None:
-    token = agent_token(issuer, workspace)
-    await seed(gateway, token, workspace)
     admin = admin_token(issuer, workspace, sub="ops-alice")
 
     answer = post(gateway, agent_token(issuer, workspace), {"topic": "doomed"})
@@ -288,7 +285,7 @@ async def test_an_admin_deletes_over_http_within_its_own_workspace_only(
         "--workspace",
         workspace,
         "--json",
-        env=on_redis(tmp_path, redis_server.url),
+        env=env,
     )
     records = [json.loads(line) for line in tail.stdout.splitlines()]
     assert [(r["subject"], r["tool"], r["outcome"]) for r in records if "delete" in r["tool"]] == [
