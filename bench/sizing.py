@@ -7,11 +7,16 @@ and the rest (the topic listings and the change log), and checks that search sti
 note by a word of its digest and by a word of its body. Each layout is loaded into the same
 emptied Redis in turn, in one run:
 
-- ``now``: this version (the index without term offsets, notes kept as listpacks).
-- ``before``: the index with term offsets, each note a hash table (Redis's default
+- ``now``: this version: a notes index of document ids only (no term offsets, frequencies or
+  field flags) beside a digests index, notes kept as listpacks.
+- ``v2``: the one index of the previous release (without term offsets, the digest weighted 5).
+- ``before``: that index with term offsets, each note a hash table (Redis's default
   ``hash-max-listpack-value`` of 64 bytes), as the first release stored them.
-- with ``--options``, this version plus each further index option, to show what it would
-  save; what each one costs is in docs/operations.md ("Search index options").
+- with ``--options``, ``v2`` plus further options of its one index, to show what each saves;
+  what each one costs is in docs/operations.md ("Search index options").
+
+The old layouts' notes are written by this version's store, so "other" (the per-topic sorted
+sets, the change log) is this version's in every row.
 
     python bench/sizing.py [--notes 3000] [--body-bytes 1024] [--options]
     python bench/sizing.py --notes 100000      # the issue's size; about 10 minutes here
@@ -33,27 +38,32 @@ import redis.asyncio as aioredis
 
 from blackboard_mcp.store import Board, EmbeddedRedis
 from blackboard_mcp.store._embedded import NOTE_LISTPACK_VALUE_BYTES
-from blackboard_mcp.store._index import SCHEMA as FIELDS
+from blackboard_mcp.store._index import ensure_index
 from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX
 
-# The store's own fields, so the layouts differ only in their options.
-SCHEMA = ["SCHEMA", *(arg for field in FIELDS for arg in field.redis_args())]
+# The fields of the single index of the first two releases: the digest weighted 5, the update
+# time sortable.
+OLD_SCHEMA = (
+    "SCHEMA", "ws", "TAG", "topic", "TAG", "kind", "TAG", "digest", "TEXT", "WEIGHT", "5.0",
+    "body", "TEXT", "stext", "TEXT", "updated", "NUMERIC", "SORTABLE",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Layout:
     name: str
     listpack_value: int
-    index_options: tuple[str, ...]
+    # The old single index's options; None: this version's indexes (store/_index.py).
+    index_options: tuple[str, ...] | None
 
 
-NOW = Layout("now", NOTE_LISTPACK_VALUE_BYTES, ("NOOFFSETS",))
+NOW = Layout("now", NOTE_LISTPACK_VALUE_BYTES, None)
+V2 = Layout("v2", NOTE_LISTPACK_VALUE_BYTES, ("NOOFFSETS",))
 BEFORE = Layout("before", 64, ())
 OPTIONS = [
-    Layout("now + NOFREQS", NOTE_LISTPACK_VALUE_BYTES, ("NOOFFSETS", "NOFREQS")),
-    Layout("now + NOFIELDS", NOTE_LISTPACK_VALUE_BYTES, ("NOOFFSETS", "NOFIELDS")),
+    Layout("v2 + NOFREQS", NOTE_LISTPACK_VALUE_BYTES, ("NOOFFSETS", "NOFREQS")),
     Layout(
-        "now + NOFREQS + NOFIELDS",
+        "v2 + NOFREQS + NOFIELDS",
         NOTE_LISTPACK_VALUE_BYTES,
         ("NOOFFSETS", "NOFREQS", "NOFIELDS"),
     ),
@@ -68,11 +78,16 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
     sync = redis.Redis.from_url(url)
     sync.flushall()
     sync.config_set("hash-max-listpack-value", layout.listpack_value)
-    # Created here with the layout's options; Board.start() finds it by name and keeps it.
-    sync.execute_command(
-        "FT.CREATE", INDEX_NAME, "ON", "HASH", "PREFIX", 1, NOTE_PREFIX, *layout.index_options,
-        *SCHEMA,
-    )  # fmt: skip
+    if layout.index_options is None:
+        async with aioredis.Redis.from_url(url) as client:
+            await ensure_index(client)
+    else:
+        # An old layout's one index, under this version's name so that search finds it (the
+        # probe's search then adds the digests index, after the measurement).
+        sync.execute_command(
+            "FT.CREATE", INDEX_NAME, "ON", "HASH", "PREFIX", 1, NOTE_PREFIX,
+            *layout.index_options, *OLD_SCHEMA,
+        )  # fmt: skip
     before = int(sync.info("memory")["used_memory"])
     rng = random.Random(7)
     words = _words(rng)
@@ -85,8 +100,8 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
             length += len(out[-1]) + 1
         return " ".join(out)[:size]
 
+    # Not started: start() would add this version's indexes to an old layout.
     board = Board(client=aioredis.Redis.from_url(url))
-    await board.start()
     started = time.monotonic()
     # The same notes for every layout: the generator is seeded and drawn in order.
     batch = [(f"n{i}", text(80), text(body_bytes)) for i in range(notes)]
@@ -106,12 +121,12 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
 
     await asyncio.gather(*(writer() for _ in range(16)))
     load_s = time.monotonic() - started
-    while int(sync.ft(INDEX_NAME).info()["indexing"]):
+    indexes = [n.decode() for n in sync.execute_command("FT._LIST")]
+    while any(int(sync.ft(n).info()["indexing"]) for n in indexes):
         await asyncio.sleep(0.1)
     await asyncio.sleep(0.5)
     after = int(sync.info("memory")["used_memory"])
-    info = sync.ft(INDEX_NAME).info()
-    index_bytes = float(info["total_index_memory_sz_mb"]) * 1e6
+    index_bytes = sum(float(sync.ft(n).info()["total_index_memory_sz_mb"]) * 1e6 for n in indexes)
     notes_bytes = sum(
         sync.memory_usage(key, samples=0) or 0
         for key in sync.scan_iter(match=f"{NOTE_PREFIX}*", count=10_000)
@@ -140,7 +155,7 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
 
 
 async def run(notes: int, body_bytes: int, options: bool) -> None:
-    layouts = [BEFORE, NOW, *(OPTIONS if options else [])]
+    layouts = [BEFORE, V2, NOW, *(OPTIONS if options else [])]
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
         redis.Redis.from_url(server.url).config_set("appendonly", "no")
         print(f"{notes:,} notes, body {body_bytes} B, digest 80 B; Redis used_memory / payload")

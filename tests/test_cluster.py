@@ -27,6 +27,7 @@ from support import (
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, BoardLimits, Unconfirmed
+from blackboard_mcp.store._keys import INDEX_NAME, digest_index
 
 
 @pytest.fixture(scope="module")
@@ -258,9 +259,12 @@ async def test_gateways_starting_at_once_leave_one_index_per_primary(
         await asyncio.gather(*(board.start() for board in boards))
         for node in redis_cluster.primary_nodes():
             names = node.command("FT._LIST")
-            assert isinstance(names, list) and len(names) == 1, (node.port, names)
-            # Named for a slot this very primary owns, so FT.SEARCH is not redirected.
-            tag = names[0].decode().split("{", 1)[1].rstrip("}")
+            assert isinstance(names, list) and len(names) == 2, (node.port, names)
+            # Named for a slot this very primary owns, so FT.SEARCH is not redirected; the
+            # digests index beside it carries the same hash tag.
+            notes_index = next(n.decode() for n in names if n.startswith(INDEX_NAME.encode()))
+            assert {n.decode() for n in names} == {notes_index, digest_index(notes_index)}
+            tag = notes_index.split("{", 1)[1].rstrip("}")
             assert redis_cluster.owner_of(tag).port == node.port
         # Ready once each new index has scanned the notes already on its primary.
         deadline = time.monotonic() + 20

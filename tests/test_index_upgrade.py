@@ -7,13 +7,14 @@ keeping the notes.
 
 from __future__ import annotations
 
+import pytest
 import redis
 import redis.asyncio as aioredis
 from store_support import raw
 
 from blackboard_mcp.store import Board
 from blackboard_mcp.store._index import wait_until_indexed
-from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX
+from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX, digest_index
 
 # The first index as its release created it: the same fields, term offsets kept.
 V1_CREATE = [
@@ -50,6 +51,13 @@ V1_CREATE = [
     "SORTABLE",
 ]
 
+# The second, as its release created it: one index, without term positions.
+V2_CREATE = ["bb-notes-v2" if arg == "bb-notes-v1" else arg for arg in V1_CREATE[:7]] + [
+    "NOOFFSETS",
+    *V1_CREATE[7:],
+]
+CURRENT = {INDEX_NAME, digest_index(INDEX_NAME)}
+
 
 def _indexes(url: str) -> set[str]:
     client = raw(url)
@@ -59,10 +67,11 @@ def _indexes(url: str) -> set[str]:
         client.close()
 
 
+@pytest.mark.parametrize("create", [V1_CREATE, V2_CREATE], ids=["v1", "v2"])
 async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_index_is_gone(
-    redis_url: str,
+    redis_url: str, create: list[str]
 ) -> None:
-    raw(redis_url).execute_command(*V1_CREATE)
+    raw(redis_url).execute_command(*create)
     old = Board(client=aioredis.Redis.from_url(redis_url))
     for i in range(30):
         await old.update_state(
@@ -72,15 +81,16 @@ async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_ind
             body="the hidden word is ptarmigan" if i == 11 else "plain body",
         )
     await old.client.aclose()  # type: ignore[attr-defined]
-    assert _indexes(redis_url) == {"bb-notes-v1"}
+    assert _indexes(redis_url) == {create[1]}
 
     board = Board(client=aioredis.Redis.from_url(redis_url))
     try:
         await board.start()
         assert await wait_until_indexed(board.client, timeout=10)
-        assert _indexes(redis_url) == {INDEX_NAME}
+        assert _indexes(redis_url) == CURRENT
         info = await board.client.ft(INDEX_NAME).info()  # type: ignore[no-untyped-call]
-        assert b"NOOFFSETS" in info["index_options"] or "NOOFFSETS" in info["index_options"]
+        options = {o.decode() if isinstance(o, bytes) else o for o in info["index_options"]}
+        assert {"NOOFFSETS", "NOFREQS", "NOFIELDS"} <= options
         by_digest = await board.search_keys(workspace="up", q="walrus")
         assert [i["uri"] for i in by_digest["items"]] == ["bb://up/t/n7"]
         assert by_digest["items"][0]["digest"] == "note 7 about walrus migration"
@@ -91,7 +101,7 @@ async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_ind
         assert read["items"][0]["body"] == "the hidden word is ptarmigan"
         # A second start (another worker, a restart) has nothing left to drop.
         await board.start()
-        assert _indexes(redis_url) == {INDEX_NAME}
+        assert _indexes(redis_url) == CURRENT
     finally:
         await board.close()
 

@@ -6,7 +6,7 @@ import pytest
 from store_support import WS, uri
 
 from blackboard_mcp.store import Board, InvalidArgument, StoreError, TooLarge
-from blackboard_mcp.store._keys import INDEX_NAME
+from blackboard_mcp.store._keys import INDEX_NAME, digest_index
 
 AUTHOR = "agent"
 
@@ -276,9 +276,10 @@ async def test_invalid_search_arguments_are_refused(
     assert info.value.details["argument"] == argument
 
 
-async def test_search_works_after_the_index_was_dropped(board: Board) -> None:
+@pytest.mark.parametrize("index", [INDEX_NAME, digest_index(INDEX_NAME)], ids=["notes", "digests"])
+async def test_search_works_after_the_index_was_dropped(board: Board, index: str) -> None:
     await seed(board)
-    await board.client.execute_command("FT.DROPINDEX", INDEX_NAME)
+    await board.client.execute_command("FT.DROPINDEX", index)
     # The index is rebuilt from the notes on the first search that misses it, and that
     # search answers from the whole rebuilt index, not from the part scanned so far.
     response = await board.search_keys(workspace=WS, q="kafka", topic="t")

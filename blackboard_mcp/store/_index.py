@@ -7,7 +7,7 @@ import logging
 import time
 
 import redis.asyncio as aioredis
-from redis.commands.search.field import NumericField, TagField, TextField
+from redis.commands.search.field import Field, NumericField, TagField, TextField
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.exceptions import ResponseError
 
@@ -16,22 +16,42 @@ from ._redis_errors import mapped_redis_errors
 
 log = logging.getLogger(__name__)
 
+# How much more a digest match counts than a match anywhere in the note (store/_search.py).
 DIGEST_WEIGHT = 5.0
 
-SCHEMA = (
+# Two indexes over the same notes. The notes index keeps, per word, only which notes hold it
+# (no positions, frequencies or field flags: under half the memory of the index with them);
+# the digests index, over the digests alone, is what ranks a digest match above a body-only
+# match, which without field flags the notes index cannot tell apart.
+SCHEMA: tuple[Field, ...] = (
     TagField("ws"),
     TagField("topic"),
     TagField("kind"),
-    TextField("digest", weight=DIGEST_WEIGHT),
+    TextField("digest"),
     TextField("body"),
     # The searchable head of an offloaded body (see _writes.SEARCH_TEXT_BYTES).
     TextField("stext"),
-    NumericField("updated", sortable=True),
+    # Not SORTABLE: the retention sweep sorts a batch by it, which RediSearch does from the
+    # documents; a sort vector in the index cost every note about 20 bytes.
+    NumericField("updated"),
 )
+DIGEST_SCHEMA: tuple[Field, ...] = (TagField("ws"), TagField("topic"), TextField("digest"))
 
 
 async def ensure_index(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAME) -> bool:
-    """Create the index unless it exists. Returns True when it was created now."""
+    """Create the notes index ``name`` and its digests index unless they exist.
+
+    Returns True when either was created now.
+    """
+    created = False
+    for index, schema in ((name, SCHEMA), (keys.digest_index(name), DIGEST_SCHEMA)):
+        if await _create(client, index, schema):
+            log.info("created search index %s", index)
+            created = True
+    return created
+
+
+async def _create(client: aioredis.Redis[bytes], name: str, schema: tuple[Field, ...]) -> bool:
     async with mapped_redis_errors():
         try:
             await client.ft(name).info()  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
@@ -41,13 +61,16 @@ async def ensure_index(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAM
                 raise
         try:
             await client.ft(name).create_index(
-                SCHEMA,
+                list(schema),
                 definition=IndexDefinition(prefix=[keys.NOTE_PREFIX], index_type=IndexType.HASH),  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
                 # NOOFFSETS: no term positions. They serve exact phrases, SLOP/INORDER and
-                # highlighting, none of which search_keys asks for (it ORs single words);
-                # they were a third of the index's memory. Field flags and frequencies
-                # stay: without them a digest match no longer ranks above a body match.
+                # highlighting, none of which search_keys asks for (it ORs single words).
                 no_term_offsets=True,
+                # NOFREQS: a word counts once per note however often it occurs in it.
+                no_term_frequencies=True,
+                # NOFIELDS: no record of which field held a word; the digests index has one
+                # text field, and the notes index is not asked about fields.
+                no_field_flags=True,
                 # Notes are small summaries; stop-word removal would make "the plan" match
                 # everything with "plan" and nothing else, which is what we want anyway,
                 # so keep RediSearch's defaults.
@@ -57,7 +80,6 @@ async def ensure_index(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAM
             if "already exists" not in str(exc).lower():
                 raise
             return False
-    log.info("created search index %s", name)
     return True
 
 
@@ -84,14 +106,16 @@ async def retire_old_indexes(client: aioredis.Redis[bytes]) -> list[str]:
 
 
 async def index_ready(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAME) -> bool:
-    """True when the index exists and has finished its initial scan."""
-    async with mapped_redis_errors():
-        try:
-            info = await client.ft(name).info()  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
-        except ResponseError:
+    """True when the notes index and its digests index exist and have finished their scans."""
+    for index in (name, keys.digest_index(name)):
+        async with mapped_redis_errors():
+            try:
+                info = await client.ft(index).info()  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+            except ResponseError:
+                return False
+        if str(info.get("indexing", 0)) not in ("0", "0.0", "b'0'"):
             return False
-    indexing = info.get("indexing", 0)
-    return str(indexing) in ("0", "0.0", "b'0'")
+    return True
 
 
 async def wait_until_indexed(

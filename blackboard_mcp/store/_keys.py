@@ -8,9 +8,19 @@ transaction touches one workspace only).
 from __future__ import annotations
 
 NOTE_PREFIX = "bbn:"
-INDEX_NAME = "bb-notes-v2"
+INDEX_NAME = "bb-notes-v3"
+# The digests-only index beside each notes index (store/_index.py): its name with this prefix.
+DIGEST_INDEX_PREFIX = "bb-digests-v1"
 # Earlier versions' indexes over the same notes, dropped (never with DD) when a board starts.
-RETIRED_INDEX_NAMES = ("bb-notes-v1",)
+RETIRED_INDEX_NAMES = ("bb-notes-v1", "bb-notes-v2")
+
+
+def digest_index(index: str) -> str:
+    """The digests index that goes with the notes index ``index`` (a cluster primary's too).
+
+    A primary's index is ``INDEX_NAME`` plus a hash tag; its digests index keeps the tag.
+    """
+    return DIGEST_INDEX_PREFIX + index.removeprefix(INDEX_NAME)
 
 
 def note(workspace: str, member: str) -> str:

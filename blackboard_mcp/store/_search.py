@@ -1,5 +1,10 @@
 """search_keys: RediSearch over digests (weighted higher) and bodies, inside the caller's topics.
 
+Two queries, one round trip each, side by side: the notes index finds the notes holding any
+of the words anywhere, the digests index the ones holding them in their digests. A note's
+score is its notes-index score plus DIGEST_WEIGHT times its digests-index score, so a digest
+match ranks above a note that matches the same words in its body only.
+
 The caller's text never reaches the query parser as syntax: it is cut into plain words, and
 the workspace and topic filters are built by the server from validated names. Whatever the
 text holds (``*``, ``@topic:{x}``, ``-``, ``|``, quotes, braces), it can only add words.
@@ -7,6 +12,7 @@ text holds (``*``, ``@topic:{x}``, ``-``, ``|``, quotes, braces), it can only ad
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from typing import Any
@@ -19,7 +25,7 @@ from . import _keys as keys
 from ._addresses import validate_name
 from ._budget import DEFAULT_BUDGET, Entry, finish, fit, plan
 from ._errors import InvalidArgument, TooLarge, Unavailable
-from ._index import ensure_index, wait_until_indexed
+from ._index import DIGEST_WEIGHT, ensure_index, wait_until_indexed
 from ._links import decode_links, link_warnings
 from ._notes import require_text
 from ._redis_errors import mapped_redis_errors
@@ -185,7 +191,7 @@ async def search_keys(
             return _envelope(counter, [], warnings, cursor)
         query = _query(workspace, topics, terms, limit, quote_all=False)
         try:
-            result = await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
+            scored = await _scores(client, index, query)
         except ResponseError as exc:
             message = str(exc).lower()
             if "syntax error" in message:
@@ -203,9 +209,10 @@ async def search_keys(
                     )
             else:
                 raise Unavailable("the search index could not answer this query") from exc
-            result = await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
+            scored = await _scores(client, index, query)
         prefix = len(keys.note(workspace, ""))
-        found = [(str(doc.id)[prefix:], float(doc.score)) for doc in result.docs]
+        ranked = sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        found = [(key[prefix:], score) for key, score in ranked]
         pipe = client.pipeline(transaction=False)
         for member, _ in found:
             pipe.hmget(keys.note(workspace, member), ["uri", "digest"])
@@ -222,6 +229,26 @@ async def search_keys(
         item = {"uri": uri, "digest": digest, "score": score}
         entries.append(Entry(uri, item, link_warnings(uri, links)))
     return _envelope(counter, entries, warnings, cursor)
+
+
+async def _scores(client: aioredis.Redis[bytes], index: str, query: Query) -> dict[str, float]:
+    """Each hit's key and score: its notes-index score plus the weighted digests-index score.
+
+    Each index answers its top ``limit``; a note in the digests index's top but not in the
+    notes index's (many better body matches) is scored by its digest alone.
+    """
+    notes, digests = await asyncio.gather(
+        _search(client, index, query), _search(client, keys.digest_index(index), query)
+    )
+    scores = {str(doc.id): float(doc.score) for doc in notes.docs}
+    for doc in digests.docs:
+        key = str(doc.id)
+        scores[key] = scores.get(key, 0.0) + DIGEST_WEIGHT * float(doc.score)
+    return scores
+
+
+async def _search(client: aioredis.Redis[bytes], index: str, query: Query) -> Any:
+    return await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
 
 
 def _readable_links(
