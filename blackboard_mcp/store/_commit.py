@@ -34,9 +34,8 @@ if ARGV[3] ~= 'link' then
   end
   redis.call('HSET', KEYS[2], unpack(fields))
   redis.call('ZADD', KEYS[3], seq, ARGV[1])
-  redis.call('ZADD', KEYS[4], seq, ARGV[1])
 end
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[2], '*',
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[2], '*',
   'seq', seq, 'op', ARGV[3], 'uri', ARGV[4], 'version', ARGV[5], 'author', ARGV[6],
   'at', now)
 return seq
@@ -68,10 +67,9 @@ def queue_commit(
     flat = [v for pair in (note_fields or {}).items() for v in pair]
     pipe.eval(
         _SCRIPT,
-        5,
+        4,
         keys.sequence(workspace),
         keys.note(workspace, member),
-        keys.by_recent(workspace, topic),
         keys.by_kind(workspace, topic, kind),
         keys.changelog(workspace),
         path,

@@ -48,6 +48,7 @@ def topics(workspace: str) -> str:
 
 
 def by_recent(workspace: str, topic: str) -> str:
+    """Earlier versions' set of a topic's notes by recency, no longer written (_upgrade.py)."""
     return f"bbt:{{{workspace}}}:{topic}"
 
 
@@ -109,6 +110,7 @@ def member_prefixes(workspace: str) -> dict[str, str]:
         "note": note(workspace, ""),
         "links_out": links_out(workspace, ""),
         "links_in": links_in(workspace, ""),
+        # Earlier versions' sets: a delete still removes its notes from any left behind.
         "by_recent": by_recent(workspace, ""),
         "by_name": by_name(workspace, ""),
         "by_version": by_version(workspace, ""),

@@ -2,7 +2,8 @@
 
 Every order is a total order on a key that belongs to the note:
 
-- ``recent``: the sequence number of the note's last write, newest first (unique per workspace);
+- ``recent``: the sequence number of the note's last write, newest first (unique per workspace),
+  read from the topic's sets by kind (there is no set of all its notes by recency);
 - ``version``: the version, highest first, then topic, then path;
 - ``name``: topic, then path;
 - a change feed (``cursor=``): the sequence number, oldest first.
@@ -28,6 +29,7 @@ import redis.asyncio as aioredis
 
 from . import _keys as keys
 from ._errors import InvalidArgument
+from ._notes import KINDS
 
 Order = Literal["recent", "name", "version"]
 ORDERS: tuple[Order, ...] = ("recent", "name", "version")
@@ -222,17 +224,20 @@ async def _chunk(
     if after is not None and feed == "name" and topic < after.topic:
         return []
     if feed in ("recent", "changes"):
-        key = keys.by_kind(workspace, topic, kind) if kind else keys.by_recent(workspace, topic)
-        if feed == "changes":
-            low = max(since or 0, after.score if after else 0)
-            reply = await client.zrangebyscore(
-                key, f"({low}", "+inf", start=0, num=want, withscores=True
-            )
-        else:
-            high = f"({after.score}" if after else "+inf"
-            reply = await client.zrevrangebyscore(
-                key, high, "-inf", start=0, num=want, withscores=True
-            )
+        # A topic's notes by their last write are the union of its sets by kind, which hold
+        # each note once, scored by that write's sequence number: each set's first ``want``
+        # in one round trip, merged here.
+        pipe = client.pipeline(transaction=False)
+        for k in [kind] if kind else KINDS:
+            key = keys.by_kind(workspace, topic, k)
+            if feed == "changes":
+                low = max(since or 0, after.score if after else 0)
+                pipe.zrangebyscore(key, f"({low}", "+inf", start=0, num=want, withscores=True)
+            else:
+                high = f"({after.score}" if after else "+inf"
+                pipe.zrevrangebyscore(key, high, "-inf", start=0, num=want, withscores=True)
+        merged = [pair for found in await pipe.execute() for pair in found]
+        reply = sorted(merged, key=lambda pair: pair[1], reverse=feed == "recent")[:want]
     elif feed == "name":
         lowest = f"({after.path}" if after and topic == after.topic else "-"
         members = await client.zrangebylex(

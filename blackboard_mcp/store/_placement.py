@@ -43,6 +43,7 @@ from ._index import ensure_index, index_ready, retire_old_indexes
 from ._location import client_location, failure_reason, redacted_url
 from ._pool import WaitingConnectionPool
 from ._redis_errors import mapped_redis_errors
+from ._upgrade import drop_retired_keys
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,7 @@ class SingleRedis:
         """
         await ensure_index(self._client)
         await retire_old_indexes(self._client)
+        await drop_retired_keys(self._client)
 
     async def refresh(self, *, force: bool = False) -> None:
         """Nothing moves on a single Redis."""
@@ -262,6 +264,7 @@ class ClusterRedis:
     async def start(self) -> None:
         await self._ready()
         await self._ensure_indexes()
+        await drop_retired_keys(self.client)
 
     async def refresh(self, *, force: bool = False) -> None:
         """Read the slot map again; a primary not seen before gets its index.

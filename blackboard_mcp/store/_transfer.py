@@ -44,14 +44,13 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local fields = {'seq', seq}
 for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
-redis.call('ZADD', KEYS[4], seq, ARGV[1])
-redis.call('ZADD', KEYS[5], 0, ARGV[1])
-redis.call('ZADD', KEYS[6], ARGV[4], ARGV[1])
-redis.call('ZADD', KEYS[7], seq, ARGV[1])
-redis.call('SADD', KEYS[8], ARGV[7])
+redis.call('ZADD', KEYS[4], 0, ARGV[1])
+redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
+redis.call('ZADD', KEYS[6], seq, ARGV[1])
+redis.call('SADD', KEYS[7], ARGV[7])
 if ARGV[6] ~= '' then
-  redis.call('SET', KEYS[10], ARGV[8], 'NX')
-  redis.call('HINCRBY', KEYS[9], ARGV[6], 1)
+  redis.call('SET', KEYS[9], ARGV[8], 'NX')
+  redis.call('HINCRBY', KEYS[8], ARGV[6], 1)
 end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'seq', seq, 'op', 'import',
   'uri', ARGV[3], 'version', ARGV[4], 'author', ARGV[5], 'at', now)
@@ -129,11 +128,13 @@ async def export_notes(
     async with mapped_redis_errors():
         topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
         pipe = client.pipeline(transaction=False)
-        for topic in topics:
-            pipe.zrange(keys.by_recent(ws, topic), 0, -1, withscores=True)
+        sets = [(topic, kind) for topic in topics for kind in KINDS]
+        for topic, kind in sets:
+            pipe.zrange(keys.by_kind(ws, topic, kind), 0, -1, withscores=True)
+        # Every note is in exactly one of its topic's sets by kind, scored by its last write.
         ranked = sorted(
             (int(seq), f"{topic}/{path.decode()}")
-            for topic, rows in zip(topics, await pipe.execute(), strict=True)
+            for (topic, _kind), rows in zip(sets, await pipe.execute(), strict=True)
             for path, seq in rows
         )
     members = [member for _seq, member in ranked]
@@ -338,11 +339,10 @@ def _queue_import(pipe: Any, note: Imported, *, author: str, changelog_maxlen: i
     flat = [v for pair in note.fields.items() for v in pair]
     pipe.eval(
         _IMPORT,
-        10,
+        9,
         keys.note(ws, note.address.member),
         keys.sequence(ws),
         keys.changelog(ws),
-        keys.by_recent(ws, topic),
         keys.by_name(ws, topic),
         keys.by_version(ws, topic),
         keys.by_kind(ws, topic, str(note.fields["kind"])),
