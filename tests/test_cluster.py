@@ -276,6 +276,31 @@ async def test_gateways_starting_at_once_leave_one_index_per_primary(
             await board.close()
 
 
+async def test_a_primary_s_index_of_the_previous_version_is_dropped_when_a_board_starts(
+    redis_cluster: LocalCluster,
+) -> None:
+    """Each primary's earlier index (its name with the primary's hash tag) goes; notes stay."""
+    board = Board.from_url(redis_cluster.url)
+    try:
+        await board.start()
+        current = {}
+        for node in redis_cluster.primary_nodes():
+            names = {n.decode() for n in node.command("FT._LIST")}  # type: ignore[union-attr]
+            notes_index = next(n for n in names if n.startswith(INDEX_NAME))
+            current[node.port] = names
+            old = "bb-notes-v2" + notes_index.removeprefix(INDEX_NAME)
+            node.command(
+                "FT.CREATE", old, "ON", "HASH", "PREFIX", "1", "bbn:", "NOOFFSETS",
+                "SCHEMA", "ws", "TAG", "digest", "TEXT", "WEIGHT", "5.0", "body", "TEXT",
+            )  # fmt: skip
+        await board.start()
+        for node in redis_cluster.primary_nodes():
+            names = {n.decode() for n in node.command("FT._LIST")}  # type: ignore[union-attr]
+            assert names == current[node.port], (node.port, names)
+    finally:
+        await board.close()
+
+
 async def test_a_write_waits_for_replicas_and_one_they_did_not_confirm_is_unconfirmed(
     redis_cluster: LocalCluster,
 ) -> None:

@@ -83,15 +83,21 @@ async def _create(client: aioredis.Redis[bytes], name: str, schema: tuple[Field,
     return True
 
 
-async def retire_old_indexes(client: aioredis.Redis[bytes]) -> list[str]:
+async def retire_old_indexes(
+    client: aioredis.Redis[bytes], index: str = keys.INDEX_NAME
+) -> list[str]:
     """Drop the indexes of earlier versions (their notes stay); returns the names dropped.
+
+    ``index`` is this version's index on that Redis: a cluster primary's carries a hash tag,
+    and so did the earlier versions' indexes there.
 
     A gateway of the earlier version still running during a rolling upgrade recreates its
     index on its next search; the next start of a gateway of this version drops it again.
     """
     dropped = []
+    tag = index.removeprefix(keys.INDEX_NAME)
     async with mapped_redis_errors():
-        for name in keys.RETIRED_INDEX_NAMES:
+        for name in (retired + tag for retired in keys.RETIRED_INDEX_NAMES):
             try:
                 # Without DD: the documents are the notes this version's index covers too.
                 await client.execute_command("FT.DROPINDEX", name)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8

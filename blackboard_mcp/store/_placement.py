@@ -313,6 +313,7 @@ class ClusterRedis:
     async def _ensure_indexes(self) -> None:
         if await self._has_coordinator():
             await ensure_index(self.client)
+            await retire_old_indexes(self.client)
             return
         names = self._name_indexes()
         self._index_names = names
@@ -320,6 +321,7 @@ class ClusterRedis:
         for node_name, index in names.items():
             try:
                 await ensure_index(self._node_client(nodes[node_name]), index)
+                await retire_old_indexes(self._node_client(nodes[node_name]), index)
             except Exception as exc:  # one primary down must not keep the others unindexed
                 log.warning(
                     "could not create the search index on %s: %s", node_name, failure_reason(exc)

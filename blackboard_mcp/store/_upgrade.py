@@ -36,7 +36,10 @@ async def drop_retired_keys(client: aioredis.Redis[bytes]) -> int:
         queued = 0
         for ws, topics in zip(workspaces, found, strict=True):
             if topics:
-                pipe.unlink(*(keys.by_recent(ws, t.decode()) for t in sorted(topics)))
+                # Not pipe.unlink: a cluster pipeline splits that by slot in a coroutine of its
+                # own; these keys share the workspace's slot.
+                names = [keys.by_recent(ws, t.decode()) for t in sorted(topics)]
+                pipe.execute_command("UNLINK", *names)
                 queued += 1
         removed = sum(int(n) for n in await pipe.execute()) if queued else 0
     if removed:
