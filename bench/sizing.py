@@ -15,8 +15,8 @@ emptied Redis in turn, in one run:
 - with ``--options``, ``v2`` plus further options of its one index, to show what each saves;
   what each one costs is in docs/operations.md ("Search index options").
 
-The old layouts' notes are written by this version's store, so "other" (the per-topic sorted
-sets, the change log) is this version's in every row.
+The old layouts' notes are written by this version's store, plus the per-topic sets by
+recency that the earlier versions also kept (this version merges the sets by kind instead).
 
     python bench/sizing.py [--notes 3000] [--body-bytes 1024] [--options]
     python bench/sizing.py --notes 100000      # the issue's size; about 10 minutes here
@@ -39,7 +39,8 @@ import redis.asyncio as aioredis
 from blackboard_mcp.store import Board, EmbeddedRedis
 from blackboard_mcp.store._embedded import NOTE_LISTPACK_VALUE_BYTES
 from blackboard_mcp.store._index import ensure_index
-from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX
+from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX, by_kind, by_recent
+from blackboard_mcp.store._notes import KINDS
 
 # The fields of the single index of the first two releases: the digest weighted 5, the update
 # time sortable.
@@ -120,6 +121,12 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
             )
 
     await asyncio.gather(*(writer() for _ in range(16)))
+    if layout.index_options is not None:
+        # The earlier versions also kept each topic's notes in one set by recency: the union
+        # of its sets by kind, which this version's store no longer writes.
+        for topic in {f"t{i % 5}" for i in range(notes)}:
+            kinds = [by_kind("size", topic, kind) for kind in KINDS]
+            sync.zunionstore(by_recent("size", topic), kinds, aggregate="MAX")
     load_s = time.monotonic() - started
     indexes = [n.decode() for n in sync.execute_command("FT._LIST")]
     while any(int(sync.ft(n).info()["indexing"]) for n in indexes):
