@@ -301,6 +301,28 @@ async def test_a_primary_s_index_of_the_previous_version_is_dropped_when_a_board
         await board.close()
 
 
+async def test_the_recency_sets_of_an_earlier_version_are_removed_on_every_primary_at_start(
+    redis_cluster: LocalCluster,
+) -> None:
+    workspaces = [f"old-{i}-{uuid.uuid4().hex[:6]}" for i in range(9)]
+    board = Board.from_url(redis_cluster.url)
+    try:
+        await board.start()
+        for ws in workspaces:
+            await board.update_state(author="a", uri=f"bb://{ws}/t/n", digest="d", body="b")
+            # What the earlier version kept beside the sets by kind.
+            redis_cluster.owner_of(f"{{{ws}}}").command("ZADD", f"bbt:{{{ws}}}:t", 1, "n")
+        assert len({redis_cluster.owner_of(f"{{{ws}}}").port for ws in workspaces}) > 1
+        await board.start()
+        for ws in workspaces:
+            owner = redis_cluster.owner_of(f"{{{ws}}}")
+            assert owner.command("EXISTS", f"bbt:{{{ws}}}:t") == 0, ws
+            listed = await board.list_keys(workspace=ws, order="recent")
+            assert [i["uri"] for i in listed["items"]] == [f"bb://{ws}/t/n"]
+    finally:
+        await board.close()
+
+
 async def test_a_write_waits_for_replicas_and_one_they_did_not_confirm_is_unconfirmed(
     redis_cluster: LocalCluster,
 ) -> None:
