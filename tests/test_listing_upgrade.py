@@ -36,7 +36,7 @@ async def _write_old_board(url: str) -> list[str]:
             else:
                 await board.update_state(author="x", uri=address, digest=f"note {i}", body="b")
             written.append(address)
-        # n4 written again: it moves to the front of the recent order.
+        # n1 written again: it moves to the front of the recent order.
         await board.update_state(author="x", uri=f"bb://{WS}/a/n1", digest="again", body="c")
         written.remove(f"bb://{WS}/a/n1")
         written.append(f"bb://{WS}/a/n1")
