@@ -203,8 +203,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="offloaded-blob-not-freed",
         why="a replaced large body stays in Redis forever",
         path="blackboard_mcp/store/_writes.py",
-        original="pipe.delete(keys.blob(ws, old_blob))",
-        replacement="pipe.exists(keys.blob(ws, old_blob))",
+        original='tx.queue("DEL", keys.blob(ws, old_blob))',
+        replacement='tx.queue("EXISTS", keys.blob(ws, old_blob))',
         tests=("tests/test_offload.py", "tests/test_append.py"),
     ),
     Mutation(
