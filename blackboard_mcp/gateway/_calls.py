@@ -50,13 +50,21 @@ class CallOutcome:
 _ADMISSION_REFUSALS = (TokenRevoked, RateLimited)
 
 
-def _refuse_unless_admitted(admission: Admission, grant: Grant) -> None:
+def _refuse_if_revoked(admission: Admission) -> None:
     if admission.revoked:
         raise TokenRevoked("this token has been revoked")
+
+
+def _refuse_if_limited(admission: Admission, grant: Grant) -> None:
     if admission.retry_after is not None:
         raise RateLimited(
             f"rate limit reached for {grant.subject}", retry_after=admission.retry_after
         )
+
+
+def _refuse_unless_admitted(admission: Admission, grant: Grant) -> None:
+    _refuse_if_revoked(admission)
+    _refuse_if_limited(admission, grant)
 
 
 class ToolCaller:
@@ -123,8 +131,8 @@ class ToolCaller:
             scope = scope_of(tool, args, grant)
             gated = run is None and tool in GATED
             admission = None if gated else await self._admission.admit(grant)
-            if admission is not None and admission.revoked:
-                raise TokenRevoked("this token has been revoked")
+            if admission is not None:
+                _refuse_if_revoked(admission)
             self._authorizer.authorize(
                 grant,
                 requirements,
@@ -134,7 +142,7 @@ class ToolCaller:
                 write_topics=set(scope.write_topics),
             )
             if admission is not None:
-                _refuse_unless_admitted(admission, grant)
+                _refuse_if_limited(admission, grant)
             handler_ran = True
             if gated:
                 # The same admission, judged in the write's first round trip: refused

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError, WatchError
 
+from ._connection import pack_plain
 from ._errors import Contended, Unconfirmed
 from ._redis_errors import mapped_redis_errors
 
@@ -85,7 +86,7 @@ class Transaction:
     async def read(self, *command: Any) -> Any:
         """Run one command now, under the WATCH, and return its reply."""
         connection = self._connection
-        await connection.send_packed_command(connection.pack_command(*command), check_health=False)
+        await connection.send_packed_command(pack_plain(connection, [command]), check_health=False)
         return await self._connection.read_response()
 
     async def watch(self, *names: str) -> None:
@@ -111,7 +112,7 @@ class Transaction:
         commands: list[Command] = [("WATCH", *watch), *reads]
         if gate is not None:
             commands.append(gate.command)
-        packed = connection.pack_commands(commands)
+        packed = pack_plain(connection, commands)
 
         async def send() -> list[Any]:
             await connection.send_packed_command(packed, check_health=False)
@@ -138,7 +139,7 @@ class Transaction:
         commands: list[Command] = [("MULTI",), *self._queued, ("EXEC",)]
         if wait is not None:
             commands.append(("WAIT", wait.replicas, wait.timeout_ms))
-        await connection.send_packed_command(connection.pack_commands(commands), check_health=False)
+        await connection.send_packed_command(pack_plain(connection, commands), check_health=False)
         replies = await _read_replies(connection, len(commands))
         # A command refused while queueing (QUEUED's place holds its error) aborts the EXEC.
         for reply in replies[: len(self._queued) + 1]:
