@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Contended
+from blackboard_mcp.store import Contended, Unavailable
 from blackboard_mcp.store._tx import Gate, Transaction, run_transaction
 
 
@@ -138,7 +138,7 @@ async def test_a_command_refused_in_the_queue_aborts_the_whole_transaction(
         tx.queue("SET", "too-few-arguments")
         return lambda replies: replies
 
-    with pytest.raises(Exception, match="EXECABORT|wrong number of arguments"):
+    with pytest.raises(Unavailable, match=r"EXECABORT|wrong number of arguments"):
         await run_transaction(one_connection, ["k"], body, max_retries=0)
     assert await one_connection.get("k") is None
     # The connection is in step: the next call on it reads its own reply.
