@@ -10,7 +10,7 @@ own key, once with hiredis and once with redis-py's pure-Python RESP3 parser (pa
 and errors are counted and any error exits 1.
 
 One embedded Redis without persistence (appendonly off) serves every cell. The gateway (one
-uvicorn worker) runs on it as installed; ``--against REV`` adds a gateway running the package
+uvicorn worker) runs on it as installed; each ``--against REV`` adds a gateway running the package
 as it was at git revision REV (extracted with ``git archive`` and run from there), so a
 change's before and after are measured in one run; ``--pure-parser`` adds a gateway with
 ``hiredis`` hidden from its imports, so redis-py falls back to its pure-Python RESP parser
@@ -24,7 +24,7 @@ token counting, no audit). It says how much of the gap to bare redis-py is the H
 and the Redis work themselves, which no gateway can shed. ``--workers N`` adds a gateway
 with N uvicorn workers (``BB_WORKERS``).
 
-    python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]
+    python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]...
                              [--pure-parser] [--workers N]
 
 Prints, per round, writes/s of each cell, the gateway's CPU ms per write and the ratio
@@ -230,7 +230,13 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=4)  # wrk takes whole seconds
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--against", metavar="REV", help="also run the gateway of git REV")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="also run the gateway of git REV (repeatable)",
+    )
     parser.add_argument("--pure-parser", action="store_true", help="also without hiredis")
     parser.add_argument("--workers", type=int, help="also a gateway with this many workers")
     args = parser.parse_args()
@@ -243,17 +249,17 @@ def main() -> int:
     cells: dict[str, list[Cell]] = {}
     with (
         tempfile.TemporaryDirectory() as data,
-        tempfile.TemporaryDirectory() as old_tree,
+        tempfile.TemporaryDirectory() as old_trees,
         EmbeddedRedis(data_dir=Path(data)) as server,
     ):
         # The workload's own cost, not the disk's: the embedded default is AOF everysec.
         redis.Redis.from_url(server.url).config_set("appendonly", "no")
         gateways = {"gateway, hiredis": start_gateway(server.url)}
-        if args.against:
-            extract_revision(args.against, Path(old_tree))
-            gateways[f"gateway @{args.against}, hiredis"] = start_gateway(
-                server.url, package_root=Path(old_tree)
-            )
+        for rev in args.against:
+            old_tree = Path(old_trees) / rev
+            old_tree.mkdir()
+            extract_revision(rev, old_tree)
+            gateways[f"gateway @{rev}, hiredis"] = start_gateway(server.url, package_root=old_tree)
         if args.pure_parser:
             gateways["gateway, pure-Python parser"] = start_gateway(
                 server.url, hidden_modules=["hiredis"]
