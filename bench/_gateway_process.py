@@ -32,12 +32,19 @@ def start_gateway(
     data_dir: Path | None = None,
     extra_env: dict[str, str] | None = None,
     hidden_modules: Sequence[str] = (),
+    package_root: Path | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start the gateway and wait until /healthz answers; returns the process and its port.
 
     ``hidden_modules`` fail to import in the gateway process (``sys.modules[name] = None``
     before anything else loads), so a bench can measure it without an optional accelerator
     such as ``hiredis`` that is installed: redis-py picks its parser when it is imported.
+
+    ``package_root`` runs the ``blackboard_mcp`` package found there (another revision's,
+    see ``extract_revision``) instead of the installed one. The process then starts in that
+    directory: ``python -m`` puts the working directory first on ``sys.path``, ahead of
+    PYTHONPATH, so a bench started from a checkout would otherwise run the checkout's code
+    whatever PYTHONPATH says. Which package the process imports is checked before it starts.
     """
     port = free_port()
     env = {
@@ -49,6 +56,9 @@ def start_gateway(
         "BB_DATA_DIR": str(data_dir or tempfile.mkdtemp()),
         **(extra_env or {}),
     }
+    if package_root is not None:
+        env["PYTHONPATH"] = str(package_root)
+        _check_imports_from(package_root, env)
     command = [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)]
     if hidden_modules:
         hide = f"import sys; sys.modules.update(dict.fromkeys({list(hidden_modules)!r}))"
@@ -57,6 +67,7 @@ def start_gateway(
     proc = subprocess.Popen(
         [*command, "--workers", str(workers)],
         env=env,
+        cwd=package_root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -72,6 +83,19 @@ def start_gateway(
         time.sleep(0.1)
     proc.kill()
     raise SystemExit("the gateway did not start")
+
+
+def _check_imports_from(package_root: Path, env: dict[str, str]) -> None:
+    found = subprocess.run(
+        [sys.executable, "-c", "import blackboard_mcp; print(blackboard_mcp.__file__)"],
+        env=env,
+        cwd=package_root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if not Path(found).resolve().is_relative_to(package_root.resolve()):
+        raise SystemExit(f"the gateway would import {found}, not the package in {package_root}")
 
 
 def bench_issuer(secret: str = BENCH_SECRET) -> TokenIssuer:

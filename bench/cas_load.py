@@ -10,15 +10,22 @@ own key, once with hiredis and once with redis-py's pure-Python RESP3 parser (pa
 and errors are counted and any error exits 1.
 
 One embedded Redis without persistence (appendonly off) serves every cell. The gateway (one
-uvicorn worker) runs on it as installed; ``--against REV`` adds a gateway running the package
-as it was at git revision REV (extracted with ``git archive``, first on its PYTHONPATH), so a
+uvicorn worker) runs on it as installed; each ``--against REV`` adds a gateway running the package
+as it was at git revision REV (extracted with ``git archive`` and run from there), so a
 change's before and after are measured in one run; ``--pure-parser`` adds a gateway with
 ``hiredis`` hidden from its imports, so redis-py falls back to its pure-Python RESP parser
 (it picks the parser when it is imported), and the bare arm with that parser. The cells are
 interleaved round by round, since this shared machine drifts.
 
-    python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]
-                             [--pure-parser]
+A third kind of cell is the floor (``bench/_cas_floor_server.py``): uvicorn with the
+gateway's server settings and an ASGI app that sends Redis exactly the store's commands for
+the write, in the same two round trips, and does nothing else (no token, no validation, no
+token counting, no audit). It says how much of the gap to bare redis-py is the HTTP server
+and the Redis work themselves, which no gateway can shed. ``--workers N`` adds a gateway
+with N uvicorn workers (``BB_WORKERS``).
+
+    python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]...
+                             [--pure-parser] [--workers N]
 
 Prints, per round, writes/s of each cell, the gateway's CPU ms per write and the ratio
 gateway/bare (bare with hiredis); then the median of the rounds.
@@ -30,6 +37,7 @@ import argparse
 import multiprocessing
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -46,12 +54,13 @@ from _gateway_process import bench_token, start_gateway
 from _rawhttp import process_tree_cpu_seconds
 from redis._parsers import _RESP3Parser
 
-from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.store import EmbeddedRedis, free_port
 
 WORKSPACE = "casload"
 LUA = Path(__file__).resolve().parent / "cas_update.lua"
 BARE = "bare redis-py CAS, hiredis"
 BARE_PURE = "bare redis-py CAS, pure-Python"
+FLOOR = "floor: HTTP + the Redis commands, hiredis"
 CAS_LINE = re.compile(r"CAS ok=(\d+) conflict=(\d+) error=(\d+) http_error=(\d+)")
 
 
@@ -194,13 +203,42 @@ def _loads_hiredis(pid: int) -> bool:
     return "hiredis" in Path(f"/proc/{pid}/maps").read_text()
 
 
+def start_floor(redis_url: str) -> tuple[subprocess.Popen[bytes], int]:
+    """The floor server (bench/_cas_floor_server.py) on a free port, once it answers."""
+    port = free_port()
+    script = Path(__file__).with_name("_cas_floor_server.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(port), redis_url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("the floor server exited during start")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return proc, port
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("the floor server did not start")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=4)  # wrk takes whole seconds
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--against", metavar="REV", help="also run the gateway of git REV")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="also run the gateway of git REV (repeatable)",
+    )
     parser.add_argument("--pure-parser", action="store_true", help="also without hiredis")
+    parser.add_argument("--workers", type=int, help="also a gateway with this many workers")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk)")
@@ -211,25 +249,32 @@ def main() -> int:
     cells: dict[str, list[Cell]] = {}
     with (
         tempfile.TemporaryDirectory() as data,
-        tempfile.TemporaryDirectory() as old_tree,
+        tempfile.TemporaryDirectory() as old_trees,
         EmbeddedRedis(data_dir=Path(data)) as server,
     ):
         # The workload's own cost, not the disk's: the embedded default is AOF everysec.
         redis.Redis.from_url(server.url).config_set("appendonly", "no")
         gateways = {"gateway, hiredis": start_gateway(server.url)}
-        if args.against:
-            extract_revision(args.against, Path(old_tree))
-            gateways[f"gateway @{args.against}, hiredis"] = start_gateway(
-                server.url, extra_env={"PYTHONPATH": old_tree}
-            )
+        for rev in args.against:
+            old_tree = Path(old_trees) / rev
+            old_tree.mkdir()
+            extract_revision(rev, old_tree)
+            gateways[f"gateway @{rev}, hiredis"] = start_gateway(server.url, package_root=old_tree)
         if args.pure_parser:
             gateways["gateway, pure-Python parser"] = start_gateway(
                 server.url, hidden_modules=["hiredis"]
             )
+        if args.workers:
+            gateways[f"gateway, {args.workers} workers, hiredis"] = start_gateway(
+                server.url, workers=args.workers
+            )
+        gateways[FLOOR] = start_floor(server.url)
         bare_cells = [(BARE, False), *([(BARE_PURE, True)] if args.pure_parser else [])]
         try:
             for name, (proc, _) in gateways.items():
-                if _loads_hiredis(proc.pid) != ("hiredis" in name.split(",")[1]):
+                if "workers" in name:
+                    continue  # the supervisor process; its workers are its children
+                if _loads_hiredis(proc.pid) != ("hiredis" in name.split(",")[-1]):
                     raise SystemExit(f"{name}: the gateway does not run the parser it names")
             for round_no in range(1, args.rounds + 1):
                 for number, (name, (proc, port)) in enumerate(gateways.items()):
@@ -275,7 +320,7 @@ def _print_round(row: dict[str, Cell]) -> None:
         cpu = f"{cell.cpu_ms_per_write:.2f}" if cell.cpu_ms_per_write is not None else "-"
         ratio = cell.writes_per_s / bare if bare else 0.0
         print(
-            f"  {name:<30} {cell.writes_per_s:>8.0f} writes/s  gateway CPU ms/write {cpu:>5}"
+            f"  {name:<42} {cell.writes_per_s:>8.0f} writes/s  gateway CPU ms/write {cpu:>5}"
             f"  conflicts {cell.conflicts:>3}  errors {cell.errors:>3}  /bare {ratio:.3f}"
         )
     sys.stdout.flush()

@@ -172,7 +172,7 @@ def main() -> int:
         if args.against:
             extract_revision(args.against, Path(old_tree))
             gateways[f"gateway @{args.against}"] = start_gateway(
-                server.url, extra_env={"PYTHONPATH": old_tree}
+                server.url, package_root=Path(old_tree)
             )
         try:
             for round_no in range(1, args.rounds + 1):

@@ -8,7 +8,6 @@ from typing import Any
 
 import redis
 import redis.asyncio as aioredis
-from redis.asyncio.client import Pipeline
 
 WS = "ws"
 
@@ -65,42 +64,28 @@ class ReadGate:
         return value
 
 
-class _GatedPipeline(Pipeline):  # type: ignore[type-arg]
+# The store reads a note in its WATCH's own round trip, then sends either MULTI..EXEC or,
+# refused (a stale expect_version), UNWATCH (store/_tx.py). Holding both at the connection
+# holds every task that has read under WATCH, before any commits, whatever client object the
+# store uses on the connection.
+_AFTER_READ = (b"*1\r\n$5\r\nMULTI\r\n", b"*1\r\n$7\r\nUNWATCH\r\n")
+
+
+class _GatedConnection(aioredis.Connection):
     gate: ReadGate
 
-    # The store reads a note in its WATCH's own round trip (store/_tx.py). After that read a
-    # transaction either reaches EXEC or, refused (a stale expect_version), is reset without
-    # one: holding both holds every task that has read under WATCH, before any commits.
-
-    async def execute(self, raise_on_error: bool = True) -> Any:
-        if self.watching:
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        head = command if isinstance(command, bytes) else b"".join(command)
+        if head.upper().startswith(_AFTER_READ):
             await self.gate.after_read(_done())
-        return await super().execute(raise_on_error)
-
-    async def reset(self) -> None:
-        if self.watching:
-            await self.gate.after_read(_done())
-        await super().reset()
+        await super().send_packed_command(command, check_health)
 
 
 async def _done() -> None:
     return None
 
 
-class GatedRedis(aioredis.Redis):  # type: ignore[type-arg]
+def gated_client(url: str, gate: ReadGate) -> aioredis.Redis:
     """A client whose transactions wait at ``gate`` after reading their note."""
-
-    gate: ReadGate
-
-    def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> Any:
-        pipe = _GatedPipeline(
-            self.connection_pool, self.response_callbacks, transaction, shard_hint
-        )
-        pipe.gate = self.gate
-        return pipe
-
-
-def gated_client(url: str, gate: ReadGate) -> GatedRedis:
-    client = GatedRedis.from_url(url)
-    client.gate = gate
-    return client
+    connection_class = type("GatedConnection", (_GatedConnection,), {"gate": gate})
+    return aioredis.Redis.from_url(url, connection_class=connection_class)

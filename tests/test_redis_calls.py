@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import DataError
 
 from blackboard_mcp.store import Board, Overloaded, Unavailable, _redis_errors
-from blackboard_mcp.store._connection import PackedConnection
+from blackboard_mcp.store._connection import PackedConnection, pack_plain
 
 
 @pytest.fixture
@@ -91,7 +91,26 @@ def test_commands_are_packed_byte_for_byte_as_redis_py_packs_them(args: tuple[ob
     )
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("SET", "k", "v"),
+        ("HSET", "bbn:{ws}:t/k", "digest", "café ☕", "size", 12, "confidence", 0.9),
+        ("EVAL", "return 1", 2, "k1", "k2", -1, 1.5e-07, "x" * 70_000, b"\x00\xff"),
+    ],
+)
+def test_the_stores_own_commands_are_packed_byte_for_byte_as_redis_py_packs_them(
+    args: tuple[object, ...],
+) -> None:
+    # What a transaction sends (store/_tx.py): one buffer for its commands, each packed whole.
+    plain = aioredis.Connection()
+    expected = b"".join(plain.pack_commands([("MULTI",), args, ("EXEC",)]))
+    assert b"".join(pack_plain(PackedConnection(), [("MULTI",), args, ("EXEC",)])) == expected
+
+
 @pytest.mark.parametrize("bad", [None, True])
 def test_an_argument_redis_cannot_take_is_refused_before_it_is_sent(bad: object) -> None:
     with pytest.raises(DataError):
         PackedConnection().pack_command("SET", "k", bad)  # type: ignore[arg-type]
+    with pytest.raises(DataError):
+        pack_plain(PackedConnection(), [("SET", "k", bad)])

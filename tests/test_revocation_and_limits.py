@@ -259,3 +259,95 @@ async def test_the_per_call_check_is_one_command_on_the_workspaces_slot(
     ]
     assert touched
     assert {key_slot(k.encode()) for k in touched} == {key_slot(f"{{{ws}}}".encode())}
+
+
+async def test_a_revoked_tokens_writes_are_refused_in_their_first_round_trip_writing_nothing(
+    limited: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer
+) -> None:
+    ws = fresh_workspace()
+    sub = "gone-" + uuid.uuid4().hex[:6]
+    token = agent_token(issuer, ws, sub=sub)
+    reader = agent_token(issuer, ws, sub="reader-" + uuid.uuid4().hex[:6])
+    same_minute(8)
+    async with mcp_client(limited.mcp_url, token) as client:
+        for path in ("a", "b"):
+            err, body = await call(
+                client, "update_state", uri=f"bb://{ws}/notes/{path}", digest="v1", body="x"
+            )
+            assert not err, body
+    assert revoke(limited, admin_token(issuer, ws), {"sub": sub}).status_code == 200
+    with CommandLog(redis_server.url) as log:
+        async with mcp_client(limited.mcp_url, token) as client:
+            err, body = await call(
+                client,
+                "update_state",
+                uri=f"bb://{ws}/notes/a",
+                digest="v2",
+                body="y",
+                expect_version=1,
+            )
+            assert err and body["error"]["code"] == "unauthenticated", body
+            err, body = await call(
+                client, "update_state", uri=f"bb://{ws}/notes/new", digest="v1", body="z"
+            )
+            assert err and body["error"]["code"] == "unauthenticated", body
+            err, body = await call(
+                client,
+                "link_state",
+                src=f"bb://{ws}/notes/a",
+                rel="cites",
+                dst=[f"bb://{ws}/notes/b"],
+            )
+            assert err and body["error"]["code"] == "unauthenticated", body
+    sent = [c["command"].split(" ")[0].strip('"').upper() for c in log.commands]
+    sent = [c for c in sent if c != "XADD"]  # the audit records, written off the call's path
+    # Each write sent its WATCH, its reads and the admission check, and nothing after them
+    # but the UNWATCH that gives the connection back clean.
+    assert "MULTI" not in sent and "EXEC" not in sent, sent
+    assert sent.count("UNWATCH") == 3, sent
+    async with mcp_client(limited.mcp_url, reader) as client:
+        err, body = await call(
+            client,
+            "get_state",
+            uris=[f"bb://{ws}/notes/a", f"bb://{ws}/notes/new"],
+            mode="full",
+        )
+    assert not err, body
+    first, new = body["items"]
+    assert (first["uri"], first["version"], first["body"]) == (f"bb://{ws}/notes/a", 1, "x")
+    assert first.get("links", []) == [], first
+    assert new == {"uri": f"bb://{ws}/notes/new", "error": "not_found"}, new
+
+
+async def test_a_write_counts_once_against_the_rate_limit_and_past_it_writes_nothing(
+    limited: GatewayProcess, issuer: TokenIssuer
+) -> None:
+    ws = fresh_workspace()
+    token = agent_token(issuer, ws, sub="busy-" + uuid.uuid4().hex[:6])
+    reader = agent_token(issuer, ws, sub="reader-" + uuid.uuid4().hex[:6])
+    same_minute(LIMIT + 2)
+    async with mcp_client(limited.mcp_url, token) as client:
+        version = 0
+        for step in range(LIMIT):
+            err, body = await call(
+                client,
+                "update_state",
+                uri=f"bb://{ws}/notes/n",
+                digest=f"step {step}",
+                expect_version=version,
+            )
+            assert not err, body
+            version = body["version"]
+        err, body = await call(
+            client,
+            "update_state",
+            uri=f"bb://{ws}/notes/n",
+            digest="one too many",
+            expect_version=version,
+        )
+        assert err and body["error"]["code"] == "rate_limited", body
+        assert body["error"]["retry_after"] > 0
+    async with mcp_client(limited.mcp_url, reader) as client:
+        err, body = await call(client, "get_state", uris=[f"bb://{ws}/notes/n"])
+    assert not err, body
+    assert (body["items"][0]["version"], body["items"][0]["digest"]) == (LIMIT, "step 4")

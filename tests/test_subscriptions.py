@@ -195,15 +195,17 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
                 deadline = time.monotonic() + 60
                 while "overloaded" not in Path(gateway_b.log_path).read_text(errors="replace"):
                     assert time.monotonic() < deadline, "the slow listener was never dropped"
+                    batch = [addr(workspace, f"flood/{stem}/{n + i}") for i in range(50)]
                     await asyncio.gather(
-                        *(
-                            writer_board.update_state(
-                                author="w", uri=addr(workspace, f"flood/{stem}/{n + i}"), digest="d"
-                            )
-                            for i in range(50)
-                        )
+                        *(writer_board.update_state(author="w", uri=u, digest="d") for u in batch)
                     )
                     n += 50
+                    # The fast listener keeps up batch by batch (on a busy machine a flood
+                    # could otherwise outrun a reader that is not slow), while the slow one
+                    # reads nothing; a fast listener dropped would never see the batch.
+                    with anyio.fail_after(10):
+                        while not seen.issuperset(batch):
+                            await anyio.sleep(0.01)
                 # The fast listener still hears about every write after the drop, promptly.
                 last = addr(workspace, f"flood/{stem}/last")
                 await writer_board.update_state(author="w", uri=last, digest="d")

@@ -19,12 +19,12 @@ from blackboard_mcp.auth import (
     TokenRevoked,
     Unauthenticated,
 )
-from blackboard_mcp.store import Board, RedisCallAdmission
+from blackboard_mcp.store import Admission, Board, RedisCallAdmission
 
 from ._errors import RateLimited, TooManyInFlight, UnknownArgument, UnknownTool, tool_error
 from ._metrics import GatewayMetrics
 from ._schemas import ARGUMENTS
-from ._tools import HANDLERS, CallScope, Handler, scope_of
+from ._tools import GATED, HANDLERS, CallScope, Handler, scope_of
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,26 @@ class CallOutcome:
             "structuredContent": body,
             "isError": self.is_error,
         }
+
+
+_ADMISSION_REFUSALS = (TokenRevoked, RateLimited)
+
+
+def _refuse_if_revoked(admission: Admission) -> None:
+    if admission.revoked:
+        raise TokenRevoked("this token has been revoked")
+
+
+def _refuse_if_limited(admission: Admission, grant: Grant) -> None:
+    if admission.retry_after is not None:
+        raise RateLimited(
+            f"rate limit reached for {grant.subject}", retry_after=admission.retry_after
+        )
+
+
+def _refuse_unless_admitted(admission: Admission, grant: Grant) -> None:
+    _refuse_if_revoked(admission)
+    _refuse_if_limited(admission, grant)
 
 
 class ToolCaller:
@@ -109,9 +129,10 @@ class ToolCaller:
             present = {k for k, v in arguments.items() if v is not None}
             args = {k: arguments[k] for k in present}
             scope = scope_of(tool, args, grant)
-            admission = await self._admission.admit(grant)
-            if admission.revoked:
-                raise TokenRevoked("this token has been revoked")
+            gated = run is None and tool in GATED
+            admission = None if gated else await self._admission.admit(grant)
+            if admission is not None:
+                _refuse_if_revoked(admission)
             self._authorizer.authorize(
                 grant,
                 requirements,
@@ -120,20 +141,24 @@ class ToolCaller:
                 read_topics=set(scope.read_topics),
                 write_topics=set(scope.write_topics),
             )
-            if admission.retry_after is not None:
-                raise RateLimited(
-                    f"rate limit reached for {grant.subject}", retry_after=admission.retry_after
-                )
-            handler = run or self._manifest.handler(tool)
+            if admission is not None:
+                _refuse_if_limited(admission, grant)
             handler_ran = True
-            result = await handler(self._board, grant, args)
+            if gated:
+                # The same admission, judged in the write's first round trip: refused
+                # there, nothing is written and nothing read is answered.
+                gate = self._admission.gate(grant, lambda v: _refuse_unless_admitted(v, grant))
+                result = await self._manifest.handler(tool)(self._board, grant, args, gate)
+            else:
+                handler = run or self._manifest.handler(tool)
+                result = await handler(self._board, grant, args)
             return CallOutcome(result, False)
         except Exception as exc:
             body = tool_error(exc, request_id)
             outcome = body["error"]["code"]
             if outcome == "conflict":
                 self._metrics.conflicts.inc()
-            if not handler_ran:
+            if not handler_ran or isinstance(exc, _ADMISSION_REFUSALS):
                 self._metrics.refused.labels(outcome).inc()
             return CallOutcome(body, True)
         finally:

@@ -14,6 +14,7 @@ from typing import Any
 from blackboard_mcp.auth import Grant
 from blackboard_mcp.store import (
     Board,
+    Gate,
     InvalidArgument,
     Readable,
     every_topic,
@@ -98,9 +99,20 @@ def _readable(grant: Grant) -> Readable:
 Handler = Callable[[Board, Grant, Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
 
 
-async def update_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
+# The writes take the call's admission (revocation and rate limit) as a gate that rides
+# their transaction's first round trip (store/_tx.py); ToolCaller passes it. Every other
+# call is admitted in a round trip of its own before its handler runs.
+GATED = frozenset({"update_state", "link_state"})
+
+
+async def update_state(
+    board: Board, grant: Grant, args: Mapping[str, Any], gate: Gate | None = None
+) -> Mapping[str, Any]:
     return await board.update_state(
-        author=grant.subject, readable=grant.can_read, **_required(args, "uri", "digest")
+        author=grant.subject,
+        readable=grant.can_read,
+        gate=gate,
+        **_required(args, "uri", "digest"),
     )
 
 
@@ -118,9 +130,14 @@ async def search_keys(board: Board, grant: Grant, args: Mapping[str, Any]) -> Ma
     )
 
 
-async def link_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
+async def link_state(
+    board: Board, grant: Grant, args: Mapping[str, Any], gate: Gate | None = None
+) -> Mapping[str, Any]:
     return await board.link_state(
-        author=grant.subject, readable=grant.can_read, **_required(args, "src", "rel", "dst")
+        author=grant.subject,
+        readable=grant.can_read,
+        gate=gate,
+        **_required(args, "src", "rel", "dst"),
     )
 
 

@@ -51,6 +51,7 @@ from ._transfer import (
     check_record,
     export_header,
 )
+from ._tx import Gate
 from ._views import Readable, every_topic
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "EmbeddedBinaries",
     "EmbeddedRedis",
     "EmbeddedRedisError",
+    "Gate",
     "ImportReport",
     "Imported",
     "InvalidArgument",

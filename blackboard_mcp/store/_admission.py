@@ -10,6 +10,7 @@ runs on one Redis Cluster node like every other command of a workspace.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
@@ -17,6 +18,7 @@ import redis.asyncio as aioredis
 from ._ratelimit import WINDOW_TTL_SECONDS, RedisRateLimiter
 from ._redis_errors import mapped_redis_errors
 from ._revocations import TokenIdentity, revocation_keys
+from ._tx import Gate
 
 # KEYS: token mark, subject mark, rate window. ARGV: the token's iat, the limit (0: none),
 # the window's ttl. Returns -1 for a revoked token, else the window's count (0: not counted).
@@ -48,16 +50,33 @@ class RedisCallAdmission:
     async def admit(self, token: TokenIdentity) -> Admission:
         """Check revocation, then count the call against its subject's budget."""
         now = time.time()
+        keys, args = self._arguments(token, now)
+        async with mapped_redis_errors():
+            count = int(await self._admit(keys=keys, args=args))
+        return self._verdict(count, now)
+
+    def gate(self, token: TokenIdentity, on_verdict: Callable[[Admission], None]) -> Gate:
+        """The same check as ``admit``, sent with a write's first round trip (store/_tx.py).
+
+        ``on_verdict`` gets the Admission and raises to refuse the call; the write then
+        neither writes nor answers anything it read. The script goes as EVAL, not EVALSHA: a
+        Redis that lost its script cache (a restart, a failover) would answer NOSCRIPT in the
+        middle of the write's first round trip, and Redis caches an EVAL'd script by itself.
+        """
+        now = time.time()
+        keys, args = self._arguments(token, now)
+        return Gate(
+            command=("EVAL", _ADMIT, len(keys), *keys, *args),
+            judge=lambda reply: on_verdict(self._verdict(int(reply), now)),
+        )
+
+    def _arguments(self, token: TokenIdentity, now: float) -> tuple[list[str], list[int]]:
         token_key, subject_key = revocation_keys(token)
         window = self._limiter.window_key(token.workspace, token.subject, now)
         limit = self._limiter.per_minute if self._limiter.enabled else 0
-        async with mapped_redis_errors():
-            count = int(
-                await self._admit(
-                    keys=[token_key, subject_key, window],
-                    args=[int(token.issued_at), limit, WINDOW_TTL_SECONDS],
-                )
-            )
+        return [token_key, subject_key, window], [int(token.issued_at), limit, WINDOW_TTL_SECONDS]
+
+    def _verdict(self, count: int, now: float) -> Admission:
         if count < 0:
             return Admission(revoked=True, retry_after=None)
         return Admission(revoked=False, retry_after=self._limiter.retry_after(count, now))

@@ -28,7 +28,7 @@ from ._search import search_keys
 from ._source_reader import SourceReader
 from ._tokencount import TiktokenCounter, TokenCounter
 from ._transfer import Imported, ImportReport, count_notes, export_notes, import_notes
-from ._tx import ReplicaWait
+from ._tx import Gate, ReplicaWait, pass_gate
 from ._views import Readable, every_topic
 from ._writes import WriteLimits, WriteResult, write_note
 
@@ -177,10 +177,16 @@ class Board:
         sources: object = None,
         confidence: object = None,
         readable: Readable = every_topic,
+        gate: Gate | None = None,
     ) -> WriteResult:
-        """``readable`` is the writer's read scope: what an error may tell of the note."""
+        """``readable`` is the writer's read scope: what an error may tell of the note.
+
+        ``gate`` is judged before anything is read or written: in the write's first round
+        trip, or (a ``source_path`` write, which reads a file first) in one of its own.
+        """
         if source_path is not None:
             write = await self._source_write(
+                gate=gate,
                 author=author,
                 uri=uri,
                 digest=digest,
@@ -212,6 +218,7 @@ class Board:
                 counter=self._counter,
                 limits=self._write_limits,
                 may_read=readable(write.address.topic),
+                gate=None if source_path is not None else gate,
             ),
         )
         if result["version"] == 1:
@@ -232,6 +239,7 @@ class Board:
     async def _source_write(
         self,
         *,
+        gate: Gate | None,
         author: str,
         uri: object,
         digest: object,
@@ -258,6 +266,8 @@ class Board:
             confidence=confidence,
             max_body_bytes=self._limits.max_body_bytes,
         )
+        if gate is not None:
+            await self._at_home(base.address.workspace, lambda client: pass_gate(client, gate))
         summary = await self._sources.summarize(source_path)
         return NoteWrite(
             address=base.address,
@@ -361,8 +371,12 @@ class Board:
         rel: object,
         dst: object,
         readable: Readable = every_topic,
+        gate: Gate | None = None,
     ) -> LinkResult:
-        """``readable`` is the caller's read scope: what the answer may tell of ``src``."""
+        """``readable`` is the caller's read scope: what the answer may tell of ``src``.
+
+        ``gate`` is judged in the transaction's first round trip, before anything is written.
+        """
         source, relation, targets = check_link(src, rel, dst)
         return await self._at_home(
             source.workspace,
@@ -375,6 +389,7 @@ class Board:
                 changelog_maxlen=self._limits.changelog_maxlen,
                 max_retries=self._limits.cas_max_retries,
                 may_read=readable(source.topic),
+                gate=gate,
                 wait=self._wait,
             ),
         )

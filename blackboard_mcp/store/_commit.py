@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from redis.asyncio.client import Pipeline
-
 from . import _keys as keys
+from ._tx import Transaction
 
 _SCRIPT = """
 local seq = redis.call('INCR', KEYS[1])
@@ -43,7 +42,7 @@ return seq
 
 
 def queue_commit(
-    pipe: Pipeline[bytes],
+    tx: Transaction,
     *,
     workspace: str,
     topic: str,
@@ -65,7 +64,8 @@ def queue_commit(
     """
     path = member.split("/", 1)[1]
     flat = [v for pair in (note_fields or {}).items() for v in pair]
-    pipe.eval(
+    tx.queue(
+        "EVAL",
         _SCRIPT,
         4,
         keys.sequence(workspace),

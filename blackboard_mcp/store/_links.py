@@ -6,13 +6,12 @@ from collections.abc import Callable
 from typing import Any, Literal, TypedDict
 
 import redis.asyncio as aioredis
-from redis.asyncio.client import Pipeline
 
 from . import _keys as keys
 from ._addresses import Address, parse_address
 from ._commit import queue_commit
 from ._errors import InvalidArgument, NotFound, TooLarge
-from ._tx import ReplicaWait, run_transaction
+from ._tx import Gate, ReplicaWait, Transaction, run_transaction
 
 Relation = Literal[
     "depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"
@@ -68,6 +67,7 @@ async def write_links(
     changelog_maxlen: int,
     max_retries: int,
     may_read: bool = True,
+    gate: Gate | None = None,
     wait: ReplicaWait | None = None,
 ) -> LinkResult:
     """Add the links; ``may_read`` says whether the caller may read the source's topic.
@@ -79,7 +79,7 @@ async def write_links(
     ends = (source, *targets)
     note_keys = [keys.note(ws, a.member) for a in ends]
 
-    async def body(pipe: Pipeline[bytes], first: list[Any]) -> Callable[[list[Any]], list[Any]]:
+    async def body(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], list[Any]]:
         # Under WATCH: a note deleted between this check and EXEC makes the EXEC fail and
         # the check run again, so no link is ever left pointing at a deleted note.
         if int(first[0]) < len(note_keys):
@@ -89,12 +89,14 @@ async def write_links(
             exists = await check.execute()
             missing = [a.uri for a, e in zip(ends, exists, strict=True) if not e]
             raise NotFound(f"no note at {', '.join(missing) or source.uri}", uris=missing)
-        pipe.multi()
-        pipe.sadd(keys.links_out(ws, source.member), *[f"{rel}\t{t.member}" for t in targets])
+        tx.multi()
+        tx.queue(
+            "SADD", keys.links_out(ws, source.member), *[f"{rel}\t{t.member}" for t in targets]
+        )
         for target in targets:
-            pipe.sadd(keys.links_in(ws, target.member), f"{rel}\t{source.member}")
+            tx.queue("SADD", keys.links_in(ws, target.member), f"{rel}\t{source.member}")
         queue_commit(
-            pipe,
+            tx,
             workspace=ws,
             topic=source.topic,
             member=source.member,
@@ -113,6 +115,7 @@ async def write_links(
         body,
         max_retries=max_retries,
         first_reads=[("EXISTS", *note_keys)],
+        gate=gate,
         wait=wait,
     )
     added = int(replies[0])

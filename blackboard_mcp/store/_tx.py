@@ -4,36 +4,42 @@ redis-py's own ``transaction()`` helper retries forever on WatchError; under hea
 that turns into a livelock with no signal to the caller. Here retries are bounded, with a
 short jittered back-off, and exhaustion raises ``Contended``.
 
-The body's first reads travel with the WATCH in one round trip (``first_reads``): a
-compare-and-swap write is then two round trips (WATCH+read, MULTI..EXEC) where redis-py's
-immediate mode took three. Redis runs a connection's commands in order, so the reads still
-happen after the WATCH, and anything that changes the keys after them fails the EXEC.
+A transaction talks to one pooled redis-py connection directly rather than through redis-py's
+``Pipeline``: under a compare-and-swap write load the Pipeline's own bookkeeping (its command
+stack, a response callback per reply, its reset, a retry wrapper around each step) cost more
+of the gateway's CPU than the bytes it sent. What remains per write is two round trips:
 
-With ``ReplicaWait`` a committed transaction is acknowledged only once ``WAIT`` has seen it
-reach that many replicas; otherwise ``Unconfirmed`` (the write may survive or be lost).
+1. ``WATCH`` and the body's first reads (``first_reads``), and a ``Gate`` if the caller has
+   one, in one packet. Redis runs a connection's commands in order, so the reads happen after
+   the WATCH, and anything that changes the keys after them fails the EXEC.
+2. ``MULTI``, the queued writes and ``EXEC`` in one packet (and ``WAIT`` after it, with
+   ``ReplicaWait``: a committed transaction is acknowledged only once that many replicas
+   have it; otherwise ``Unconfirmed``, the write may survive or be lost).
+
+A refused body (a stale ``expect_version``) sends ``UNWATCH`` before the connection goes back
+to the pool. Any failure in the middle of a send or a read disconnects the connection (redis-py
+does that inside ``send_packed_command``/``read_response``), so no later caller can read a
+reply meant for this one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
-from redis.asyncio.client import Pipeline
-from redis.exceptions import ResponseError, WatchError
+from redis.exceptions import RedisError, ResponseError, WatchError
 
+from ._connection import pack_plain
 from ._errors import Contended, Unconfirmed
 from ._redis_errors import mapped_redis_errors
 
 T = TypeVar("T")
 
-# The body gets the replies to ``first_reads`` (raw: no response callbacks) and may read more
-# under WATCH (the pipeline is in immediate mode); then it calls ``pipe.multi()``, queues its
-# writes and returns a function that turns EXEC's replies into the result.
-TransactionBody = Callable[["Pipeline[bytes]", list[Any]], Awaitable[Callable[[list[Any]], T]]]
 Command = tuple[Any, ...]
 
 
@@ -45,32 +51,139 @@ class ReplicaWait:
     timeout_ms: int
 
 
-async def execute_acknowledged(pipe: Pipeline[bytes], wait: ReplicaWait | None) -> list[Any]:
-    """EXEC the queued transaction, then (with ``wait``) WAIT for the replicas to have it.
+@dataclass(frozen=True)
+class Gate:
+    """A check that rides a write's first round trip, judged before the body runs.
 
-    WAIT counts the replicas that have received *this connection's* writes, so it must run
-    on the connection that ran EXEC; ``Pipeline.execute()`` hands that connection back to
-    the pool before returning, so the transaction is run through the pipeline's own
-    ``_execute_transaction`` on the connection it holds (the WAIT tests guard this).
+    ``command`` runs once, on the first attempt only (a retry after a lost race does not run
+    it again); ``judge`` gets its reply and raises to refuse the call, in which case nothing
+    is written and nothing read is returned. The command must touch only keys in the same
+    hash slot as the watched ones.
     """
-    if wait is None or wait.replicas <= 0:
-        executed: list[Any] = await pipe.execute()
-        return executed
-    conn = pipe.connection
-    if conn is None:
-        conn = await pipe.connection_pool.get_connection()
-        pipe.connection = conn
-    try:
-        replies: list[Any] = await pipe._execute_transaction(conn, pipe.command_stack, True)  # type: ignore[attr-defined]  # see above
-        acked = int(await pipe.immediate_execute_command("WAIT", wait.replicas, wait.timeout_ms))  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
-    finally:
-        await pipe.reset()
-    if acked < wait.replicas:
-        raise Unconfirmed(
-            f"the write committed on the primary but reached {acked} of {wait.replicas} "
-            f"replicas within {wait.timeout_ms} ms"
-        )
+
+    command: Command
+    judge: Callable[[Any], None]
+
+
+class Transaction:
+    """One WATCH..EXEC on one connection: reads while watching, then queued writes.
+
+    The body reads with ``read`` (each a round trip, raw replies) and may ``watch`` more keys;
+    ``multi`` starts the queued part, and ``queue`` adds a command to it. Replies are what the
+    connection's parser gives (RESP3 with hiredis: bytes, ints, lists, None), without
+    redis-py's per-command response callbacks.
+    """
+
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+        self._queued: list[Command] = []
+        self._in_multi = False
+
+    @property
+    def in_multi(self) -> bool:
+        return self._in_multi
+
+    async def read(self, *command: Any) -> Any:
+        """Run one command now, under the WATCH, and return its reply."""
+        connection = self._connection
+        await connection.send_packed_command(pack_plain(connection, [command]), check_health=False)
+        return await self._connection.read_response()
+
+    async def watch(self, *names: str) -> None:
+        await self.read("WATCH", *names)
+
+    def multi(self) -> None:
+        self._in_multi = True
+
+    def queue(self, *command: Any) -> None:
+        if not self._in_multi:
+            raise RuntimeError("queue() before multi(): the write would run outside EXEC")
+        self._queued.append(command)
+
+    async def begin(
+        self, watch: Sequence[str], reads: Sequence[Command], gate: Gate | None
+    ) -> list[Any]:
+        """WATCH, the gate's command and ``reads`` in one round trip; the replies to ``reads``.
+
+        A connection that fails before anything is watched is retried once on a fresh one, by
+        the connection's retry policy, as redis-py does for a first WATCH.
+        """
+        connection = self._connection
+        commands: list[Command] = [("WATCH", *watch), *reads]
+        if gate is not None:
+            commands.append(gate.command)
+        packed = pack_plain(connection, commands)
+
+        async def send() -> list[Any]:
+            await connection.send_packed_command(packed, check_health=False)
+            return await _read_replies(connection, len(commands))
+
+        async def failed(_error: Exception) -> None:
+            await connection.disconnect()
+
+        replies: list[Any] = await connection.retry.call_with_retry(send, failed)
+        first = replies[0]
+        if isinstance(first, ResponseError):
+            raise first
+        if gate is not None:
+            gate.judge(_raise_error(replies[-1]))
+            replies = replies[:-1]
+        return [_raise_error(reply) for reply in replies[1:]]
+
+    async def execute(self, wait: ReplicaWait | None) -> list[Any]:
+        """MULTI, the queued commands and EXEC (and WAIT) in one round trip; EXEC's replies.
+
+        Raises ``WatchError`` when a watched key changed (EXEC answered nil).
+        """
+        connection = self._connection
+        commands: list[Command] = [("MULTI",), *self._queued, ("EXEC",)]
+        if wait is not None:
+            commands.append(("WAIT", wait.replicas, wait.timeout_ms))
+        await connection.send_packed_command(pack_plain(connection, commands), check_health=False)
+        replies = await _read_replies(connection, len(commands))
+        # A command refused while queueing (QUEUED's place holds its error) aborts the EXEC.
+        for reply in replies[: len(self._queued) + 1]:
+            _raise_error(reply)
+        executed = replies[len(self._queued) + 1]
+        if executed is None:
+            raise WatchError("a watched key changed before EXEC")
+        _raise_error(executed)
+        for reply in executed:
+            _raise_error(reply)
+        if wait is not None:
+            acked = int(_raise_error(replies[-1]))
+            if acked < wait.replicas:
+                raise Unconfirmed(
+                    f"the write committed on the primary but reached {acked} of "
+                    f"{wait.replicas} replicas within {wait.timeout_ms} ms"
+                )
+        return list(executed)
+
+    async def unwatch(self) -> None:
+        await self.read("UNWATCH")
+
+
+async def _read_replies(connection: Any, count: int) -> list[Any]:
+    """``count`` replies, errors included as values, so the connection stays in step."""
+    replies: list[Any] = []
+    for _ in range(count):
+        try:
+            replies.append(await connection.read_response())
+        except ResponseError as exc:
+            replies.append(exc)
     return replies
+
+
+def _raise_error(reply: Any) -> Any:
+    if isinstance(reply, ResponseError):
+        raise reply
+    return reply
+
+
+# The body gets the replies to ``first_reads`` and may read more under WATCH; then it calls
+# ``tx.multi()``, queues its writes and returns a function that turns EXEC's replies into the
+# result. Returning without ``multi()`` means nothing is written.
+TransactionBody = Callable[[Transaction, list[Any]], Awaitable[Callable[[list[Any]], T]]]
 
 
 async def run_transaction(
@@ -80,64 +193,47 @@ async def run_transaction(
     *,
     max_retries: int,
     first_reads: Sequence[Command] = (),
+    gate: Gate | None = None,
     wait: ReplicaWait | None = None,
 ) -> T:
     """Run ``body`` until EXEC succeeds, at most ``max_retries + 1`` times."""
+    pool = client.connection_pool
     async with mapped_redis_errors():
         for attempt in range(max_retries + 1):
-            async with client.pipeline(transaction=True) as pipe:
+            connection = await pool.get_connection()
+            tx = Transaction(connection)
+            try:
                 try:
-                    first = await _watch(pipe, watch, first_reads)
-                    finish = await body(pipe, first)
-                    if not pipe.explicit_transaction:
-                        # The body decided not to write (e.g. a CAS refusal raised before
-                        # MULTI would not get here); nothing queued means nothing to run.
-                        await pipe.reset()
-                        return finish([])
-                    replies = await execute_acknowledged(pipe, wait)
-                    return finish(replies)
-                except WatchError:
-                    # Another client touched a watched key between our read and EXEC.
-                    # The pipeline context resets the connection's WATCH state on exit.
-                    pass
+                    first = await tx.begin(watch, first_reads, gate if attempt == 0 else None)
+                    finish = await body(tx, first)
+                except BaseException:
+                    # Refused (by the gate or the body) with every reply read: leave nothing
+                    # watched. A failure mid-read has already closed the connection.
+                    if connection.is_connected:
+                        with contextlib.suppress(RedisError, OSError):
+                            await tx.unwatch()
+                    raise
+                if not tx.in_multi:
+                    await tx.unwatch()
+                    return finish([])
+                return finish(await tx.execute(wait))
+            except WatchError:
+                # Another client touched a watched key between our read and EXEC; EXEC
+                # itself has dropped the WATCH.
+                pass
+            finally:
+                await _release(pool, connection)
             await asyncio.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 8)))
     raise Contended(f"the write lost {max_retries + 1} races in a row to other writers")
 
 
-async def _watch(
-    pipe: Pipeline[bytes], watch: Sequence[str], reads: Sequence[Command]
-) -> list[Any]:
-    """WATCH ``watch`` and run ``reads`` in one round trip on the pipeline's connection.
+async def _release(pool: Any, connection: Any) -> None:
+    # Shielded: a second cancellation must not split the pool's in-use bookkeeping.
+    await asyncio.shield(pool.release(connection))
 
-    This is what ``pipe.watch()`` followed by each read in immediate mode does, pipelined:
-    the connection becomes the pipeline's (``reset()`` gives it back and UNWATCHes), and a
-    connection that fails before anything is watched is retried once on a fresh one, by the
-    pool's retry policy, as redis-py does for a first WATCH.
-    """
-    conn = pipe.connection
-    if conn is None:
-        conn = await pipe.connection_pool.get_connection()
-        pipe.connection = conn
-    packed = conn.pack_commands([("WATCH", *watch), *reads])
 
-    async def send() -> list[Any]:
-        await conn.send_packed_command(packed)
-        replies: list[Any] = []
-        error: ResponseError | None = None
-        for _ in range(1 + len(reads)):
-            # Every reply is read before an error is raised, so the connection stays in step.
-            try:
-                replies.append(await conn.read_response())
-            except ResponseError as exc:
-                error = error or exc
-                replies.append(None)
-        if error is not None:
-            raise error
-        return replies[1:]
-
-    async def failed(_error: Exception) -> None:
-        await conn.disconnect()
-
-    replies: list[Any] = await conn.retry.call_with_retry(send, failed)
-    pipe.watching = True
-    return replies
+async def pass_gate(client: aioredis.Redis[bytes], gate: Gate) -> None:
+    """Run ``gate`` on its own round trip and judge it (for a call that reads before writing)."""
+    async with mapped_redis_errors():
+        reply = await client.execute_command(*gate.command)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+    gate.judge(reply)

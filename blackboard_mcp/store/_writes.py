@@ -9,14 +9,13 @@ from typing import Any, TypedDict
 
 import orjson
 import redis.asyncio as aioredis
-from redis.asyncio.client import Pipeline
 
 from . import _keys as keys
 from ._commit import queue_commit
 from ._errors import Conflict, InvalidArgument, TooLarge
 from ._notes import NoteWrite
 from ._tokencount import TokenCounter, count_as_json_string
-from ._tx import ReplicaWait, run_transaction
+from ._tx import Gate, ReplicaWait, Transaction, run_transaction
 
 # An offloaded body keeps this much of its text beside the note for the search index, so
 # large notes stay findable without every read of the note carrying the whole body.
@@ -51,6 +50,7 @@ async def write_note(
     counter: TokenCounter,
     limits: WriteLimits,
     may_read: bool = True,
+    gate: Gate | None = None,
 ) -> WriteResult:
     """Apply one validated write; raise Conflict (nothing written) on a stale expect_version.
 
@@ -74,7 +74,7 @@ async def write_note(
     fixed_text = _fixed_content(write)
     fixed_tokens = count_as_json_string(counter, fixed_text) if fixed_text is not None else 0
 
-    async def body(pipe: Pipeline[bytes], first: list[Any]) -> Callable[[list[Any]], WriteResult]:
+    async def body(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], WriteResult]:
         old = first[0]
         old_version = int(old[0]) if old[0] is not None else 0
         old_blob = _decode(old[2])
@@ -103,9 +103,9 @@ async def write_note(
                     else "append cannot extend this note; rewrite it whole",
                     argument="append",
                 )
-            previous = _decode(await pipe.hget(note_key, "body"))
+            previous = _decode(await tx.read("HGET", note_key, "body"))
             if old_blob:
-                previous = _decode(await pipe.get(keys.blob(ws, old_blob)))
+                previous = _decode(await tx.read("GET", keys.blob(ws, old_blob)))
             content = previous + write.append
             size = len(content.encode("utf-8"))
             if size > limits.max_body_bytes:
@@ -131,9 +131,9 @@ async def write_note(
         if old_blob or new_blob:
             # The reference counts decide whether a blob can be deleted, so they are part
             # of what this transaction depends on.
-            await pipe.watch(refs_key)
+            await tx.watch(refs_key)
             names = [n for n in (old_blob, new_blob) if n]
-            blob_counts = [int(c or 0) for c in await pipe.hmget(refs_key, names)]
+            blob_counts = [int(c or 0) for c in await tx.read("HMGET", refs_key, *names)]
 
         version = old_version + 1
         record: dict[str, bytes | float | int | str] = {
@@ -166,26 +166,26 @@ async def write_note(
             if write.confidence is not None:
                 record["confidence"] = write.confidence
 
-        pipe.multi()
+        tx.multi()
         if new_blob != old_blob:
             if new_blob:
-                pipe.set(keys.blob(ws, new_blob), encoded, nx=True)
-                pipe.hincrby(refs_key, new_blob, 1)
+                tx.queue("SET", keys.blob(ws, new_blob), encoded, "NX")
+                tx.queue("HINCRBY", refs_key, new_blob, 1)
             if old_blob:
                 if blob_counts and blob_counts[0] <= 1:
-                    pipe.delete(keys.blob(ws, old_blob))
-                    pipe.hdel(refs_key, old_blob)
+                    tx.queue("DEL", keys.blob(ws, old_blob))
+                    tx.queue("HDEL", refs_key, old_blob)
                 else:
-                    pipe.hincrby(refs_key, old_blob, -1)
+                    tx.queue("HINCRBY", refs_key, old_blob, -1)
         topic = write.address.topic
         path = write.address.path
         if old_version and old_kind != kind:
-            pipe.zrem(keys.by_kind(ws, topic, old_kind), path)
-        pipe.sadd(keys.topics(ws), topic)
-        pipe.zadd(keys.by_name(ws, topic), {path: 0})
-        pipe.zadd(keys.by_version(ws, topic), {path: version})
+            tx.queue("ZREM", keys.by_kind(ws, topic, old_kind), path)
+        tx.queue("SADD", keys.topics(ws), topic)
+        tx.queue("ZADD", keys.by_name(ws, topic), 0, path)
+        tx.queue("ZADD", keys.by_version(ws, topic), version, path)
         queue_commit(
-            pipe,
+            tx,
             workspace=ws,
             topic=topic,
             member=member,
@@ -213,6 +213,7 @@ async def write_note(
         max_retries=limits.max_retries,
         # Read with the WATCH, in its round trip (store/_tx.py).
         first_reads=[("HMGET", note_key, "version", "digest", "blob", "kind")],
+        gate=gate,
         wait=limits.wait,
     )
 

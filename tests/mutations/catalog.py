@@ -35,6 +35,8 @@ _BUDGET = (
 
 _WORKSPACE_GONE = "tests/test_delete.py::test_a_deleted_workspace_is_gone_but_its_audit_and_revocations_outlive_it"  # noqa: E501
 
+_WRITE_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_tokens_writes_are_refused_in_their_first_round_trip_writing_nothing"  # noqa: E501
+
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="read-scope-check-removed",
@@ -181,7 +183,19 @@ MUTATIONS: tuple[Mutation, ...] = (
         path="blackboard_mcp/gateway/_calls.py",
         original="if admission.revoked:",
         replacement="if False:",
-        tests=("tests/test_gateway_e2e.py", "tests/test_direct_calls.py"),
+        tests=(
+            "tests/test_gateway_e2e.py",
+            "tests/test_direct_calls.py",
+            _WRITE_REVOKED,
+        ),
+    ),
+    Mutation(
+        name="write-admission-not-judged",
+        why="a write's admission check runs in its first round trip and its verdict is ignored",
+        path="blackboard_mcp/store/_tx.py",
+        original="gate.judge(_raise_error(replies[-1]))",
+        replacement="_raise_error(replies[-1])",
+        tests=(_WRITE_REVOKED,),
     ),
     Mutation(
         name="audit-record-skipped",
@@ -203,8 +217,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="offloaded-blob-not-freed",
         why="a replaced large body stays in Redis forever",
         path="blackboard_mcp/store/_writes.py",
-        original="pipe.delete(keys.blob(ws, old_blob))",
-        replacement="pipe.exists(keys.blob(ws, old_blob))",
+        original='tx.queue("DEL", keys.blob(ws, old_blob))',
+        replacement='tx.queue("EXISTS", keys.blob(ws, old_blob))',
         tests=("tests/test_offload.py", "tests/test_append.py"),
     ),
     Mutation(
