@@ -101,10 +101,9 @@ class FloorApp:
                 (
                     "EVAL",
                     _COMMIT,
-                    5,
+                    4,
                     keys.sequence(ws),
                     note,
-                    keys.by_recent(ws, topic),
                     keys.by_kind(ws, topic, "text"),
                     keys.changelog(ws),
                     path,
