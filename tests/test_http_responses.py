@@ -8,6 +8,8 @@ next one's shows up as a hang, a garbled status line or a wrong body.
 
 from __future__ import annotations
 
+import asyncio
+import re
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,10 +18,14 @@ from urllib.parse import urlsplit
 
 import orjson
 import pytest
+import redis.asyncio as aioredis
 from support import GatewayProcess, agent_token
+
+from blackboard_mcp.store import RedisAuditLog
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import TokenIssuer
+    from blackboard_mcp.store import EmbeddedRedis
 
 TIMEOUT = 10.0
 # request() cannot know the port; Wire.send puts the connection's host:port in its place.
@@ -122,7 +128,7 @@ def request(
 ) -> bytes:
     lines = [f"{method} {path} HTTP/1.1", HOST_PLACEHOLDER.decode()]
     lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
-    if body or method == "POST":
+    if (body or method == "POST") and "transfer-encoding" not in (headers or {}):
         lines.append(f"content-length: {len(body)}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
@@ -222,6 +228,26 @@ def test_a_body_over_the_limit_is_refused_with_413(wire: Wire, token: str) -> No
     assert orjson.loads(refused.body)["error"]["code"] == "too_large"
 
 
+def test_a_chunked_body_over_the_limit_is_refused_with_413(wire: Wire, token: str) -> None:
+    # No declared length: the limit is counted as the body arrives.
+    head = request(
+        "POST",
+        "/mcp/",
+        headers={
+            "authorization": f"Bearer {token}",
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "transfer-encoding": "chunked",
+        },
+    )
+    piece = b" " * (256 * 1024)
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for _ in range(9))
+    wire.send(head + chunks + b"0\r\n\r\n")
+    refused = wire.answer()
+    assert refused.status == 413
+    assert orjson.loads(refused.body)["error"]["code"] == "too_large"
+
+
 def test_expect_100_continue_gets_the_interim_answer_before_the_body_is_sent(
     wire: Wire, token: str, workspace: str
 ) -> None:
@@ -258,3 +284,28 @@ def test_an_event_stream_sends_its_head_and_first_event_at_once(wire: Wire, toke
     assert status == 200 and headers["content-type"].startswith("text/event-stream")
     assert headers["transfer-encoding"] == "chunked"
     assert wire.chunk() == b": listening\n\n"
+
+
+async def test_each_call_is_audited_under_the_request_id_it_sent_or_a_fresh_one(
+    wire: Wire, token: str, workspace: str, redis_server: EmbeddedRedis
+) -> None:
+    uri = f"bb://{workspace}/t/n"
+    wire.send(tool_call(token, uri, "named", extra={"x-request-id": "req-from-the-client"}))
+    written(wire.answer(), "named")
+    for n in range(3):
+        wire.send(tool_call(token, uri, f"unnamed {n}"))
+        written(wire.answer(), f"unnamed {n}")
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        log = RedisAuditLog(client=client, maxlen=1000)
+        for _ in range(100):
+            records = await log.tail(workspace, 10)
+            if len(records) >= 4:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await client.aclose()
+    ids = [r.request_id for r in reversed(records)]
+    assert ids[0] == "req-from-the-client"
+    assert all(re.fullmatch("[0-9a-f]{16}", rid) for rid in ids[1:]), ids
+    assert len(set(ids)) == 4
