@@ -49,11 +49,14 @@ def start_gateway(
         "BB_DATA_DIR": str(data_dir or tempfile.mkdtemp()),
         **(extra_env or {}),
     }
-    command = [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)]
+    # -P: with -m or -c Python puts the working directory first on sys.path, ahead of
+    # PYTHONPATH, so a bench run from the repository's root imported the working tree's
+    # package even where PYTHONPATH named another revision's (cas_load.py --against).
+    command = [sys.executable, "-P", "-m", "blackboard_mcp.cli", "serve", "--port", str(port)]
     if hidden_modules:
         hide = f"import sys; sys.modules.update(dict.fromkeys({list(hidden_modules)!r}))"
         run = "from blackboard_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
-        command = [sys.executable, "-c", f"{hide}; {run}", "serve", "--port", str(port)]
+        command = [sys.executable, "-P", "-c", f"{hide}; {run}", "serve", "--port", str(port)]
     proc = subprocess.Popen(
         [*command, "--workers", str(workers)],
         env=env,

@@ -12,12 +12,13 @@ and errors are counted and any error exits 1.
 One embedded Redis without persistence (appendonly off) serves every cell. The gateway (one
 uvicorn worker) runs on it as installed; ``--against REV`` adds a gateway running the package
 as it was at git revision REV (extracted with ``git archive``, first on its PYTHONPATH), so a
-change's before and after are measured in one run; ``--pure-parser`` adds a gateway with
-``hiredis`` hidden from its imports, so redis-py falls back to its pure-Python RESP parser
-(it picks the parser when it is imported), and the bare arm with that parser. The cells are
-interleaved round by round, since this shared machine drifts.
+change's before and after are measured in one run (repeat it for a gateway per revision, e.g.
+one per step of a series; their order alternates round by round); ``--pure-parser`` adds a
+gateway with ``hiredis`` hidden from its imports, so redis-py falls back to its pure-Python
+RESP parser (it picks the parser when it is imported), and the bare arm with that parser. The
+cells are interleaved round by round, since this shared machine drifts.
 
-    python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]
+    python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]...
                              [--pure-parser]
 
 Prints, per round, writes/s of each cell, the gateway's CPU ms per write and the ratio
@@ -199,7 +200,13 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=4)  # wrk takes whole seconds
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--against", metavar="REV", help="also run the gateway of git REV")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="also run the gateway of git REV (repeatable)",
+    )
     parser.add_argument("--pure-parser", action="store_true", help="also without hiredis")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -217,10 +224,12 @@ def main() -> int:
         # The workload's own cost, not the disk's: the embedded default is AOF everysec.
         redis.Redis.from_url(server.url).config_set("appendonly", "no")
         gateways = {"gateway, hiredis": start_gateway(server.url)}
-        if args.against:
-            extract_revision(args.against, Path(old_tree))
-            gateways[f"gateway @{args.against}, hiredis"] = start_gateway(
-                server.url, extra_env={"PYTHONPATH": old_tree}
+        for number, rev in enumerate(args.against):
+            tree = Path(old_tree) / str(number)
+            tree.mkdir()
+            extract_revision(rev, tree)
+            gateways[f"gateway @{rev}, hiredis"] = start_gateway(
+                server.url, extra_env={"PYTHONPATH": str(tree)}
             )
         if args.pure_parser:
             gateways["gateway, pure-Python parser"] = start_gateway(
@@ -232,7 +241,12 @@ def main() -> int:
                 if _loads_hiredis(proc.pid) != ("hiredis" in name.split(",")[1]):
                     raise SystemExit(f"{name}: the gateway does not run the parser it names")
             for round_no in range(1, args.rounds + 1):
-                for number, (name, (proc, port)) in enumerate(gateways.items()):
+                # Alternate the gateways' order: with a fixed one, the gateway measured right
+                # after the bare cell's 8 processes came out slower round after round.
+                order = list(enumerate(gateways.items()))
+                if round_no % 2 == 0:
+                    order.reverse()
+                for number, (name, (proc, port)) in order:
                     tag = f"r{round_no}-g{number}"
                     cell = run_gateway(port, proc.pid, token, tag, args.clients, seconds)
                     cells.setdefault(name, []).append(cell)
