@@ -3,9 +3,10 @@
 A call's audit record used to cost the call a round trip of its own before the reply went
 out. Here the call only queues its record; one writer task stores whatever has queued up
 while its previous batch was in flight, or during a short linger after the first record
-of a batch (``linger_seconds``, as a producer's linger in Kafka): a round trip per record
-cost the gateway about 6% of its CPU under write load, most of it fixed per round trip
-(bench/RESULTS.md). The linger ends early once ``max_batch`` records wait, and at a stop.
+of a batch (``linger_seconds``, as a producer's linger in Kafka): with about one record per
+round trip the writer was 5% of the gateway's CPU under write load, and the linger took a
+third or so of that away (bench/RESULTS.md). It ends early once ``max_batch`` records wait,
+and at a stop.
 
 The price: records still queued when the process is killed outright are lost (a clean stop
 writes them). When Redis is down a batch cannot be written and is dropped with a warning,
