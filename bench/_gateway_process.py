@@ -63,7 +63,7 @@ def start_gateway(
     if hidden_modules:
         hide = f"import sys; sys.modules.update(dict.fromkeys({list(hidden_modules)!r}))"
         run = "from blackboard_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
-        command = [sys.executable, "-c", f"{hide}; {run}", "serve", "--port", str(port)]
+        command = [sys.executable, "-P", "-c", f"{hide}; {run}", "serve", "--port", str(port)]
     proc = subprocess.Popen(
         [*command, "--workers", str(workers)],
         env=env,

@@ -10,12 +10,13 @@ own key, once with hiredis and once with redis-py's pure-Python RESP3 parser (pa
 and errors are counted and any error exits 1.
 
 One embedded Redis without persistence (appendonly off) serves every cell. The gateway (one
-uvicorn worker) runs on it as installed; each ``--against REV`` adds a gateway running the package
-as it was at git revision REV (extracted with ``git archive`` and run from there), so a
-change's before and after are measured in one run; ``--pure-parser`` adds a gateway with
-``hiredis`` hidden from its imports, so redis-py falls back to its pure-Python RESP parser
-(it picks the parser when it is imported), and the bare arm with that parser. The cells are
-interleaved round by round, since this shared machine drifts.
+uvicorn worker) runs on it as installed; each ``--against REV`` adds a gateway running the
+package as it was at git revision REV (extracted with ``git archive`` and run from there), so
+a change's before and after are measured in one run (the gateways' order alternates round by
+round); ``--pure-parser`` adds a gateway with ``hiredis`` hidden from its imports, so
+redis-py falls back to its pure-Python RESP parser (it picks the parser when it is
+imported), and the bare arm with that parser. The cells are interleaved round by round,
+since this shared machine drifts.
 
 A third kind of cell is the floor (``bench/_cas_floor_server.py``): uvicorn with the
 gateway's server settings and an ASGI app that sends Redis exactly the store's commands for
@@ -277,7 +278,12 @@ def main() -> int:
                 if _loads_hiredis(proc.pid) != ("hiredis" in name.split(",")[-1]):
                     raise SystemExit(f"{name}: the gateway does not run the parser it names")
             for round_no in range(1, args.rounds + 1):
-                for number, (name, (proc, port)) in enumerate(gateways.items()):
+                # Alternate the gateways' order: with a fixed one, the gateway measured right
+                # after the bare cell's 8 processes came out slower round after round.
+                order = list(enumerate(gateways.items()))
+                if round_no % 2 == 0:
+                    order.reverse()
+                for number, (name, (proc, port)) in order:
                     tag = f"r{round_no}-g{number}"
                     cell = run_gateway(port, proc.pid, token, tag, args.clients, seconds)
                     cells.setdefault(name, []).append(cell)

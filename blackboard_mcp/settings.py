@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     embedded_restarts: int = Field(default=6, ge=0)
     changelog_maxlen: int = 100_000
     audit_maxlen: int = 100_000
+    # How long the audit writer waits after a call's record for more to share its round trip.
+    audit_linger_seconds: float = Field(default=0.005, ge=0, le=1)
     offload_bytes: int = 10 * 1024
     max_body_bytes: int = 1024 * 1024
     source_root: Path | None = None

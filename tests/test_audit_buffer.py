@@ -89,3 +89,34 @@ async def test_the_queue_is_bounded_and_drops_the_oldest() -> None:
             await buffer.record(_record(n))
     assert [rid for batch in sink.batches for rid in batch] == ["r3", "r4", "r5"]
     assert buffer.dropped == 3
+
+
+class FastSink(SlowSink):
+    """A sink whose writes take no time: without a linger every record is a batch of its own."""
+
+    async def record_many(self, records: Sequence[AuditRecord]) -> None:
+        self.batches.append([r.request_id for r in records])
+
+
+async def test_records_of_calls_finishing_within_the_linger_share_one_round_trip() -> None:
+    sink = FastSink()
+    buffer = BufferedAudit(sink=sink, linger_seconds=0.05)
+    async with buffer.running():
+        for n in range(5):
+            await buffer.record(_record(n))
+            await asyncio.sleep(0.001)  # calls ending a little apart, each yielding the loop
+        await asyncio.sleep(0.1)
+        await buffer.record(_record(5))
+    assert sink.batches == [["r0", "r1", "r2", "r3", "r4"], ["r5"]]
+
+
+async def test_a_clean_stop_does_not_wait_out_the_linger_to_write_what_is_queued() -> None:
+    sink = FastSink()
+    buffer = BufferedAudit(sink=sink, linger_seconds=30.0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with buffer.running():
+        await buffer.record(_record(0))
+        await asyncio.sleep(0)
+    assert sink.batches == [["r0"]]
+    assert loop.time() - started < 1.0

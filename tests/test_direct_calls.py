@@ -410,3 +410,52 @@ async def test_the_python_sdk_clients_tool_calls_take_the_direct_path(
         listed = await client.list_tools()  # not a tool call: the SDK answers it
         assert len(listed.tools) == 5
     assert direct_calls(gateway) == before + 3
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    version=st.sampled_from(HANDSHAKE),
+    name=st.text(),
+    arguments=st.none() | st.dictionaries(st.text(), JSON_VALUES, max_size=4),
+)
+def test_the_sdk_cannot_refuse_handshake_call_params_the_direct_path_accepts_without_meta(
+    version: str, name: str, arguments: dict[str, Any] | None
+) -> None:
+    """Why the direct path skips the SDK's params validation for these: it cannot fail.
+
+    The direct path takes params with only a str ``name`` and an object of ``arguments``
+    (either may be missing). Were the SDK's model for any handshake version to refuse one
+    of them, its error answer would differ from the direct path's.
+    """
+    from mcp_types import methods
+
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = orjson.loads(orjson.dumps(arguments))  # as it comes off the wire
+    methods.validate_client_request("tools/call", version, params)
+
+
+@pytest.mark.parametrize(
+    ("header", "value", "status"),
+    [("host", "evil.example:80", 421), ("origin", "http://evil.example", 403)],
+)
+def test_a_foreign_host_or_origin_is_refused_between_plain_calls_with_the_same_headers(
+    gateway: GatewayProcess, board_token: tuple[str, str], header: str, value: str, status: int
+) -> None:
+    """The header checks' verdicts are remembered per combination of headers: a refused
+    combination must not borrow the verdict of an accepted one, nor the reverse."""
+    _, token = board_token
+    exchange = plain_exchange(token, "search_keys", {"q": "apples"}, version="2025-06-18")
+    foreign = [*exchange.headers, (header, value)]
+    for _ in range(2):
+        assert post(gateway, exchange).status_code == 200
+        refused = _http.post(gateway.mcp_url, content=exchange.body, headers=httpx.Headers(foreign))
+        assert refused.status_code == status
+    assert post(gateway, exchange).status_code == 200

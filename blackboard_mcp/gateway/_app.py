@@ -93,7 +93,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         manifest.bind(name, handler)
     manifest.require_complete()
     metrics = GatewayMetrics()
-    audit = BufferedAudit(sink=parts.audit)
+    audit = BufferedAudit(sink=parts.audit, linger_seconds=settings.audit_linger_seconds)
     caller = ToolCaller(
         board=parts.board,
         manifest=manifest,

@@ -35,6 +35,7 @@ from mcp_types import DEFAULT_NEGOTIATED_VERSION, SERVER_INFO_META_KEY
 from mcp_types import methods as protocol_methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -48,6 +49,11 @@ log = logging.getLogger(__name__)
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 _VERSION_HEADER = b"mcp-protocol-version"
+# What the SDK's transport security and Accept checks read, and our content type check.
+_CHECKED = (b"content-type", b"accept", b"host", b"origin")
+_READ = frozenset((*_CHECKED, _VERSION_HEADER))
+# Distinct header combinations whose verdict is kept; a client sends one or two.
+_MAX_VERDICTS = 256
 # JSON numbers every client reads back exactly; a larger id goes the SDK's way.
 _MAX_ID = 2**53
 
@@ -76,6 +82,7 @@ class DirectToolCalls:
         self._caller = caller
         self._metrics = metrics
         self._security = TransportSecurityMiddleware(security)
+        self._verdicts: dict[tuple[bytes | None, ...], bool] = {}
         self._usable = _server_is_plain(server)
         # Fixed for the server's life; serialised straight away, so never aliased.
         self._server_info = server.server_info_stamp
@@ -118,13 +125,8 @@ class DirectToolCalls:
         Each check is the SDK's own, or stricter; a request failing one goes to the SDK,
         which then answers it (with its error, or by serving it) exactly as before.
         """
-        request = Request(scope)
-        if await self._security.validate_request(request, is_post=True) is not None:
-            return None
-        content_type = request.headers.get("content-type", "")
-        if content_type.split(";")[0].strip() != "application/json":
-            return None
-        if not check_accept_headers(request)[0]:
+        found, versions = _first_values(scope)
+        if not await self._headers_pass(scope, found):
             return None
         try:
             message = orjson.loads(body)
@@ -146,43 +148,94 @@ class DirectToolCalls:
         tool, arguments = params.get("name"), params.get("arguments", {})
         if not isinstance(tool, str) or not isinstance(arguments, dict):
             return None
-        version = _protocol_version(scope, message, request)
-        if version is None:
+        header = found.get(_VERSION_HEADER)
+        if versions > 1:
             return None
-        try:
-            protocol_methods.validate_client_request("tools/call", version, params)
-        except (KeyError, ValueError, ValidationError):
-            return None
-        modern = version in MODERN_PROTOCOL_VERSIONS
-        schema = HEADER_SCHEMAS.get(tool)
-        if (
-            modern
-            and schema is not None
-            and validate_mcp_param_headers(schema, arguments, request.headers) is not None
-        ):
-            return None
-        return _Call(request_id, tool, arguments, modern)
+        if header is None:
+            # Handshake era without the header: the SDK assumes the spec's default version.
+            version = DEFAULT_NEGOTIATED_VERSION
+        else:
+            version = header.decode("latin-1")
+            if version in MODERN_PROTOCOL_VERSIONS:
+                return _modern_call(scope, message, request_id, tool, arguments)
+            if version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                return None
+        if "_meta" in params:
+            # Without ``_meta`` the handshake versions' params model cannot refuse what
+            # passed the checks above (a str name, an object of arguments): pydantic's
+            # validation would be pure cost (test_direct_calls.py proves it for each
+            # version). With it, its fields are the SDK's to judge.
+            try:
+                protocol_methods.validate_client_request("tools/call", version, params)
+            except (KeyError, ValueError, ValidationError):
+                return None
+        return _Call(request_id, tool, arguments, modern=False)
+
+    async def _headers_pass(self, scope: Scope, found: dict[bytes, bytes]) -> bool:
+        """Whether the headers pass the SDK's transport security and Accept checks, and ours
+        on the content type.
+
+        Each check reads only the first value of the headers in the key, so its verdict is
+        memoised by them: clients send the same few combinations on every call, and the
+        SDK's checks otherwise build a Request and parse headers each time.
+        """
+        key = tuple(found.get(name) for name in _CHECKED)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            request = Request(scope)
+            content_type = request.headers.get("content-type", "")
+            verdict = (
+                await self._security.validate_request(request, is_post=True) is None
+                and content_type.split(";")[0].strip() == "application/json"
+                and check_accept_headers(request)[0]
+            )
+            if len(self._verdicts) >= _MAX_VERDICTS:
+                self._verdicts.clear()  # varied headers cost the checks again, nothing more
+            self._verdicts[key] = verdict
+        return verdict
 
 
-def _protocol_version(scope: Scope, message: dict[str, Any], request: Request) -> str | None:
-    """The protocol version the SDK would serve this request at, or None to leave it to it."""
-    values = [v for k, v in scope["headers"] if k == _VERSION_HEADER]
-    if len(values) > 1:
+def _modern_call(
+    scope: Scope,
+    message: dict[str, Any],
+    request_id: int | str,
+    tool: str,
+    arguments: dict[str, Any],
+) -> _Call | None:
+    """The call at a modern protocol version (the 2026-07-28 envelope ladder), or None."""
+    headers = Headers(scope=scope)
+    if find_duplicated_routing_header(headers.items()) is not None:
         return None
-    if not values:
-        # Handshake era without the header: the SDK assumes the spec's default version.
-        return DEFAULT_NEGOTIATED_VERSION
-    header = str(values[0].decode("latin-1"))
-    if header in HANDSHAKE_PROTOCOL_VERSIONS:
-        return header
-    if header not in MODERN_PROTOCOL_VERSIONS:
-        return None
-    if find_duplicated_routing_header(request.headers.items()) is not None:
-        return None
-    route = classify_inbound_request(message, headers=dict(request.headers))
+    route = classify_inbound_request(message, headers=dict(headers))
     if not isinstance(route, InboundModernRoute):
         return None
-    return str(route.protocol_version)
+    version = str(route.protocol_version)
+    try:
+        protocol_methods.validate_client_request("tools/call", version, message["params"])
+    except (KeyError, ValueError, ValidationError):
+        return None
+    modern = version in MODERN_PROTOCOL_VERSIONS
+    schema = HEADER_SCHEMAS.get(tool)
+    if (
+        modern
+        and schema is not None
+        and validate_mcp_param_headers(schema, arguments, headers) is not None
+    ):
+        return None
+    return _Call(request_id, tool, arguments, modern)
+
+
+def _first_values(scope: Scope) -> tuple[dict[bytes, bytes], int]:
+    """The first value of each header the checks read (as Starlette's ``Headers.get``
+    finds it), and how many protocol version headers there are."""
+    found: dict[bytes, bytes] = {}
+    versions = 0
+    for name, value in scope["headers"]:
+        if name in _READ:
+            if name == _VERSION_HEADER:
+                versions += 1
+            found.setdefault(name, value)
+    return found, versions
 
 
 def _server_is_plain(server: Server[Any]) -> bool:

@@ -7,7 +7,7 @@ streamed MCP responses.
 from __future__ import annotations
 
 import logging
-import os
+import random
 from typing import Any
 
 import orjson
@@ -102,10 +102,21 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        declared: int | None = None
+        chunked = False
         for name, value in scope.get("headers", ()):
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
-                await _send_json(send, 413, _too_large(self.max_bytes))
-                return
+            if name == b"content-length" and value.isdigit():
+                declared = int(value)
+                if declared > self.max_bytes:
+                    await _send_json(send, 413, _too_large(self.max_bytes))
+                    return
+            elif name == b"transfer-encoding":
+                chunked = True
+        if declared is not None and not chunked:
+            # The server frames the body by its declared length, which is within the limit:
+            # counting it again would cost every call a wrapper around receive().
+            await self.app(scope, receive, send)
+            return
         seen = 0
 
         async def limited() -> Message:
@@ -155,9 +166,18 @@ class BearerAuth:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = _header(scope, b"x-request-id") or os.urandom(8).hex()
+        request_id: str | None = None
+        authorization: str | None = None
+        for key, value in scope.get("headers", ()):
+            if key == b"authorization" and authorization is None:
+                authorization = value.decode("latin-1")
+            elif key == b"x-request-id" and request_id is None:
+                request_id = value.decode("latin-1")[:64]
+        # Only for correlating logs and audit (a client may choose its own), so no secret:
+        # random's generator is reseeded in forked workers and costs no system call.
+        request_id = request_id or f"{random.getrandbits(64):016x}"
         current_request_id.set(request_id)
-        token = _bearer(scope)
+        token = _bearer(authorization)
         if token is None:
             await self._refuse(
                 send,
@@ -203,23 +223,8 @@ class BearerAuth:
         )
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return str(value.decode("latin-1"))[:64]
-    return None
-
-
-def _bearer(scope: Scope) -> str | None:
-    value = _header_full(scope, b"authorization")
+def _bearer(value: str | None) -> str | None:
     if value is None or not value.lower().startswith("bearer "):
         return None
     token = value[7:].strip()
     return token or None
-
-
-def _header_full(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None

@@ -3,22 +3,58 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from blackboard_mcp.store import NodeReport
 
+_M = TypeVar("_M", bound="_CachedChildren")
+# Distinct label sets a metric keeps at hand; past it, the cache starts again (still correct).
+_MAX_CACHED = 1024
+
+
+class _CachedChildren:
+    """``labels()`` by one dict lookup for label sets seen before.
+
+    prometheus_client's ``labels()`` checks and stringifies the values and takes a lock on
+    every call; every tool call took three of them. Only for metrics whose children are
+    never removed: a cached child would outlive its removal.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cached: dict[tuple[object, ...], Any] = {}
+
+    def labels(self: _M, *labelvalues: object, **labelkwargs: object) -> _M:
+        child = self._cached.get(labelvalues) if not labelkwargs else None
+        if child is None:
+            child = super().labels(*labelvalues, **labelkwargs)  # type: ignore[misc]
+            if not labelkwargs:
+                if len(self._cached) >= _MAX_CACHED:
+                    self._cached.clear()
+                self._cached[labelvalues] = child
+        return child  # type: ignore[no-any-return]
+
+
+class _Counter(_CachedChildren, Counter):
+    pass
+
+
+class _Histogram(_CachedChildren, Histogram):
+    pass
+
 
 class GatewayMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.calls = Counter(
+        self.calls = _Counter(
             "bb_tool_calls",
             "Tool calls by tool and outcome (ok or an error code).",
             ["tool", "outcome"],
             registry=self.registry,
         )
-        self.latency = Histogram(
+        self.latency = _Histogram(
             "bb_tool_latency_seconds",
             "Tool call latency.",
             ["tool"],
@@ -30,7 +66,7 @@ class GatewayMetrics:
             "update_state calls refused by compare-and-swap.",
             registry=self.registry,
         )
-        self.refused = Counter(
+        self.refused = _Counter(
             "bb_refused_calls",
             "Calls refused before the handler (auth, scope, rate).",
             ["code"],

@@ -1,0 +1,57 @@
+"""The gateway's call metrics count each call once, under its own tool and outcome."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from support import GatewayProcess, agent_token, call, mcp_client
+
+from blackboard_mcp.auth import TokenIssuer
+
+SAMPLE = re.compile(r"^(bb_\w+?)(?:_total|_count)?\{([^}]*)\} (\S+)$", re.MULTILINE)
+
+
+def samples(gateway: GatewayProcess) -> dict[tuple[str, str], float]:
+    text = httpx.get(gateway.url + "/metrics").text
+    return {(name, labels): float(value) for name, labels, value in SAMPLE.findall(text)}
+
+
+CALL_METRICS = ("bb_tool_calls", "bb_tool_latency_seconds", "bb_refused_calls")
+
+
+def increases(
+    before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]
+) -> dict[tuple[str, str], float]:
+    """The call metrics' series that moved (counts only: latencies are the clock's)."""
+    return {
+        key: value - before.get(key, 0.0)
+        for key, value in after.items()
+        if key[0] in CALL_METRICS and value != before.get(key, 0.0)
+    }
+
+
+async def test_each_call_counts_once_under_its_tool_and_outcome_and_refusals_under_their_code(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace, read=["open"], write=["open"])
+    before = samples(gateway)
+    async with mcp_client(gateway.mcp_url, token) as client:
+        for n in range(3):
+            err, _ = await call(
+                client, "update_state", uri=f"bb://{workspace}/open/a", digest=f"d{n}"
+            )
+            assert not err
+        for _ in range(2):
+            err, body = await call(client, "get_state", uris=[f"bb://{workspace}/closed/x"])
+            assert err and body["error"]["code"] == "forbidden"
+        err, _ = await call(client, "get_state", uris=[f"bb://{workspace}/open/a"])
+        assert not err
+    assert increases(before, samples(gateway)) == {
+        ("bb_tool_calls", 'outcome="ok",tool="update_state"'): 3.0,
+        ("bb_tool_calls", 'outcome="forbidden",tool="get_state"'): 2.0,
+        ("bb_tool_calls", 'outcome="ok",tool="get_state"'): 1.0,
+        ("bb_tool_latency_seconds", 'tool="update_state"'): 3.0,
+        ("bb_tool_latency_seconds", 'tool="get_state"'): 3.0,
+        ("bb_refused_calls", 'code="forbidden"'): 2.0,
+    }
