@@ -55,3 +55,23 @@ async def test_each_call_counts_once_under_its_tool_and_outcome_and_refusals_und
         ("bb_tool_latency_seconds", 'tool="get_state"'): 3.0,
         ("bb_refused_calls", 'code="forbidden"'): 2.0,
     }
+
+
+async def test_calls_to_tools_that_do_not_exist_share_one_series_whatever_name_they_send(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace, read=["open"], write=["open"])
+    names = [f"no_such_tool_{n}_{workspace}" for n in range(3)]
+    before = samples(gateway)
+    async with mcp_client(gateway.mcp_url, token) as client:
+        for name in names:
+            err, body = await call(client, name)
+            assert err, body
+    text = httpx.get(gateway.url + "/metrics").text
+    # A client choosing the names must not be able to add series to /metrics without end.
+    assert not [name for name in names if name in text]
+    moved = increases(before, samples(gateway))
+    assert {key: value for key, value in moved.items() if 'tool="unknown"' in key[1]} == {
+        ("bb_tool_calls", 'outcome="invalid_argument",tool="unknown"'): 3.0,
+        ("bb_tool_latency_seconds", 'tool="unknown"'): 3.0,
+    }, moved

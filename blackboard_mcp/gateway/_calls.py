@@ -48,6 +48,7 @@ class CallOutcome:
 
 
 _ADMISSION_REFUSALS = (TokenRevoked, RateLimited)
+UNKNOWN_TOOL_SERIES = "unknown"
 
 
 def _refuse_if_revoked(admission: Admission) -> None:
@@ -165,8 +166,11 @@ class ToolCaller:
             if admitted:
                 self._in_flight -= 1
             elapsed = time.perf_counter() - started
-            self._metrics.calls.labels(tool, outcome).inc()
-            self._metrics.latency.labels(tool).observe(elapsed)
+            # The client names the tool: a name that is none of ours would add a series to
+            # /metrics per name sent, so every such call counts under one.
+            series = tool if tool in HANDLERS else UNKNOWN_TOOL_SERIES
+            self._metrics.calls.labels(series, outcome).inc()
+            self._metrics.latency.labels(series).observe(elapsed)
             # Refusals and errors at INFO, the rest at DEBUG: the audit stream has every call,
             # and a log line per successful call is a cost paid on the hot path.
             level = logging.DEBUG if outcome == "ok" else logging.INFO
