@@ -99,10 +99,11 @@ def _readable(grant: Grant) -> Readable:
 Handler = Callable[[Board, Grant, Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
 
 
-# The writes take the call's admission (revocation and rate limit) as a gate that rides
-# their transaction's first round trip (store/_tx.py); ToolCaller passes it. Every other
-# call is admitted in a round trip of its own before its handler runs.
-GATED = frozenset({"update_state", "link_state"})
+# The writes and get_state take the call's admission (revocation and rate limit) as a gate
+# that rides their first round trip to Redis (store/_tx.py), judged before anything is
+# written or anything read is used; ToolCaller passes it. list_keys and search_keys are
+# admitted in a round trip of their own before their handler runs.
+GATED = frozenset({"update_state", "link_state", "get_state"})
 
 
 async def update_state(
@@ -116,8 +117,10 @@ async def update_state(
     )
 
 
-async def get_state(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:
-    return await board.get_state(readable=grant.can_read, **_required(args, "uris"))
+async def get_state(
+    board: Board, grant: Grant, args: Mapping[str, Any], gate: Gate | None = None
+) -> Mapping[str, Any]:
+    return await board.get_state(readable=grant.can_read, gate=gate, **_required(args, "uris"))
 
 
 async def list_keys(board: Board, grant: Grant, args: Mapping[str, Any]) -> Mapping[str, Any]:

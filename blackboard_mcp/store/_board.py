@@ -291,7 +291,10 @@ class Board:
         fields: object = None,
         budget_tokens: object = None,
         readable: Readable = every_topic,
+        gate: Gate | None = None,
     ) -> dict[str, Any]:
+        """``gate`` rides the read's first round trip and is judged before anything read is
+        used (a call whose uris do not parse is refused before it, sending nothing)."""
         return await self._at_home(
             _workspace_of(uris),
             lambda client: get_state(
@@ -302,6 +305,7 @@ class Board:
                 fields=fields,
                 budget_tokens=budget_tokens,
                 readable=readable,
+                gate=gate,
             ),
         )
 

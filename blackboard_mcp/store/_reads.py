@@ -24,6 +24,7 @@ from ._notes import KINDS
 from ._paging import ORDERS, Order, decode, encode, select_page
 from ._redis_errors import mapped_redis_errors
 from ._tokencount import TokenCounter, count_as_json_string
+from ._tx import Gate
 from ._views import (
     GET_MODES,
     LIST_MODES,
@@ -62,11 +63,17 @@ async def _fetch_meta(
     names: list[str] = META_FIELDS,
     *,
     deletions_after: int | None = None,
+    gate: Gate | None = None,
 ) -> tuple[Fetched, int, list[tuple[int, str]]]:
     """One pipeline for every note's small fields and both link sets, the workspace's
     change sequence number (the read's cursor) and, for a cursor read, the notes deleted
-    after ``deletions_after``. Content is never fetched here."""
+    after ``deletions_after``. Content is never fetched here.
+
+    ``gate`` goes first in the pipeline and is judged before any reply is looked at: refused,
+    nothing read is used."""
     pipe = client.pipeline(transaction=False)
+    if gate is not None:
+        pipe.execute_command(*gate.command)
     if deletions_after is not None:
         queue_deleted_since(pipe, workspace, deletions_after)
     for address in addresses:
@@ -75,6 +82,8 @@ async def _fetch_meta(
         pipe.smembers(keys.links_in(address.workspace, address.member))
     pipe.get(keys.sequence(workspace))
     replies = await pipe.execute()
+    if gate is not None:
+        gate.judge(replies.pop(0))
     deleted = decode_deleted(replies.pop(0)) if deletions_after is not None else []
     cursor = int(replies.pop() or 0)
     out: Fetched = []
@@ -185,6 +194,7 @@ async def get_state(
     fields: object = None,
     budget_tokens: object = None,
     readable: Readable,
+    gate: Gate | None = None,
 ) -> dict[str, Any]:
     if isinstance(uris, str):
         uris = [uris]
@@ -206,7 +216,11 @@ async def get_state(
     slot = [index[a] for a in given]
     async with mapped_redis_errors():
         fetched, cursor, _ = await _fetch_meta(
-            client, addresses[0].workspace, addresses, fields_for(checked_mode, checked_fields)
+            client,
+            addresses[0].workspace,
+            addresses,
+            fields_for(checked_mode, checked_fields),
+            gate=gate,
         )
         built = _entries(
             addresses, fetched, mode=checked_mode, fields=checked_fields, readable=readable

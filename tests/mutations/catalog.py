@@ -37,6 +37,8 @@ _WORKSPACE_GONE = "tests/test_delete.py::test_a_deleted_workspace_is_gone_but_it
 
 _WRITE_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_tokens_writes_are_refused_in_their_first_round_trip_writing_nothing"  # noqa: E501
 
+_READ_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_token_does_not_spend_its_subjects_rate_limit"  # noqa: E501
+
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="read-scope-check-removed",
@@ -188,6 +190,14 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/test_direct_calls.py",
             _WRITE_REVOKED,
         ),
+    ),
+    Mutation(
+        name="read-admission-not-judged",
+        why="get_state's admission check runs in its first round trip and its verdict is ignored",
+        path="blackboard_mcp/store/_reads.py",
+        original="gate.judge(replies.pop(0))",
+        replacement="replies.pop(0)",
+        tests=(_READ_REVOKED,),
     ),
     Mutation(
         name="write-admission-not-judged",
