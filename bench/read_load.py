@@ -13,13 +13,18 @@ budget, the reply), without HTTP, JSON-RPC, the token check, revocation and rate
 (admission), audit and metrics. It is not bare redis-py: the store's work on a read is most
 of a read's cost, and the question is what the gateway adds to it. The gateway runs in one
 process; the store runs in 8, so it can use both cores; the ratio says how close one
-gateway worker comes to the store called directly.
+gateway worker comes to the store called directly. On a quiet machine that ratio cannot
+reach 1/2 whatever the gateway does: one process has one core, 8 have two (less what
+Redis and wrk take), so one worker's share is at most about s / (2 (s + g)) for a store
+cost s and a gateway cost g per call. ``--workers N`` adds a gateway with N workers
+(``BB_WORKERS``), which like the store's processes can use every core.
 
 One embedded Redis without persistence serves every cell; ``--against REV`` adds a gateway
 running the package as it was at git revision REV, for a before and after in one run. Cells
 are interleaved round by round.
 
     python bench/read_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]
+                              [--workers N]
 """
 
 from __future__ import annotations
@@ -156,6 +161,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--against", metavar="REV", help="also run the gateway of git REV")
+    parser.add_argument("--workers", type=int, help="also a gateway with this many workers")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk)")
@@ -173,6 +179,10 @@ def main() -> int:
             extract_revision(args.against, Path(old_tree))
             gateways[f"gateway @{args.against}"] = start_gateway(
                 server.url, package_root=Path(old_tree)
+            )
+        if args.workers:
+            gateways[f"gateway, {args.workers} workers"] = start_gateway(
+                server.url, workers=args.workers
             )
         try:
             for round_no in range(1, args.rounds + 1):
