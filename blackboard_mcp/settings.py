@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     audit_maxlen: int = 100_000
     offload_bytes: int = 10 * 1024
     max_body_bytes: int = 1024 * 1024
+    # `blackboard-mcp import` reads its file a line at a time (one note a line, its content
+    # JSON-escaped: up to 6 bytes a character): a longer line is refused before any write.
+    import_max_line_bytes: int = Field(default=8 * 1024 * 1024, ge=4096)
     source_root: Path | None = None
     source_max_bytes: int = 5 * 1024 * 1024
     # source_path files are read on worker threads (store/_source_reader.py): at most this
