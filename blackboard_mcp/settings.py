@@ -140,6 +140,18 @@ class Settings(BaseSettings):
             return [part for part in text.replace(",", " ").split() if part]
         return value
 
+    @field_validator("oauth_scopes_supported")
+    @classmethod
+    def _advertisable_scopes(cls, value: list[str]) -> list[str]:
+        # Imported here: the auth package reads this module's Settings.
+        from blackboard_mcp.auth import scope_problem
+
+        for scope in value:
+            problem = scope_problem(scope)
+            if problem is not None:
+                raise ValueError(problem)
+        return value
+
     @field_validator("public_url")
     @classmethod
     def _public_url(cls, value: str | None) -> str | None:
