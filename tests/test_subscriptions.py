@@ -19,7 +19,6 @@ import anyio
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from listen_support import listen_request
 from mcp.client.subscriptions import ResourceUpdated, Subscription, SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from support import (
@@ -34,6 +33,7 @@ from support import (
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, EmbeddedRedis, RedisAuditLog
+from blackboard_mcp.testing import listen_request
 
 PER_TOKEN = 2
 # How long a stopping gateway gives open streams before it cuts them (_http_limits.py).
