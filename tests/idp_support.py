@@ -61,6 +61,10 @@ class FakeIdP:
     jwks_bytes_sent: int = 0
     # Set when the client hung up on an endless JWKS (it stopped reading).
     jwks_hung_up: threading.Event = field(default_factory=threading.Event)
+    # An endless JWKS still ends when the IdP stops, or after this long, so that a client
+    # that never hangs up (the defect the tests look for) is not left reading it for ever.
+    stopping: threading.Event = field(default_factory=threading.Event)
+    endless_for_seconds: float = 20.0
 
     @property
     def origin(self) -> str:
@@ -172,8 +176,9 @@ class FakeIdP:
                 self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
                 chunk = b'{"keys": [' + b" " * max(size - 10, 0)
+                until = time.monotonic() + idp.endless_for_seconds
                 try:
-                    while True:
+                    while not idp.stopping.is_set() and time.monotonic() < until:
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                         self.wfile.flush()
                         idp.jwks_bytes_sent += len(chunk)
@@ -189,6 +194,7 @@ class FakeIdP:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
+        self.stopping.set()
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
