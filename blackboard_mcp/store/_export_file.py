@@ -67,7 +67,7 @@ class ExportFile:
         Raises InvalidArgument (``line`` in its details) at the first line that is wrong, and
         TooLarge for a line over ``max_line_bytes``.
         """
-        self.count = 0
+        self.source, self.count = "", 0
         for number, value in self._values():
             with _at_line(number):
                 if not self.source:
