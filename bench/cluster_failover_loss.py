@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from cluster_support import LocalCluster
-
 from blackboard_mcp.store import Board, BoardLimits, StoreError
+from blackboard_mcp.testing import LocalCluster
 
 
 async def run(

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _gateway_process import bench_issuer, bench_token, start_gateway
 from _rawhttp import RawHttpConnection
-from cluster_support import ClusterNode, LocalCluster, cluster_ports, wait_for
+
+from blackboard_mcp.testing import ClusterNode, LocalCluster, cluster_ports, wait_for
 
 WORKSPACES = [f"tp-{i}" for i in range(30)]
 

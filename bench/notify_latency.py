@@ -28,13 +28,12 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).parent))
 from _gateway_process import bench_issuer, bench_token, start_gateway
 from _rawhttp import RawHttpConnection, process_tree_cpu_seconds
-from listen_support import listen_request
 
 from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.testing import listen_request
 
 WORKSPACE = "bench-notify"
 # Only notifications/resources/updated carry a "uri" (the acknowledgement lists its

@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     audit_linger_seconds: float = Field(default=0.005, ge=0, le=1)
     offload_bytes: int = 10 * 1024
     max_body_bytes: int = 1024 * 1024
+    # `blackboard-mcp import` reads its file a line at a time (one note a line, its content
+    # JSON-escaped: up to 6 bytes a character): a longer line is refused before any write.
+    import_max_line_bytes: int = Field(default=8 * 1024 * 1024, ge=4096)
     source_root: Path | None = None
     source_max_bytes: int = 5 * 1024 * 1024
     # source_path files are read on worker threads (store/_source_reader.py): at most this
@@ -137,6 +140,18 @@ class Settings(BaseSettings):
             if text.startswith("["):
                 return json.loads(text)
             return [part for part in text.replace(",", " ").split() if part]
+        return value
+
+    @field_validator("oauth_scopes_supported")
+    @classmethod
+    def _advertisable_scopes(cls, value: list[str]) -> list[str]:
+        # Imported here: the auth package reads this module's Settings.
+        from blackboard_mcp.auth import scope_problem
+
+        for scope in value:
+            problem = scope_problem(scope)
+            if problem is not None:
+                raise ValueError(problem)
         return value
 
     @field_validator("public_url")

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 import redis.asyncio as aioredis
-from cluster_support import LocalCluster
 from hypothesis import Phase, settings
 from support import TEST_JWT_SECRET, GatewayProcess, start_gateway, stop_gateway
 
 from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis
+from blackboard_mcp.testing import LocalCluster
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import TokenIssuer
@@ -37,7 +37,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
 def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A Redis Cluster from the same wheels: 3 primaries with one replica each, started once.
 
-    Tests that kill or reshard nodes take their own cluster (tests/cluster_support.py); this
+    Tests that kill or reshard nodes take their own cluster (a LocalCluster of their own); this
     one stays whole, and tests keep apart by using fresh workspace names.
     """
     cluster = LocalCluster(tmp_path_factory.mktemp("redis-cluster")).start()

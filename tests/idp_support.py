@@ -56,6 +56,15 @@ class FakeIdP:
     # What the metadata says the issuer is, when it should lie.
     announced_issuer: str | None = None
     extra_jwks: list[dict[str, Any]] = field(default_factory=list)
+    # Serve /jwks as a body that never ends: (bytes a chunk, seconds between chunks).
+    endless_jwks: tuple[int, float] | None = None
+    jwks_bytes_sent: int = 0
+    # Set when the client hung up on an endless JWKS (it stopped reading).
+    jwks_hung_up: threading.Event = field(default_factory=threading.Event)
+    # An endless JWKS still ends when the IdP stops, or after this long, so that a client
+    # that never hangs up (the defect the tests look for) is not left reading it for ever.
+    stopping: threading.Event = field(default_factory=threading.Event)
+    endless_for_seconds: float = 20.0
 
     @property
     def origin(self) -> str:
@@ -135,6 +144,10 @@ class FakeIdP:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                if self.path == "/jwks" and idp.endless_jwks is not None:
+                    idp.jwks_fetches += 1
+                    self._send_endless(*idp.endless_jwks)
+                    return
                 if self.path == "/jwks":
                     idp.jwks_fetches += 1
                     body = idp.jwks()
@@ -156,6 +169,24 @@ class FakeIdP:
                 self.end_headers()
                 self.wfile.write(payload)
 
+            def _send_endless(self, size: int, pause: float) -> None:
+                # A JSON object that never closes, chunk after chunk, until the client goes.
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                chunk = b'{"keys": [' + b" " * max(size - 10, 0)
+                until = time.monotonic() + idp.endless_for_seconds
+                try:
+                    while not idp.stopping.is_set() and time.monotonic() < until:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        self.wfile.flush()
+                        idp.jwks_bytes_sent += len(chunk)
+                        chunk = b" " * size
+                        time.sleep(pause)
+                except OSError:
+                    idp.jwks_hung_up.set()
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
@@ -163,6 +194,7 @@ class FakeIdP:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
+        self.stopping.set()
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cluster_support import LocalCluster, migrate_slot
+from cluster_support import migrate_slot
 from support import (
     TEST_JWT_SECRET,
     GatewayProcess,
@@ -28,6 +28,7 @@ from support import (
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, BoardLimits, Unconfirmed
 from blackboard_mcp.store._keys import INDEX_NAME, digest_index
+from blackboard_mcp.testing import LocalCluster
 
 
 @pytest.fixture(scope="module")

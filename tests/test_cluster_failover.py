@@ -12,11 +12,11 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from cluster_support import LocalCluster, wait_for
 from mcp.client.subscriptions import ResourceUpdated, Subscription
 from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.testing import LocalCluster, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -107,3 +107,36 @@ async def test_a_hanging_idp_neither_hangs_the_call_nor_blocks_the_event_loop() 
         assert ticks >= waited / 0.01 / 3, (ticks, waited)
     finally:
         listener.close()
+
+
+async def test_a_jwks_over_the_size_cap_is_refused(idp: FakeIdP) -> None:
+    # A real key, then a padding entry that takes the document past 256 KB.
+    idp.extra_jwks = [{"kty": "oct", "kid": "padding", "k": "A" * 300_000}]
+    source = KeySource(jwks_url=idp.origin + "/jwks", timeout_seconds=2)
+    with pytest.raises(KeysUnavailable):
+        await source.key("rsa-1")
+
+
+async def test_an_endless_jwks_is_hung_up_on_after_the_size_cap(idp: FakeIdP) -> None:
+    idp.endless_jwks = (64 * 1024, 0.0)
+    source = KeySource(jwks_url=idp.origin + "/jwks", timeout_seconds=2)
+    with pytest.raises(KeysUnavailable):
+        await source.key("rsa-1")
+    # The fetch's thread stopped reading and closed the connection: it is not still
+    # reading (and holding) the body in the background.
+    assert await asyncio.to_thread(idp.jwks_hung_up.wait, 10)
+    # Sent: the cap, plus what the two ends' socket buffers held when it hung up.
+    assert idp.jwks_bytes_sent < 32 * 1024 * 1024, idp.jwks_bytes_sent
+
+
+async def test_a_jwks_sent_a_trickle_at_a_time_is_given_up_on_after_the_timeout(
+    idp: FakeIdP,
+) -> None:
+    # Never idle long enough for a socket timeout, never near the size cap.
+    idp.endless_jwks = (16, 0.05)
+    source = KeySource(jwks_url=idp.origin + "/jwks", timeout_seconds=0.5)
+    started = time.monotonic()
+    with pytest.raises(KeysUnavailable):
+        await source.key("rsa-1")
+    assert await asyncio.to_thread(idp.jwks_hung_up.wait, 5)
+    assert time.monotonic() - started < 4

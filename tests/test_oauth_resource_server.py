@@ -16,9 +16,11 @@ import jwt
 import orjson
 import pytest
 from idp_support import FakeIdP, serving_idp
+from pydantic import ValidationError
 from support import GatewayProcess, admin_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import EmbeddedRedis, free_port
 
 PUBLIC_URL = "https://board.test"
@@ -406,3 +408,52 @@ def test_an_external_issuer_without_a_public_url_is_refused_at_start(tmp_path: P
     assert result.returncode == 2, result.stderr
     assert "BB_PUBLIC_URL is required" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ('["bb:read:*", "bb:write:* bb:admin"]', "'bb:write:* bb:admin'"),
+        ('["bb:read:*", "say \\"hi\\""]', "'say \"hi\"'"),
+        ('["bb:read:*", 7]', "string"),
+        ('{"bb:read:*": true}', "'{\"bb:read:*\":'"),
+        ("bb:raed:*", "'bb:raed:*'"),
+        ("bb:ws:Not_A_Workspace", "'bb:ws:Not_A_Workspace'"),
+        ("bb:read:a/**/b", "'bb:read:a/**/b'"),
+        ("openid bb:read:* caf\u00e9", "'caf\u00e9'"),
+    ],
+    ids=["space-in-list", "quote", "not-a-string", "not-a-list", "unknown-bb-scope",
+         "bad-workspace", "bad-pattern", "not-ascii"],
+)  # fmt: skip
+def test_malformed_scopes_supported_are_refused_with_the_scope_named(
+    value: str, named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BB_OAUTH_SCOPES_SUPPORTED", value)
+    with pytest.raises(ValidationError) as refused:
+        Settings()
+    assert "oauth_scopes_supported" in str(refused.value) and named in str(refused.value)
+
+
+def test_serve_refuses_to_start_with_a_malformed_scope_supported(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "BB_OAUTH_SCOPES_SUPPORTED": "bb:read:* bb:raed:*",
+        "BB_DATA_DIR": str(tmp_path),
+    }
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(free_port())],
+            env=env, capture_output=True, text=True, timeout=20,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail("serve started with a malformed BB_OAUTH_SCOPES_SUPPORTED")
+    assert result.returncode == 2, result.stderr
+    assert "BB_OAUTH_SCOPES_SUPPORTED" in result.stderr and "'bb:raed:*'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_scopes_supported_may_name_other_scopes_and_every_bb_kind() -> None:
+    scopes = "openid profile api://board/.default bb:ws:fleet bb:read:notes-* bb:write:* "
+    scopes += "bb:file_read bb:admin"
+    settings = Settings(oauth_scopes_supported=scopes)
+    assert settings.oauth_scopes_supported == scopes.split()

@@ -19,7 +19,6 @@ import anyio
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from listen_support import listen_request
 from mcp.client.subscriptions import ResourceUpdated, Subscription, SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from support import (
@@ -33,7 +32,8 @@ from support import (
 )
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, EmbeddedRedis
+from blackboard_mcp.store import Board, EmbeddedRedis, RedisAuditLog
+from blackboard_mcp.testing import listen_request
 
 PER_TOKEN = 2
 # How long a stopping gateway gives open streams before it cuts them (_http_limits.py).
@@ -295,3 +295,31 @@ async def test_a_revoked_token_stops_hearing_of_changes(
         assert time.monotonic() - started < 12
         cause = lost.value.__cause__
         assert isinstance(cause, MCPError) and cause.error.data["code"] == "unauthenticated"
+
+
+async def test_a_listen_is_audited_as_a_listen_of_the_addresses_it_names(
+    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+) -> None:
+    reader = agent_token(issuer, workspace, read=["facts"], write=[], caps=["board_read"])
+    follows = [addr(workspace, "facts/a"), addr(workspace, "facts")]
+    async with mcp_client(gateway.mcp_url, reader) as listener:
+        async with listener.listen(resource_subscriptions=follows):
+            pass
+        with pytest.raises(MCPError):
+            async with listener.listen(resource_subscriptions=[addr(workspace, "secret")]):
+                pass
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        log = RedisAuditLog(client=client, maxlen=1000)
+        records = []
+        for _ in range(50):  # the gateway writes its audit records in the background
+            records = (await log.tail(workspace, 10))[::-1]  # newest first: turn it
+            if len(records) >= 2:
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await client.aclose()
+    assert [(r.tool, r.outcome, r.addresses) for r in records] == [
+        ("subscriptions/listen", "ok", tuple(follows)),
+        ("subscriptions/listen", "forbidden", (addr(workspace, "secret"),)),
+    ]

@@ -8,18 +8,16 @@ import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import (
     Board,
-    Imported,
+    ExportFile,
     ImportReport,
     InvalidArgument,
-    check_header,
-    check_record,
+    TooLarge,
     export_header,
     validate_workspace,
 )
@@ -109,63 +107,32 @@ class _output:
             self._temp.unlink(missing_ok=True)
 
 
-def _lines(path: str) -> Iterator[tuple[int, str]]:
-    stream = sys.stdin if path == "-" else Path(path).open(encoding="utf-8")  # noqa: SIM115
-    with stream:
-        for number, line in enumerate(stream, start=1):
-            if line.strip():
-                yield number, line
-
-
-def read_export(path: str, target: str | None) -> tuple[str, str, list[Imported]]:
-    """(source workspace, target workspace, checked notes); nothing is written before all of
-    the file is checked, so a bad line leaves the board as it was."""
-    try:
-        lines = _lines(path)
-        source: str | None = None
-        notes: list[Imported] = []
-        for number, line in lines:
-            try:
-                value: Any = json.loads(line)
-                if source is None:
-                    source = check_header(value)
-                    target = validate_workspace(target) if target else source
-                    continue
-                assert target is not None
-                notes.append(check_record(value, source=source, target=target))
-            except (ValueError, InvalidArgument) as exc:
-                reason = exc.message if isinstance(exc, InvalidArgument) else f"not JSON ({exc})"
-                raise ConfigurationError(
-                    f"{path}, line {number}: {reason}; nothing was imported",
-                    hint="give an unchanged file written by `blackboard-mcp export`",
-                ) from exc
-    except OSError as exc:
-        raise ConfigurationError(
-            f"cannot read {path}: {exc.strerror or exc}", hint="check the file's path"
-        ) from exc
-    if source is None or target is None:
-        raise ConfigurationError(
-            f"{path} is empty; nothing was imported",
-            hint="give a file written by `blackboard-mcp export`",
-        )
-    return source, target, notes
-
-
 def cmd_import(args: argparse.Namespace) -> int:
     settings = Settings()
-    source, target, notes = read_export(args.file, args.workspace)
+    try:
+        export = ExportFile.open(args.file, max_line_bytes=settings.import_max_line_bytes)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot read {args.file}: {exc.strerror or exc}", hint="check the file's path"
+        ) from exc
+    with export:
+        # Every line is checked before anything is written (a bad line leaves the board as
+        # it was); the import then reads the file again for each of its passes.
+        _checked(export, args.workspace)
 
-    async def run(board: Board) -> ImportReport:
-        report = await board.import_notes(
-            notes, workspace=target, replace=args.replace, author=operator()
-        )
-        await audit(
-            board, settings, workspace=target, tool="cli.import", target=f"bb://{target}/",
-            outcome=f"imported {report.imported}, skipped {report.skipped}",
-        )  # fmt: skip
-        return report
+        async def run(board: Board) -> ImportReport:
+            report = await board.import_notes(
+                export.records, workspace=export.target, replace=args.replace, author=operator()
+            )
+            await audit(
+                board, settings, workspace=export.target, tool="cli.import",
+                target=f"bb://{export.target}/",
+                outcome=f"imported {report.imported}, skipped {report.skipped}",
+            )  # fmt: skip
+            return report
 
-    report = on_board(settings, run)
+        report = on_board(settings, run)
+    source, target = export.source, export.target
     moved = f" (exported from {source!r})" if source != target else ""
     print(
         f"imported {report.imported} notes into workspace {target!r}{moved}: "
@@ -174,6 +141,18 @@ def cmd_import(args: argparse.Namespace) -> int:
         "(a note at either end is missing)"
     )
     return 0
+
+
+def _checked(export: ExportFile, target: str | None) -> None:
+    try:
+        export.check(target)
+    except InvalidArgument as exc:
+        raise ConfigurationError(
+            f"{export.path}: {exc.message}; nothing was imported",
+            hint=exc.hint
+            if isinstance(exc, TooLarge)
+            else "give an unchanged file written by `blackboard-mcp export`",
+        ) from exc
 
 
 def add_transfer_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

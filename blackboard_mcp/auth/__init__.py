@@ -35,6 +35,7 @@ from ._keys import (
     keys_from_settings,
 )
 from ._names import CAPABILITIES, SUBJECT_PATTERN, is_subject, is_token_id, is_workspace
+from ._oauth_scopes import scope_problem
 from ._revocations import NoRevocations, RevocationList, Revoker
 from ._scopes import check_pattern, pattern_covers, topic_matches
 from ._secrets import SecretResolver, SecretValue
@@ -104,5 +105,6 @@ __all__ = [
     "pattern_covers",
     "printable",
     "require_admin",
+    "scope_problem",
     "topic_matches",
 ]

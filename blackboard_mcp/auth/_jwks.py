@@ -1,11 +1,14 @@
-"""An external issuer's signing keys: fetched with pyjwt's PyJWKClient, cached, bounded.
+"""An external issuer's signing keys: fetched, cached, bounded.
 
 The fetch is blocking I/O (urllib), so it runs on a worker thread and a verification waits
 for it no longer than the fetch timeout: a slow or dead identity provider makes calls fail
-with ``unavailable``, never hangs them or the event loop. A token naming a key id that is
-not in the cached set makes the set be fetched again (the IdP may have rotated its keys),
-at most once per ``refetch_seconds``, so a stream of tokens with made-up key ids cannot
-turn the gateway into a load generator against the IdP.
+with ``unavailable``, never hangs them or the event loop. Every document (metadata and JWKS)
+is read with a size cap and a deadline for the whole body, so whoever answers for the IdP
+cannot keep that thread reading, or growing its memory, with an endless or trickled body.
+
+A token naming a key id that is not in the cached set makes the set be fetched again (the
+IdP may have rotated its keys), at most once per ``refetch_seconds``, so a stream of tokens
+with made-up key ids cannot turn the gateway into a load generator against the IdP.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from jwt import PyJWK, PyJWKClient
+from jwt import PyJWK, PyJWKSet
 
 from ._errors import KeysUnavailable, UnknownKey
 
@@ -29,7 +32,9 @@ log = logging.getLogger(__name__)
 # public keys, and a token "signed" with one as an HMAC secret must not pass.
 _RSA = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512"]
 ASYMMETRIC = frozenset([*_RSA, "ES256", "ES384", "ES512", "ES256K", "EdDSA"])
-_MAX_METADATA_BYTES = 256 * 1024
+# Metadata and JWKS documents: a real one is a few KB (a JWKS of 20 RSA-4096 keys is 20 KB).
+_MAX_DOCUMENT_BYTES = 256 * 1024
+_READ_BYTES = 64 * 1024
 
 
 def algorithms_for(key: PyJWK) -> list[str]:
@@ -138,14 +143,10 @@ class KeySource:
         if self._jwks_url is None:
             assert self._issuer is not None
             self._jwks_url = self._discover(self._issuer)
-        client = PyJWKClient(
-            self._jwks_url,
-            cache_jwk_set=False,
-            timeout=self._timeout,
-            headers={"User-Agent": "blackboard-mcp"},
-        )
+        # Not PyJWKClient: it reads the whole body, with no cap on its size or its time.
+        key_set = PyJWKSet.from_dict(_get_json(self._jwks_url, self._timeout, "JWKS"))
         keys: dict[str | None, PyJWK] = {}
-        for key in client.get_jwk_set().keys:
+        for key in key_set.keys:
             # Keys for encryption, and anything that is not a public signature key, are
             # not ours to verify with.
             if key.public_key_use not in (None, "sig") or not algorithms_for(key):
@@ -158,7 +159,7 @@ class KeySource:
     def _discover(self, issuer: str) -> str:
         for url in metadata_urls(issuer):
             try:
-                document = _get_json(url, self._timeout)
+                document = _get_json(url, self._timeout, "metadata")
             except (OSError, ValueError):
                 continue
             # RFC 8414 section 3.3: the document must be the issuer's own.
@@ -171,13 +172,26 @@ class KeySource:
         raise KeysUnavailable(f"no metadata with a jwks_uri found for issuer {issuer}")
 
 
-def _get_json(url: str, timeout: float) -> dict[str, Any]:
+def _get_json(url: str, timeout: float, what: str) -> dict[str, Any]:
+    """The JSON object at ``url``, read whole within ``timeout`` and ``_MAX_DOCUMENT_BYTES``.
+
+    urllib's timeout bounds each socket operation, not the body: a server sending a byte now
+    and then would never time out, so the whole read has a deadline of its own.
+    """
+    deadline = time.monotonic() + timeout
     request = urllib.request.Request(url, headers={"User-Agent": "blackboard-mcp"})
+    chunks: list[bytes] = []
+    size = 0
     with urllib.request.urlopen(request, timeout=timeout) as response:
-        body = response.read(_MAX_METADATA_BYTES + 1)
-    if len(body) > _MAX_METADATA_BYTES:
-        raise ValueError("metadata document too large")
-    document = json.loads(body)
+        # read1 returns what has arrived (chunked or not), so the checks run as it arrives.
+        while chunk := response.read1(_READ_BYTES):
+            size += len(chunk)
+            if size > _MAX_DOCUMENT_BYTES:
+                raise ValueError(f"{what} document over {_MAX_DOCUMENT_BYTES} bytes")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what} document not read within {timeout} s")
+            chunks.append(chunk)
+    document = json.loads(b"".join(chunks))
     if not isinstance(document, dict):
-        raise ValueError("metadata is not a JSON object")
+        raise ValueError(f"{what} is not a JSON object")
     return document

@@ -59,6 +59,25 @@ class ScopeGrant:
             )
 
 
+def scope_problem(scope: str) -> str | None:
+    """Why ``scope`` cannot be advertised in ``scopes_supported``, or None when it can.
+
+    Any scope is an RFC 6749 scope-token (printable ASCII, no space, ``"`` or ``\\``); a
+    ``bb:`` scope is one this board would accept in a token.
+    """
+    if not scope or not all(0x21 <= ord(c) <= 0x7E and c not in '"\\' for c in scope):
+        return (
+            f"scope {scope!r} is not an OAuth scope (1 or more printable ASCII characters, "
+            'no space, " or \\)'
+        )
+    if scope.startswith(PREFIX):
+        try:
+            ScopeGrant().add(scope)
+        except TokenInvalid as exc:
+            return str(exc)
+    return None
+
+
 def scopes_of(claims: dict[str, Any]) -> list[str]:
     """Every scope the token carries, from whichever claims its IdP uses."""
     found: list[str] = []

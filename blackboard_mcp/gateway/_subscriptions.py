@@ -4,8 +4,9 @@ A subscription names notes (``bb://ws/topic/key``) and topics (``bb://ws/topic``
 it). The listen is get_state's call on those addresses (a topic's address checked as a note
 of that topic would be): in the token's workspace, topics the token may read, token not
 revoked, within its rate; a refusal comes before the acknowledgement, with get_state's
-error (code, message, hint) as the JSON-RPC error's data. Keep-alives are the transport's
-SSE comments, after every 15 s of silence.
+error (code, message, hint) as the JSON-RPC error's data. Its audit record is a
+``subscriptions/listen`` of the addresses named, not a get_state (``_audit_as.py``).
+Keep-alives are the transport's SSE comments, after every 15 s of silence.
 """
 
 from __future__ import annotations
@@ -31,18 +32,24 @@ from mcp_types import (
 from blackboard_mcp.auth import Grant, TokenRevoked
 from blackboard_mcp.store import Board, InvalidArgument, parse_address, parse_topic_address
 
+from ._audit_as import AuditedAs, audited_as
 from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
 from ._errors import tool_error
 from ._live import IDLE, ChangeHub, ListenerDropped
 from ._resources import raise_refusal, rpc_error
 
+# The audit records' name for a listen: the MCP method.
+LISTEN = "subscriptions/listen"
 # A listen follows at most this many addresses; a topic's address follows a whole topic.
 MAX_SUBSCRIPTIONS = 100
 
 
-def _follows(uris: list[str]) -> tuple[frozenset[str], frozenset[str], list[str]]:
-    """The notes and topics ``uris`` name, and each as a note address to check access by."""
+def _follows(
+    uris: list[str],
+) -> tuple[frozenset[str], frozenset[str], list[str], list[str]]:
+    """The notes and topics ``uris`` name, each as a note address to check access by, and
+    each as its address (for the audit)."""
     if len(uris) > MAX_SUBSCRIPTIONS:
         raise InvalidArgument(
             f"at most {MAX_SUBSCRIPTIONS} resource subscriptions per listen; "
@@ -52,16 +59,19 @@ def _follows(uris: list[str]) -> tuple[frozenset[str], frozenset[str], list[str]
     notes: set[str] = set()
     topics: set[str] = set()
     checked: list[str] = []
+    followed: list[str] = []
     for uri in uris:
         topic = parse_topic_address(uri, argument="topic")
         if topic is None:
             address = parse_address(uri, argument="resourceSubscriptions")
             notes.add(address.uri)
             checked.append(address.uri)
+            followed.append(address.uri)
         else:
             topics.add(topic[1])
             checked.append(f"{uri}/_")
-    return frozenset(notes), frozenset(topics), checked
+            followed.append(uri)
+    return frozenset(notes), frozenset(topics), checked, followed
 
 
 async def _admitted(_board: Board, _grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,12 +95,17 @@ class BoardListen:
         request_id = current_request_id.get()
         uris = list(params.notifications.resource_subscriptions or ())
         try:
-            notes, topics, checked = _follows(uris)
+            notes, topics, checked, followed = _follows(uris)
         except InvalidArgument as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
-        outcome = await self._caller.call(
-            "get_state", {"uris": checked}, grant, request_id, run=_admitted
-        )
+        # Admitted by get_state's checks, audited as what it is: a listen of what it names.
+        renamed = audited_as.set(AuditedAs(LISTEN, tuple(followed)))
+        try:
+            outcome = await self._caller.call(
+                "get_state", {"uris": checked}, grant, request_id, run=_admitted
+            )
+        finally:
+            audited_as.reset(renamed)
         raise_refusal(outcome)
         assert grant is not None  # refused above otherwise
         try:

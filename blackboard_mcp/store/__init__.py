@@ -33,6 +33,7 @@ from ._errors import (
     Unavailable,
     Unconfirmed,
 )
+from ._export_file import ExportFile
 from ._links import RELATIONS
 from ._live import Change, ChangeFeed, NoteContent
 from ._location import client_location, failure_reason, redacted_url
@@ -72,6 +73,7 @@ __all__ = [
     "EmbeddedBinaries",
     "EmbeddedRedis",
     "EmbeddedRedisError",
+    "ExportFile",
     "Gate",
     "ImportReport",
     "Imported",

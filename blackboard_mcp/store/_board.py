@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -462,15 +462,21 @@ class Board:
         return await self._at_home(ws, lambda client: count_notes(client, ws))
 
     async def import_notes(
-        self, notes: Sequence[Imported], *, workspace: str, replace: bool, author: str
+        self,
+        records: Callable[[], Iterable[Imported]],
+        *,
+        workspace: str,
+        replace: bool,
+        author: str,
     ) -> ImportReport:
-        """Write checked export records (see ``check_record``) into ``workspace``."""
+        """Write checked export records (see ``check_record``, ``ExportFile``) into
+        ``workspace``; ``records()`` is called once per pass and gives the same records."""
         await self._register_workspace(workspace)
         return await self._at_home(
             workspace,
             lambda client: import_notes(
                 client,
-                notes,
+                records,
                 workspace=workspace,
                 replace=replace,
                 author=author,

@@ -14,7 +14,7 @@ entry in the change log; links are added afterwards, each only if both of its no
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -289,21 +289,27 @@ class ImportReport:
 
 async def import_notes(
     client: aioredis.Redis[bytes],
-    notes: Sequence[Imported],
+    records: Callable[[], Iterable[Imported]],
     *,
     workspace: str,
     replace: bool,
     author: str,
     changelog_maxlen: int,
 ) -> ImportReport:
-    """Write checked records into ``workspace``: an existing note is kept unless ``replace``."""
+    """Write checked records into ``workspace``: an existing note is kept unless ``replace``.
+
+    ``records()`` is called once per pass and must give the same records each time: the notes
+    are written first, then their links (a link's target may come later in the file). Only a
+    batch of records is held at a time, and one bit per record (written or skipped), so an
+    export file can be read again for each pass rather than held.
+    """
     report = ImportReport()
-    written: list[Imported] = []
+    written = bytearray()  # bit i: the i-th record was written (not skipped)
+    index = 0
     async with mapped_redis_errors():
         # The workspace registry is the caller's (Board.import_notes): on a cluster it is
         # another slot's key.
-        for start in range(0, len(notes), _BATCH):
-            batch = notes[start : start + _BATCH]
+        for batch in _batches(records()):
             if replace:
                 gone = await delete_members(
                     client,
@@ -316,21 +322,40 @@ async def import_notes(
             pipe = client.pipeline(transaction=False)
             for note in batch:
                 _queue_import(pipe, note, author=author, changelog_maxlen=changelog_maxlen)
-            for note, seq in zip(batch, await pipe.execute(), strict=True):
+            for seq in await pipe.execute():
+                if index % 8 == 0:
+                    written.append(0)
                 if seq:
-                    written.append(note)
+                    written[index // 8] |= 1 << index % 8
+                    report.imported += 1
                 else:
                     report.skipped += 1
-        report.imported = len(written)
-        for start in range(0, len(written), _BATCH):
-            pipe = client.pipeline(transaction=False)
-            batch = written[start : start + _BATCH]
+                index += 1
+        index = 0
+        for batch in _batches(records()):
+            chosen = []
             for note in batch:
+                if index < 8 * len(written) and written[index // 8] >> index % 8 & 1:
+                    chosen.append(note)
+                index += 1
+            pipe = client.pipeline(transaction=False)
+            for note in chosen:
                 _queue_links(pipe, note)
-            for note, added in zip(batch, await pipe.execute(), strict=True):
+            for note, added in zip(chosen, await pipe.execute(), strict=True):
                 report.links += int(added)
                 report.links_skipped += len(note.links) - int(added)
     return report
+
+
+def _batches(records: Iterable[Imported]) -> Iterator[list[Imported]]:
+    batch: list[Imported] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _queue_import(pipe: Any, note: Imported, *, author: str, changelog_maxlen: int) -> None:

@@ -264,6 +264,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_oauth_resource_server.py",),
     ),
     Mutation(
+        name="jwks-body-uncapped",
+        why="an IdP (or whoever answers for it) makes the gateway read a JWKS of any size",
+        path="blackboard_mcp/auth/_jwks.py",
+        original="if size > _MAX_DOCUMENT_BYTES:",
+        replacement="if False:",
+        tests=("tests/test_oauth_keys.py",),
+    ),
+    Mutation(
+        name="jwks-body-without-deadline",
+        why="a JWKS sent a few bytes at a time keeps a worker thread reading it for ever",
+        path="blackboard_mcp/auth/_jwks.py",
+        original="if time.monotonic() > deadline:",
+        replacement="if False:",
+        tests=("tests/test_oauth_keys.py",),
+    ),
+    Mutation(
         name="metadata-from-any-host",
         why="a forged Host header puts an attacker's URL into the metadata and the challenges",
         path="blackboard_mcp/gateway/_resource.py",
@@ -334,5 +350,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         original="if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end",
         replacement="",
         tests=("tests/test_export_import.py",),
+    ),
+    Mutation(
+        name="import-line-unbounded",
+        why="an import reads a line of any length, so one giant line can exhaust its memory",
+        path="blackboard_mcp/store/_export_file.py",
+        original="if len(line) > self._max:",
+        replacement="if False:",
+        tests=("tests/test_import_streaming.py",),
     ),
 )
