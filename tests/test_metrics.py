@@ -75,3 +75,19 @@ async def test_calls_to_tools_that_do_not_exist_share_one_series_whatever_name_t
         ("bb_tool_calls", 'outcome="invalid_argument",tool="unknown"'): 3.0,
         ("bb_tool_latency_seconds", 'tool="unknown"'): 3.0,
     }, moved
+
+
+async def test_a_listen_counts_under_its_own_name_not_as_the_get_state_that_admits_it(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace, read=["open"], write=["open"])
+    before = samples(gateway)
+    async with (
+        mcp_client(gateway.mcp_url, token) as client,
+        client.listen(resource_subscriptions=[f"bb://{workspace}/open/a"]),
+    ):
+        pass
+    assert increases(before, samples(gateway)) == {
+        ("bb_tool_calls", 'outcome="ok",tool="subscriptions/listen"'): 1.0,
+        ("bb_tool_latency_seconds", 'tool="subscriptions/listen"'): 1.0,
+    }

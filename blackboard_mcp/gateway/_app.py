@@ -30,7 +30,6 @@ from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import Board, RedisCallAdmission, RedisRateLimiter, failure_reason
 
 from ._admin import admin_routes
-from ._audit_as import RenamingAudit
 from ._audit_buffer import BufferedAudit
 from ._board_page import board_routes
 from ._calls import ToolCaller
@@ -105,7 +104,7 @@ def create_app(parts: GatewayParts) -> Starlette:
                 client=parts.board.client, per_minute=settings.rate_limit_per_minute
             ),
         ),
-        audit=RenamingAudit(audit),
+        audit=audit,
         metrics=metrics,
         max_in_flight=settings.max_in_flight,
     )

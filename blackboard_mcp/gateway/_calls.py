@@ -47,6 +47,14 @@ class CallOutcome:
         }
 
 
+@dataclass(frozen=True)
+class AuditedAs:
+    """The operation and addresses a call's audit record and metrics name instead of its own."""
+
+    tool: str
+    addresses: tuple[str, ...]
+
+
 _ADMISSION_REFUSALS = (TokenRevoked, RateLimited)
 UNKNOWN_TOOL_SERIES = "unknown"
 
@@ -99,9 +107,13 @@ class ToolCaller:
         request_id: str,
         *,
         run: Handler | None = None,
+        audited_as: AuditedAs | None = None,
     ) -> CallOutcome:
         """Run ``tool``; ``run`` stands in for its handler where the same call is answered in
-        another shape (resources/read is get_state's call: same checks, same refusals)."""
+        another shape (resources/read is get_state's call: same checks, same refusals).
+
+        ``audited_as`` names the operation in the audit record and the metrics where the
+        call only lends its checks to another (a listen is admitted by get_state's)."""
         started = time.perf_counter()
         scope: CallScope | None = None
         outcome = "ok"
@@ -168,7 +180,10 @@ class ToolCaller:
             elapsed = time.perf_counter() - started
             # The client names the tool: a name that is none of ours would add a series to
             # /metrics per name sent, so every such call counts under one.
-            series = tool if tool in HANDLERS else UNKNOWN_TOOL_SERIES
+            if audited_as is not None:
+                series = audited_as.tool
+            else:
+                series = tool if tool in HANDLERS else UNKNOWN_TOOL_SERIES
             self._metrics.calls.labels(series, outcome).inc()
             self._metrics.latency.labels(series).observe(elapsed)
             # Refusals and errors at INFO, the rest at DEBUG: the audit stream has every call,
@@ -189,7 +204,10 @@ class ToolCaller:
                         "ms": round(elapsed * 1000, 3),
                     },
                 )
-            await self._record(grant, tool, scope, outcome, elapsed, request_id)
+            addresses = scope.addresses if scope else ()
+            if audited_as is not None:
+                tool, addresses = audited_as.tool, audited_as.addresses
+            await self._record(grant, tool, addresses, outcome, elapsed, request_id)
 
     def _requirements(self, tool: str) -> Any:
         if tool not in HANDLERS:
@@ -200,7 +218,7 @@ class ToolCaller:
         self,
         grant: Grant | None,
         tool: str,
-        scope: CallScope | None,
+        addresses: tuple[str, ...],
         outcome: str,
         elapsed: float,
         request_id: str,
@@ -212,7 +230,7 @@ class ToolCaller:
             workspace=grant.workspace,
             subject=grant.subject,
             tool=tool,
-            addresses=scope.addresses if scope else (),
+            addresses=addresses,
             outcome=outcome,
             duration_ms=round(elapsed * 1000, 3),
             request_id=request_id,

@@ -32,8 +32,7 @@ from mcp_types import (
 from blackboard_mcp.auth import Grant, TokenRevoked
 from blackboard_mcp.store import Board, InvalidArgument, parse_address, parse_topic_address
 
-from ._audit_as import AuditedAs, audited_as
-from ._calls import ToolCaller
+from ._calls import AuditedAs, ToolCaller
 from ._context import current_grant, current_request_id
 from ._errors import tool_error
 from ._live import IDLE, ChangeHub, ListenerDropped
@@ -99,13 +98,14 @@ class BoardListen:
         except InvalidArgument as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
         # Admitted by get_state's checks, audited as what it is: a listen of what it names.
-        renamed = audited_as.set(AuditedAs(LISTEN, tuple(followed)))
-        try:
-            outcome = await self._caller.call(
-                "get_state", {"uris": checked}, grant, request_id, run=_admitted
-            )
-        finally:
-            audited_as.reset(renamed)
+        outcome = await self._caller.call(
+            "get_state",
+            {"uris": checked},
+            grant,
+            request_id,
+            run=_admitted,
+            audited_as=AuditedAs(LISTEN, tuple(followed)),
+        )
         raise_refusal(outcome)
         assert grant is not None  # refused above otherwise
         try:
