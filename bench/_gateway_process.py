@@ -8,11 +8,12 @@ calls a minute) and a signing secret known to the bench.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -71,18 +72,48 @@ def start_gateway(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
+
+    def healthy() -> bool:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+
+    wait_until_answering(proc, healthy, name="the gateway", timeout=60)
+    return proc, port
+
+
+def wait_until_answering(
+    proc: subprocess.Popen[bytes], answers: Callable[[], bool], *, name: str, timeout: float
+) -> None:
+    """Poll ``answers`` until it says yes; the process is killed if it never does."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit("the gateway exited during start")
+            raise SystemExit(f"{name} exited during start")
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc, port
-        except httpx.HTTPError:
+            if answers():
+                return
+        except (httpx.HTTPError, OSError):
             pass
         time.sleep(0.1)
     proc.kill()
-    raise SystemExit("the gateway did not start")
+    raise SystemExit(f"{name} did not start")
+
+
+def start_floor(redis_url: str) -> tuple[subprocess.Popen[bytes], int]:
+    """The CAS floor server (bench/_cas_floor_server.py) on a free port, once it listens."""
+    port = free_port()
+    script = Path(__file__).with_name("_cas_floor_server.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(port), redis_url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def listening() -> bool:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+
+    wait_until_answering(proc, listening, name="the floor server", timeout=30)
+    return proc, port
 
 
 def _check_imports_from(package_root: Path, env: dict[str, str]) -> None:

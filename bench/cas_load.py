@@ -38,7 +38,6 @@ import argparse
 import multiprocessing
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -51,11 +50,11 @@ from pathlib import Path
 import httpx
 import orjson
 import redis
-from _gateway_process import bench_token, start_gateway
+from _gateway_process import bench_token, start_floor, start_gateway
 from _rawhttp import process_tree_cpu_seconds
 from redis._parsers import _RESP3Parser
 
-from blackboard_mcp.store import EmbeddedRedis, free_port
+from blackboard_mcp.store import EmbeddedRedis
 
 WORKSPACE = "casload"
 LUA = Path(__file__).resolve().parent / "cas_update.lua"
@@ -202,28 +201,6 @@ def _hiredis_available() -> bool:
 def _loads_hiredis(pid: int) -> bool:
     """Whether the process has hiredis's extension mapped: proof of which parser it runs."""
     return "hiredis" in Path(f"/proc/{pid}/maps").read_text()
-
-
-def start_floor(redis_url: str) -> tuple[subprocess.Popen[bytes], int]:
-    """The floor server (bench/_cas_floor_server.py) on a free port, once it answers."""
-    port = free_port()
-    script = Path(__file__).with_name("_cas_floor_server.py")
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(port), redis_url],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit("the floor server exited during start")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return proc, port
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("the floor server did not start")
 
 
 def main() -> int:
