@@ -26,3 +26,28 @@ def test_a_bench_script_starts_without_the_test_tree(script: str, tmp_path: Path
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "usage:" in result.stdout
+
+
+def test_a_gateway_started_for_another_revision_runs_that_revisions_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As `cas_load.py --against REV` does, from the repository's root: the other revision's
+    # package must be what runs, not the checkout's (python -m puts the working directory
+    # ahead of PYTHONPATH). This one's CLI leaves a mark and exits at once.
+    monkeypatch.chdir(BENCH.parent)
+    monkeypatch.syspath_prepend(str(BENCH))
+    from _gateway_process import start_gateway
+
+    tree = tmp_path / "other"
+    shutil.copytree(
+        BENCH.parent / "blackboard_mcp",
+        tree / "blackboard_mcp",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    mark = tmp_path / "ran"
+    (tree / "blackboard_mcp" / "cli.py").write_text(
+        f"import pathlib, sys\npathlib.Path({str(mark)!r}).write_text('other')\nsys.exit(3)\n"
+    )
+    with pytest.raises(SystemExit, match="exited during start"):
+        start_gateway("redis://127.0.0.1:1/0", package_root=tree)
+    assert mark.read_text() == "other"
