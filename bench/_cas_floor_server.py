@@ -21,6 +21,7 @@ import orjson
 import redis.asyncio as aioredis
 import uvicorn
 
+from blackboard_mcp.gateway._direct import send_json
 from blackboard_mcp.store import _keys as keys
 from blackboard_mcp.store._admission import _ADMIT
 from blackboard_mcp.store._commit import _SCRIPT as _COMMIT
@@ -44,17 +45,7 @@ class FloorApp:
         request = orjson.loads(b"".join(chunks))
         result = await self._write(request["params"]["arguments"])
         payload = orjson.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        await send_json(send, payload)  # the gateway's own response path
 
     async def _write(self, arguments: dict[str, Any]) -> dict[str, Any]:
         if self._pool is None:

@@ -77,7 +77,12 @@ def _refuse_unless_admitted(admission: Admission, grant: Grant) -> None:
 
 
 class ToolCaller:
-    """Runs tool calls for the MCP server; every refusal happens before the handler."""
+    """Runs tool calls for the MCP server.
+
+    Every refusal happens before the handler, except the admission of the calls in GATED
+    (revocation, rate limit): their handler sends it in its first round trip to Redis, and
+    it is judged there before anything is written or anything read is used.
+    """
 
     def __init__(
         self,

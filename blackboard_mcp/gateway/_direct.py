@@ -107,17 +107,7 @@ class DirectToolCalls:
             result["resultType"] = "complete"
             result["_meta"] = {SERVER_INFO_META_KEY: self._server_info}
         payload = orjson.dumps({"jsonrpc": "2.0", "id": call.request_id, "result": result})
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        await send_json(send, payload)
 
     async def _plain_call(self, scope: Scope, body: bytes) -> _Call | None:
         """The call if the SDK would serve this request as a plain ``tools/call``, else None.
@@ -274,3 +264,18 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replayed
+
+
+async def send_json(send: Send, payload: bytes) -> None:
+    """A 200 answer of ``payload``, JSON, with its length."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

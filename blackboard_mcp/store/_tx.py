@@ -87,7 +87,7 @@ class Transaction:
         """Run one command now, under the WATCH, and return its reply."""
         connection = self._connection
         await connection.send_packed_command(pack_plain(connection, [command]), check_health=False)
-        return await self._connection.read_response()
+        return await connection.read_response()
 
     async def watch(self, *names: str) -> None:
         await self.read("WATCH", *names)
@@ -103,7 +103,7 @@ class Transaction:
     async def begin(
         self, watch: Sequence[str], reads: Sequence[Command], gate: Gate | None
     ) -> list[Any]:
-        """WATCH, the gate's command and ``reads`` in one round trip; the replies to ``reads``.
+        """WATCH, ``reads`` and the gate's command in one round trip; the replies to ``reads``.
 
         A connection that fails before anything is watched is retried once on a fresh one, by
         the connection's retry policy, as redis-py does for a first WATCH.
@@ -122,9 +122,7 @@ class Transaction:
             await connection.disconnect()
 
         replies: list[Any] = await connection.retry.call_with_retry(send, failed)
-        first = replies[0]
-        if isinstance(first, ResponseError):
-            raise first
+        _raise_error(replies[0])
         if gate is not None:
             gate.judge(_raise_error(replies[-1]))
             replies = replies[:-1]
