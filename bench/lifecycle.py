@@ -13,14 +13,13 @@ import time
 from pathlib import Path
 
 import orjson
-import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile, export_header
+from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile, board_client, export_header
 
 
 async def run(notes: int, offloaded_every: int) -> None:
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
-        board = Board(client=aioredis.Redis.from_url(server.url))
+        board = Board(client=board_client(server.url))
         await board.start()
         for i in range(notes):
             big = offloaded_every and i % offloaded_every == 0

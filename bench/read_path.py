@@ -37,7 +37,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from blackboard_mcp.store import Board, EmbeddedRedis
+from blackboard_mcp.store import Board, EmbeddedRedis, board_client
 
 WS = "bench"
 SEED = 20261202
@@ -374,7 +374,7 @@ async def run(args: argparse.Namespace) -> None:
             max_workers=args.load_procs, mp_context=multiprocessing.get_context("spawn")
         ) as pool,
     ):
-        client = aioredis.Redis.from_url(server.url, max_connections=64)
+        client = board_client(server.url)
         board = Board(client=client)
         await board.start()
         index = _text((await _command(client, "FT._LIST"))[0])

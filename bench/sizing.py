@@ -36,7 +36,7 @@ from pathlib import Path
 import redis
 import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Board, EmbeddedRedis
+from blackboard_mcp.store import Board, EmbeddedRedis, board_client
 from blackboard_mcp.store._embedded import NOTE_LISTPACK_VALUE_BYTES
 from blackboard_mcp.store._index import ensure_index
 from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX, by_kind, by_recent
@@ -102,7 +102,7 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
         return " ".join(out)[:size]
 
     # Not started: start() would add this version's indexes to an old layout.
-    board = Board(client=aioredis.Redis.from_url(url))
+    board = Board(client=board_client(url))
     started = time.monotonic()
     # The same notes for every layout: the generator is seeded and drawn in order.
     batch = [(f"n{i}", text(80), text(body_bytes)) for i in range(notes)]

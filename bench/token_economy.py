@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Board, EmbeddedRedis, TiktokenCounter
+from blackboard_mcp.store import Board, EmbeddedRedis, TiktokenCounter, board_client
 
 WS = "demo"
 TOPICS = ["research", "plans", "data", "reviews", "run"]
@@ -170,7 +169,7 @@ async def paged_read(
 async def run(notes: int, seed: int) -> None:
     counter = TiktokenCounter()
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
-        board = Board(client=aioredis.Redis.from_url(server.url))
+        board = Board(client=board_client(server.url))
         await board.start()
         made = await build_board(board, notes, seed)
         uris: list[str] = made["uris"]

@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 import redis
-import redis.asyncio as aioredis
 from hypothesis import Phase, settings
 from support import TEST_JWT_SECRET, GatewayProcess, start_gateway, stop_gateway
 
-from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis
+from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis, board_client
 from blackboard_mcp.testing import LocalCluster
 
 if TYPE_CHECKING:
@@ -65,8 +64,7 @@ def source_root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def board(redis_url: str, source_root: Path) -> AsyncIterator[Board]:
-    client = aioredis.Redis.from_url(redis_url)
-    board = Board(client=client, limits=BoardLimits(source_root=source_root))
+    board = Board(client=board_client(redis_url), limits=BoardLimits(source_root=source_root))
     await board.start()
     yield board
     await board.close()

@@ -9,6 +9,9 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
+from blackboard_mcp.store import board_client
+from blackboard_mcp.store._wire import WireConnection
+
 WS = "ws"
 
 
@@ -66,19 +69,17 @@ class ReadGate:
 
 # The store reads a note in its WATCH's own round trip, then sends either MULTI..EXEC or,
 # refused (a stale expect_version), UNWATCH (store/_tx.py). Holding both at the connection
-# holds every task that has read under WATCH, before any commits, whatever client object the
-# store uses on the connection.
+# holds every task that has read under WATCH, before any commits.
 _AFTER_READ = (b"*1\r\n$5\r\nMULTI\r\n", b"*1\r\n$7\r\nUNWATCH\r\n")
 
 
-class _GatedConnection(aioredis.Connection):
+class _GatedWire(WireConnection):
     gate: ReadGate
 
-    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        head = command if isinstance(command, bytes) else b"".join(command)
-        if head.upper().startswith(_AFTER_READ):
+    async def round_trip(self, packed: bytes, count: int) -> list[Any]:
+        if packed.upper().startswith(_AFTER_READ):
             await self.gate.after_read(_done())
-        await super().send_packed_command(command, check_health)
+        return await super().round_trip(packed, count)
 
 
 async def _done() -> None:
@@ -87,5 +88,5 @@ async def _done() -> None:
 
 def gated_client(url: str, gate: ReadGate) -> aioredis.Redis:
     """A client whose transactions wait at ``gate`` after reading their note."""
-    connection_class = type("GatedConnection", (_GatedConnection,), {"gate": gate})
-    return aioredis.Redis.from_url(url, connection_class=connection_class)
+    wire_class = type("GatedWire", (_GatedWire,), {"gate": gate})
+    return board_client(url, wire_class=wire_class)

@@ -5,10 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 from store_support import dbsize, snapshot, uri
 
-from blackboard_mcp.store import Board, BoardLimits, InvalidArgument, TooLarge, free_port
+from blackboard_mcp.store import (
+    Board,
+    BoardLimits,
+    InvalidArgument,
+    TooLarge,
+    board_client,
+    free_port,
+)
 
 GOOD: dict[str, Any] = {"uri": uri("note"), "digest": "A fine digest.", "body": "text"}
 
@@ -246,7 +252,7 @@ async def test_bad_read_arguments_are_refused_before_any_io(
     kwargs: dict[str, Any], error: type[InvalidArgument], argument: str
 ) -> None:
     # Nothing listens on this port: reaching Redis would raise Unavailable instead.
-    board = Board(client=aioredis.Redis(host="127.0.0.1", port=free_port()))
+    board = Board(client=board_client(f"redis://127.0.0.1:{free_port()}"))
     try:
         with pytest.raises(error) as info:
             await board.get_state(**{"uris": [uri("a")], **kwargs})

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import redis.asyncio as aioredis
 from store_support import WS, ReadGate, gated_client, raw, snapshot, uri
 
-from blackboard_mcp.store import Board, Conflict
+from blackboard_mcp.store import Board, Conflict, board_client
 from blackboard_mcp.store._keys import INDEX_NAME
 
 AUTHOR = "agent-1"
@@ -128,7 +127,7 @@ async def test_two_clients_racing_on_one_version_exactly_one_wins(
     board: Board, redis_url: str
 ) -> None:
     await board.update_state(author=AUTHOR, uri=uri("n"), digest="base", expect_version=0)
-    other = Board(client=aioredis.Redis.from_url(redis_url))
+    other = Board(client=board_client(redis_url))
     try:
         for round_ in range(20):
             base = round_ + 1

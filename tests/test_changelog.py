@@ -8,7 +8,7 @@ import pytest
 import redis.asyncio as aioredis
 from store_support import WS, raw, uri
 
-from blackboard_mcp.store import Board, BoardLimits, Conflict
+from blackboard_mcp.store import Board, BoardLimits, Conflict, board_client
 
 AUTHOR = "agent-7"
 
@@ -50,7 +50,7 @@ async def test_refused_writes_add_no_entry(board: Board) -> None:
 async def test_seq_strictly_increases_in_commit_order_under_concurrency(
     board: Board, redis_url: str
 ) -> None:
-    boards = [Board(client=aioredis.Redis.from_url(redis_url)) for _ in range(4)]
+    boards = [Board(client=board_client(redis_url)) for _ in range(4)]
     try:
         await asyncio.gather(
             *(

@@ -19,12 +19,11 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
-import redis.asyncio as aioredis
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from store_support import ReadGate, gated_client
 
-from blackboard_mcp.store import Board, Conflict
+from blackboard_mcp.store import Board, Conflict, board_client
 
 NOTES = ("n0", "n1", "n2")
 KINDS = ("cas", "append", "stale")
@@ -65,7 +64,7 @@ def _replay(acks: list[Ack]) -> str:
 
 async def _race(url: str, rounds: list[list[tuple[str, str]]]) -> None:
     ws = "ws-race-" + uuid.uuid4().hex[:10]
-    reader = Board(client=aioredis.Redis.from_url(url))
+    reader = Board(client=board_client(url))
     acks: dict[str, list[Ack]] = {note: [] for note in NOTES}
     try:
         for number, writers in enumerate(rounds):

@@ -15,12 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
-import redis.asyncio as aioredis
 from lifecycle_support import on_redis, run_cli, tool, write
 from support import GatewayProcess, admin_token, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, EmbeddedRedis
+from blackboard_mcp.store import Board, EmbeddedRedis, board_client
 
 BIG = "big body line\n" * 1500  # over the 10 KB offload threshold: a blob
 ALONE = "alone body line\n" * 1500
@@ -338,7 +337,7 @@ async def test_a_note_written_during_a_delete_is_deleted_whole_or_kept_whole(
     redis_url: str, round_: int
 ) -> None:
     ws = f"race{round_}"
-    boards = [Board(client=aioredis.Redis.from_url(redis_url)) for _ in range(4)]
+    boards = [Board(client=board_client(redis_url)) for _ in range(4)]
     writer, linker, deleter, _ = boards
     try:
         for i in range(30):

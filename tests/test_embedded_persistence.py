@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Board, EmbeddedRedis, EmbeddedRedisError
+from blackboard_mcp.store import Board, EmbeddedRedis, EmbeddedRedisError, board_client
 from blackboard_mcp.store import _embedded as embedded
 
 
 async def _write(url: str, count: int) -> None:
-    board = Board(client=aioredis.Redis.from_url(url))
+    board = Board(client=board_client(url))
     await board.start()
     try:
         for i in range(count):
@@ -34,7 +34,7 @@ async def _write(url: str, count: int) -> None:
 
 
 async def _read(url: str, count: int) -> tuple[dict[str, object], dict[str, object]]:
-    board = Board(client=aioredis.Redis.from_url(url))
+    board = Board(client=board_client(url))
     await board.start()
     try:
         uris = [f"bb://w/t/n{i}" for i in range(count)]

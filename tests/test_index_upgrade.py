@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import pytest
 import redis
-import redis.asyncio as aioredis
 from store_support import raw
 
-from blackboard_mcp.store import Board
+from blackboard_mcp.store import Board, board_client
 from blackboard_mcp.store._index import wait_until_indexed
 from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX, digest_index
 
@@ -72,7 +71,7 @@ async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_ind
     redis_url: str, create: list[str]
 ) -> None:
     raw(redis_url).execute_command(*create)
-    old = Board(client=aioredis.Redis.from_url(redis_url))
+    old = Board(client=board_client(redis_url))
     for i in range(30):
         await old.update_state(
             author="a",
@@ -83,7 +82,7 @@ async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_ind
     await old.client.aclose()  # type: ignore[attr-defined]
     assert _indexes(redis_url) == {create[1]}
 
-    board = Board(client=aioredis.Redis.from_url(redis_url))
+    board = Board(client=board_client(redis_url))
     try:
         await board.start()
         assert await wait_until_indexed(board.client, timeout=10)

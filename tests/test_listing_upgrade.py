@@ -8,10 +8,9 @@ such set, and removes the old ones when a board starts.
 
 from __future__ import annotations
 
-import redis.asyncio as aioredis
 from store_support import raw
 
-from blackboard_mcp.store import Board
+from blackboard_mcp.store import Board, board_client
 
 WS = "up"
 
@@ -23,7 +22,7 @@ def _old_recency_key(topic: str) -> str:
 
 async def _write_old_board(url: str) -> list[str]:
     """Notes of every kind in two topics, plus the recency sets the earlier version kept."""
-    board = Board(client=aioredis.Redis.from_url(url))
+    board = Board(client=board_client(url))
     written = []
     try:
         for i in range(9):
@@ -60,7 +59,7 @@ async def test_an_old_board_lists_recent_and_changes_the_same_and_loses_its_rece
     client = raw(redis_url)
     assert client.exists(_old_recency_key("a"), _old_recency_key("b")) == 2
 
-    board = Board(client=aioredis.Redis.from_url(redis_url))
+    board = Board(client=board_client(redis_url))
     try:
         await board.start()
         assert client.exists(_old_recency_key("a"), _old_recency_key("b")) == 0

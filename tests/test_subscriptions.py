@@ -32,7 +32,7 @@ from support import (
 )
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, EmbeddedRedis, RedisAuditLog
+from blackboard_mcp.store import Board, EmbeddedRedis, RedisAuditLog, board_client
 from blackboard_mcp.testing import listen_request
 
 PER_TOKEN = 2
@@ -165,7 +165,7 @@ def _raw_listen(url: str, token: str, uris: list[str]) -> socket.socket:
 
 @pytest.fixture
 async def writer_board(redis_server: EmbeddedRedis) -> AsyncIterator[Board]:
-    board = Board(client=aioredis.Redis.from_url(redis_server.url))
+    board = Board(client=board_client(redis_server.url))
     yield board
     await board.close()
 

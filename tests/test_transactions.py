@@ -10,6 +10,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from blackboard_mcp.store import Contended, Unavailable
+from blackboard_mcp.store._pool import WaitingConnectionPool
 from blackboard_mcp.store._tx import Gate, Transaction, run_transaction
 
 
@@ -19,8 +20,10 @@ class Refused(Exception):
 
 @pytest.fixture
 async def one_connection(redis_url: str) -> AsyncIterator[aioredis.Redis]:
-    """A client with a single pooled connection: every transaction reuses the last one's."""
-    client = aioredis.Redis.from_url(redis_url, max_connections=1)
+    """A client whose pool lends one connection at a time, as the board's pool does: every
+    transaction reuses the last one's connection."""
+    pool = WaitingConnectionPool.from_url(redis_url, max_connections=1, wait_seconds=1.0)
+    client = aioredis.Redis.from_pool(pool)
     yield client
     await client.aclose()
 
@@ -141,5 +144,8 @@ async def test_a_command_refused_in_the_queue_aborts_the_whole_transaction(
     with pytest.raises(Unavailable, match=r"EXECABORT|wrong number of arguments"):
         await run_transaction(one_connection, ["k"], body, max_retries=0)
     assert await one_connection.get("k") is None
-    # The connection is in step: the next call on it reads its own reply.
-    assert await one_connection.ping() is True
+    # The connection is in step: the next transaction on it reads its own replies.
+    first, replies = await run_transaction(
+        one_connection, ["k"], set_to(b"after"), max_retries=0, first_reads=[("PING",)]
+    )
+    assert (first, replies) == ([b"PONG"], [b"OK"])

@@ -37,7 +37,7 @@ from ._export_file import ExportFile
 from ._links import RELATIONS
 from ._live import Change, ChangeFeed, NoteContent
 from ._location import client_location, failure_reason, redacted_url
-from ._placement import ClusterMode, NodeReport, open_client
+from ._placement import ClusterMode, NodeReport, board_client, open_client
 from ._processes import set_parent_death_signal
 from ._ratelimit import RedisRateLimiter
 from ._retention import RetentionPolicy, Swept
@@ -95,6 +95,7 @@ __all__ = [
     "TooLarge",
     "Unavailable",
     "Unconfirmed",
+    "board_client",
     "catch_up_address",
     "check_header",
     "check_record",

@@ -44,6 +44,7 @@ from ._location import client_location, failure_reason, redacted_url
 from ._pool import WaitingConnectionPool
 from ._redis_errors import mapped_redis_errors
 from ._upgrade import drop_retired_keys
+from ._wire import WireConnection
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,9 @@ class SingleRedis:
     is_cluster = False
 
     def __init__(self, client: aioredis.Redis[bytes]) -> None:
+        if not isinstance(client.connection_pool, WaitingConnectionPool):
+            # Transactions borrow their connections from the board's own kind of pool.
+            raise TypeError("a board's client is built by board_client(url)")
         self._client = client
 
     @property
@@ -379,10 +383,23 @@ def open_placement(
     """The board's Redis at ``url``: a cluster when it is one (or ``cluster`` says so)."""
     if wants_cluster(url, cluster):
         return ClusterRedis(url=url, pool_size=pool_size, pool_wait_seconds=pool_wait_seconds)
+    return SingleRedis(board_client(url, pool_size=pool_size, pool_wait_seconds=pool_wait_seconds))
+
+
+def board_client(
+    url: str,
+    *,
+    pool_size: int = 64,
+    pool_wait_seconds: float = 5.0,
+    wire_class: type[WireConnection] = WireConnection,
+) -> aioredis.Redis[bytes]:
+    """A client of the single Redis at ``url`` on the board's kind of pool (store/_pool.py),
+    whose transactions run on ``wire_class`` connections."""
     pool = WaitingConnectionPool.from_url(
         url,
         wait_seconds=pool_wait_seconds,
         max_connections=pool_size,
+        wire_class=wire_class,
         # No socket timeout: each store operation has one deadline instead
         # (store/_redis_errors.py), where redis-py put a timer around every command.
         socket_timeout=None,
@@ -397,7 +414,7 @@ def open_placement(
         # reading again.
         retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
     )
-    return SingleRedis(aioredis.Redis.from_pool(pool))  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+    return aioredis.Redis.from_pool(pool)  # type: ignore[attr-defined, no-any-return]  # types-redis 4.6 stubs lag redis-py 8
 
 
 def open_client(url: str, *, cluster: ClusterMode) -> aioredis.Redis[bytes]:

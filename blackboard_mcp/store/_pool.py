@@ -8,6 +8,12 @@ throughput was lower than the plain pool's. This pool puts an ``asyncio.Semaphor
 wakes waiters first come, first served) in front of the plain pool, at the plain pool's
 speed; a wait past its bound raises ``MaxConnectionsError``, which redis-py defines as pool
 exhaustion rather than a connection failure, and the store maps to ``Overloaded``.
+
+The pool lends two kinds of connection under the one bound: redis-py's, for every command
+but transactions, and ``WireConnection``s (store/_wire.py), which transactions use.
+``max_connections`` bounds the connections lent at once, of both kinds together; each kind
+keeps its idle connections open for the next caller, so up to twice that many sockets may
+be open to this Redis.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import MaxConnectionsError  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
 from ._redis_errors import deadline_hit_in_pool
+from ._wire import WireConnection, WireIdle, open_wire
 
 # Whether the base pool has lent this task a connection during the current get_connection.
 _lent: ContextVar[bool] = ContextVar("bb_pool_lent", default=False)
@@ -28,27 +35,62 @@ _lent: ContextVar[bool] = ContextVar("bb_pool_lent", default=False)
 class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
     """At most ``max_connections`` connections; a caller waits up to ``wait_seconds`` for one."""
 
-    def __init__(self, *, wait_seconds: float, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        wait_seconds: float,
+        wire_class: type[WireConnection] = WireConnection,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._wait_seconds = wait_seconds
+        self._wire_class = wire_class
         self._free = asyncio.Semaphore(self.max_connections)
+        self._wires = WireIdle()
 
     def reset(self) -> None:
         # The base class forgets the connections it lent; their slots go with them.
         super().reset()
         self._free = asyncio.Semaphore(self.max_connections)
+        self._wires = WireIdle()
+
+    async def disconnect(self, inuse_connections: bool = True) -> None:
+        self._wires.close_all()
+        await super().disconnect(inuse_connections)
+
+    async def lend_wire(self, *, fresh: bool = False) -> WireConnection:
+        """A transaction's connection: an idle one (unless ``fresh``) or a new one."""
+        await self._take_slot()
+        try:
+            wire = None if fresh else self._wires.take()
+            if wire is None:
+                wire = await open_wire(
+                    self._wire_class, self.connection_class, self.connection_kwargs
+                )
+            return wire
+        except BaseException:
+            self._free.release()
+            raise
+
+    def return_wire(self, wire: WireConnection) -> None:
+        """Give back a lent wire; a closed one is dropped, and its slot freed either way."""
+        self._wires.give_back(wire)
+        self._free.release()
 
     def get_available_connection(self) -> Any:
         connection = super().get_available_connection()  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
         _lent.set(True)
         return connection
 
-    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+    async def _take_slot(self) -> None:
         if self._free.locked():
             # Only a call that has to wait pays for a timer.
             await self._wait_for_slot()
         else:
             await self._free.acquire()  # a free slot: taken without suspending
+
+    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        await self._take_slot()
         marker = _lent.set(False)
         try:
             return await super().get_connection(*args, **kwargs)

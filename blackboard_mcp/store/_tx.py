@@ -4,10 +4,10 @@ redis-py's own ``transaction()`` helper retries forever on WatchError; under hea
 that turns into a livelock with no signal to the caller. Here retries are bounded, with a
 short jittered back-off, and exhaustion raises ``Contended``.
 
-A transaction talks to one pooled redis-py connection directly rather than through redis-py's
-``Pipeline``: under a compare-and-swap write load the Pipeline's own bookkeeping (its command
-stack, a response callback per reply, its reset, a retry wrapper around each step) cost more
-of the gateway's CPU than the bytes it sent. What remains per write is two round trips:
+A transaction runs on a ``WireConnection`` (store/_wire.py) lent by the board's pool, not
+through redis-py's ``Pipeline``: under a compare-and-swap write load the Pipeline's own
+bookkeeping, and then redis-py's per-reply reads, cost more of the gateway's CPU than the
+bytes sent. What remains per write is two round trips, each one write and one wake-up:
 
 1. ``WATCH`` and the body's first reads (``first_reads``), and a ``Gate`` if the caller has
    one, in one packet. Redis runs a connection's commands in order, so the reads happen after
@@ -17,9 +17,8 @@ of the gateway's CPU than the bytes it sent. What remains per write is two round
    have it; otherwise ``Unconfirmed``, the write may survive or be lost).
 
 A refused body (a stale ``expect_version``) sends ``UNWATCH`` before the connection goes back
-to the pool. Any failure in the middle of a send or a read disconnects the connection (redis-py
-does that inside ``send_packed_command``/``read_response``), so no later caller can read a
-reply meant for this one.
+to the pool. Any failure in the middle of a round trip closes the connection (the wire does
+that itself), so no later caller can read a reply meant for this one.
 """
 
 from __future__ import annotations
@@ -32,11 +31,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError, ResponseError, WatchError
+from hiredis import pack_command
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import DataError, RedisError, ResponseError, WatchError
 
-from ._connection import pack_plain
 from ._errors import Contended, Unconfirmed
+from ._pool import WaitingConnectionPool
 from ._redis_errors import mapped_redis_errors
+from ._wire import WireConnection
 
 T = TypeVar("T")
 
@@ -69,13 +71,13 @@ class Transaction:
     """One WATCH..EXEC on one connection: reads while watching, then queued writes.
 
     The body reads with ``read`` (each a round trip, raw replies) and may ``watch`` more keys;
-    ``multi`` starts the queued part, and ``queue`` adds a command to it. Replies are what the
-    connection's parser gives (RESP3 with hiredis: bytes, ints, lists, None), without
-    redis-py's per-command response callbacks.
+    ``multi`` starts the queued part, and ``queue`` adds a command to it. Replies are what
+    hiredis parses (bytes, ints, lists, None), without redis-py's per-command response
+    callbacks.
     """
 
-    def __init__(self, connection: Any) -> None:
-        self._connection = connection
+    def __init__(self, wire: WireConnection) -> None:
+        self._wire = wire
         self._queued: list[Command] = []
         self._in_multi = False
 
@@ -85,9 +87,8 @@ class Transaction:
 
     async def read(self, *command: Any) -> Any:
         """Run one command now, under the WATCH, and return its reply."""
-        connection = self._connection
-        await connection.send_packed_command(pack_plain(connection, [command]), check_health=False)
-        return await connection.read_response()
+        (reply,) = await self._wire.round_trip(_packed([command]), 1)
+        return _raise_error(reply)
 
     async def watch(self, *names: str) -> None:
         await self.read("WATCH", *names)
@@ -103,25 +104,11 @@ class Transaction:
     async def begin(
         self, watch: Sequence[str], reads: Sequence[Command], gate: Gate | None
     ) -> list[Any]:
-        """WATCH, ``reads`` and the gate's command in one round trip; the replies to ``reads``.
-
-        A connection that fails before anything is watched is retried once on a fresh one, by
-        the connection's retry policy, as redis-py does for a first WATCH.
-        """
-        connection = self._connection
+        """WATCH, ``reads`` and the gate's command in one round trip; the replies to ``reads``."""
         commands: list[Command] = [("WATCH", *watch), *reads]
         if gate is not None:
             commands.append(gate.command)
-        packed = pack_plain(connection, commands)
-
-        async def send() -> list[Any]:
-            await connection.send_packed_command(packed, check_health=False)
-            return await _read_replies(connection, len(commands))
-
-        async def failed(_error: Exception) -> None:
-            await connection.disconnect()
-
-        replies: list[Any] = await connection.retry.call_with_retry(send, failed)
+        replies = await self._wire.round_trip(_packed(commands), len(commands))
         _raise_error(replies[0])
         if gate is not None:
             gate.judge(_raise_error(replies[-1]))
@@ -133,12 +120,10 @@ class Transaction:
 
         Raises ``WatchError`` when a watched key changed (EXEC answered nil).
         """
-        connection = self._connection
         commands: list[Command] = [("MULTI",), *self._queued, ("EXEC",)]
         if wait is not None:
             commands.append(("WAIT", wait.replicas, wait.timeout_ms))
-        await connection.send_packed_command(pack_plain(connection, commands), check_health=False)
-        replies = await _read_replies(connection, len(commands))
+        replies = await self._wire.round_trip(_packed(commands), len(commands))
         # A command refused while queueing (QUEUED's place holds its error) aborts the EXEC.
         for reply in replies[: len(self._queued) + 1]:
             _raise_error(reply)
@@ -161,15 +146,12 @@ class Transaction:
         await self.read("UNWATCH")
 
 
-async def _read_replies(connection: Any, count: int) -> list[Any]:
-    """``count`` replies, errors included as values, so the connection stays in step."""
-    replies: list[Any] = []
-    for _ in range(count):
-        try:
-            replies.append(await connection.read_response())
-        except ResponseError as exc:
-            replies.append(exc)
-    return replies
+def _packed(commands: Sequence[Command]) -> bytes:
+    try:
+        return b"".join([pack_command(command) for command in commands])
+    except TypeError as exc:
+        # The type redis-py refuses too (a None, a dict...): a bug of the store, named.
+        raise DataError(str(exc)) from exc
 
 
 def _raise_error(reply: Any) -> Any:
@@ -195,19 +177,29 @@ async def run_transaction(
     wait: ReplicaWait | None = None,
 ) -> T:
     """Run ``body`` until EXEC succeeds, at most ``max_retries + 1`` times."""
-    pool = client.connection_pool
+    pool: WaitingConnectionPool = client.connection_pool
     async with mapped_redis_errors():
         for attempt in range(max_retries + 1):
-            connection = await pool.get_connection()
-            tx = Transaction(connection)
+            lent = await pool.lend_wire()
+            wire: WireConnection | None = lent
+            tx = Transaction(lent)
             try:
                 try:
-                    first = await tx.begin(watch, first_reads, gate if attempt == 0 else None)
+                    try:
+                        first = await tx.begin(watch, first_reads, gate if attempt == 0 else None)
+                    except RedisConnectionError:
+                        # An idle connection that Redis closed (a restart, its idle timeout)
+                        # before this process noticed: once more, on a new connection.
+                        pool.return_wire(lent)
+                        wire = None
+                        lent = wire = await pool.lend_wire(fresh=True)
+                        tx = Transaction(lent)
+                        first = await tx.begin(watch, first_reads, gate if attempt == 0 else None)
                     finish = await body(tx, first)
                 except BaseException:
                     # Refused (by the gate or the body) with every reply read: leave nothing
                     # watched. A failure mid-read has already closed the connection.
-                    if connection.is_connected:
+                    if wire is not None and wire.is_connected:
                         with contextlib.suppress(RedisError, OSError):
                             await tx.unwatch()
                     raise
@@ -220,14 +212,10 @@ async def run_transaction(
                 # itself has dropped the WATCH.
                 pass
             finally:
-                await _release(pool, connection)
+                if wire is not None:
+                    pool.return_wire(wire)
             await asyncio.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 8)))
     raise Contended(f"the write lost {max_retries + 1} races in a row to other writers")
-
-
-async def _release(pool: Any, connection: Any) -> None:
-    # Shielded: a second cancellation must not split the pool's in-use bookkeeping.
-    await asyncio.shield(pool.release(connection))
 
 
 async def pass_gate(client: aioredis.Redis[bytes], gate: Gate) -> None:

@@ -1,0 +1,210 @@
+"""A Redis connection for transactions: one round trip is one write and one wake-up.
+
+redis-py's asyncio connection reads each reply with its own ``await`` through a
+``StreamReader`` (a buffer copy, a parser feed and a future per read), and its pool checks a
+connection's socket each time it lends one. A compare-and-swap write makes two round trips
+of three to six commands each, so that machinery cost more of the gateway's CPU than
+everything Redis did for the write. Measured side by side on the CAS floor
+(``bench/cas_load.py``): the same commands cost half the CPU per write on this connection.
+
+A ``WireConnection`` is an ``asyncio.Protocol`` with a ``hiredis.Reader``: ``round_trip``
+writes one packed buffer and sleeps on one future until the reader holds as many replies as
+commands were sent. Error replies are values (the exception classes redis-py's parser
+gives them: ``MovedError``, ``AskError``, ``ResponseError``...), so a caller stays in step
+with the connection whatever Redis answers. Anything else that interrupts a round trip
+(the connection closing, a cancelled caller, a reply hiredis cannot parse) closes the
+connection: a late reply can never reach the next caller.
+
+It connects as redis-py would from the pool's own settings (host and port or a Unix socket
+path, TLS with redis-py's own context, AUTH, SELECT, client name), so one URL configures
+both kinds of connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, cast
+
+import hiredis
+from redis._parsers.base import BaseParser  # type: ignore[import-untyped, unused-ignore]
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import InvalidResponse, RedisError, ResponseError
+
+_CLOSED = "the connection to the board's Redis closed"
+
+
+class WireConnection(asyncio.Protocol):
+    """One connection to Redis that answers whole round trips."""
+
+    def __init__(self) -> None:
+        self._reader = hiredis.Reader(
+            protocolError=InvalidResponse, replyError=BaseParser.parse_error
+        )
+        self._transport: asyncio.Transport | None = None
+        self._replies: list[Any] = []
+        self._expected = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._closed = False
+        self._failure: BaseException | None = None
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, though they are its kind.
+        self._transport = cast("asyncio.Transport", transport)
+
+    def data_received(self, data: bytes) -> None:
+        reader = self._reader
+        reader.feed(data)
+        replies = self._replies
+        try:
+            while (reply := reader.gets()) is not False:
+                replies.append(reply)
+        except InvalidResponse as exc:
+            self._fail(_as_connection_error(exc))
+            return
+        if self._waiter is None:
+            # Nobody asked: Redis sent what it should not have. The connection is out of step.
+            self._fail(RedisConnectionError(f"{_CLOSED}: a reply came that nobody asked for"))
+        elif len(replies) >= self._expected and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._fail(RedisConnectionError(_CLOSED) if exc is None else _as_connection_error(exc))
+
+    def eof_received(self) -> bool | None:
+        return None  # close the transport; connection_lost follows
+
+    # the connection
+
+    @property
+    def is_connected(self) -> bool:
+        return not self._closed
+
+    async def round_trip(self, packed: bytes, count: int) -> list[Any]:
+        """Send ``packed`` (``count`` commands); their ``count`` replies, errors as values."""
+        if self._closed or self._transport is None:
+            raise RedisConnectionError(_CLOSED) from self._failure
+        waiter = asyncio.get_running_loop().create_future()
+        self._replies = []
+        self._expected = count
+        self._waiter = waiter
+        try:
+            self._transport.write(packed)
+            await waiter
+        except BaseException:
+            # Cancelled (the operation's deadline) or failed mid-way: replies may still come.
+            self.close()
+            raise
+        finally:
+            self._waiter = None
+        replies = self._replies
+        if len(replies) != count:
+            self.close()
+            raise RedisConnectionError(f"{_CLOSED}: {len(replies)} replies to {count} commands")
+        self._replies = []
+        return replies
+
+    def close(self) -> None:
+        self._closed = True
+        if self._transport is not None:
+            self._transport.abort()
+
+    def _fail(self, exc: BaseException) -> None:
+        self._failure = exc
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+        if not self._closed:
+            self.close()
+
+
+def _as_connection_error(exc: BaseException) -> RedisError:
+    error = RedisConnectionError(f"{_CLOSED}: {exc}")
+    error.__cause__ = exc
+    return error
+
+
+async def open_wire(
+    wire_class: type[WireConnection], connection_class: type[Any], settings: Mapping[str, Any]
+) -> WireConnection:
+    """A connected, authenticated ``WireConnection`` to the Redis a redis-py pool points at.
+
+    ``connection_class`` and ``settings`` are the pool's own: a redis-py connection built
+    from them (never connected) says where to connect and with which TLS context.
+    """
+    probe = connection_class(**settings)
+    loop = asyncio.get_running_loop()
+    path = getattr(probe, "path", None)
+    ssl_context = getattr(probe, "ssl_context", None)
+    timeout = getattr(probe, "socket_connect_timeout", None)
+    try:
+        async with asyncio.timeout(timeout):
+            if path:
+                _, wire = await loop.create_unix_connection(wire_class, path)
+            elif ssl_context is not None:
+                _, wire = await loop.create_connection(
+                    wire_class, probe.host, probe.port, ssl=ssl_context.get()
+                )
+            else:
+                _, wire = await loop.create_connection(wire_class, probe.host, probe.port)
+    except TimeoutError as exc:
+        raise RedisConnectionError(f"connecting to the board's Redis timed out: {exc}") from exc
+    except OSError as exc:
+        raise _as_connection_error(exc) from exc
+    try:
+        await _handshake(wire, settings)
+    except BaseException:
+        wire.close()
+        raise
+    return wire
+
+
+async def _handshake(wire: WireConnection, settings: Mapping[str, Any]) -> None:
+    commands: list[tuple[Any, ...]] = []
+    password, username = settings.get("password"), settings.get("username")
+    protocol = int(settings.get("protocol") or 2)
+    if protocol >= 3:
+        hello: tuple[Any, ...] = ("HELLO", protocol)
+        if password is not None:
+            hello += ("AUTH", username or "default", password)
+        commands.append(hello)
+    elif password is not None:
+        commands.append(("AUTH", username, password) if username else ("AUTH", password))
+    if settings.get("db"):
+        commands.append(("SELECT", settings["db"]))
+    if settings.get("client_name"):
+        commands.append(("CLIENT", "SETNAME", settings["client_name"]))
+    if not commands:
+        return
+    packed = b"".join([hiredis.pack_command(command) for command in commands])
+    for reply in await wire.round_trip(packed, len(commands)):
+        if isinstance(reply, ResponseError):
+            raise reply
+
+
+class WireIdle:
+    """The idle ``WireConnection``s of one pool, most recently used first."""
+
+    def __init__(self) -> None:
+        self._idle: deque[WireConnection] = deque()
+
+    def take(self) -> WireConnection | None:
+        while self._idle:
+            wire = self._idle.pop()
+            if wire.is_connected:
+                return wire
+        return None
+
+    def give_back(self, wire: WireConnection) -> None:
+        if wire.is_connected:
+            self._idle.append(wire)
+
+    def close_all(self) -> None:
+        while self._idle:
+            with contextlib.suppress(Exception):
+                self._idle.pop().close()

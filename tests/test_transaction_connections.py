@@ -1,0 +1,155 @@
+"""The connections transactions run on (store/_wire.py), against a real Redis: they connect
+as the URL says, survive Redis closing them, never hand a late reply to the next caller, and
+count against the pool's bound."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from blackboard_mcp.store import Unavailable, board_client
+from blackboard_mcp.store._tx import Transaction, run_transaction
+
+
+def writes(key: str, value: bytes) -> Callable[[Transaction, list[Any]], Any]:
+    async def body(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], Any]:
+        tx.multi()
+        tx.queue("SET", key, value)
+        return lambda replies: (first, replies)
+
+    return body
+
+
+def with_db(url: str, db: int) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
+async def test_a_connection_redis_closed_while_idle_is_replaced_without_an_error(
+    redis_url: str,
+) -> None:
+    client = board_client(redis_url, pool_size=1)
+    killer = redis.Redis.from_url(redis_url)
+    try:
+        (first, _) = await run_transaction(
+            client, ["k"], writes("k", b"1"), max_retries=0, first_reads=[("CLIENT", "ID")]
+        )
+        killed = first[0]
+        assert killer.client_kill_filter(_id=killed) == 1
+        (first, replies) = await run_transaction(
+            client, ["k"], writes("k", b"2"), max_retries=0, first_reads=[("CLIENT", "ID")]
+        )
+        assert first[0] != killed and replies == [b"OK"]
+        assert killer.get("k") == b"2"
+    finally:
+        killer.close()
+        await client.aclose()
+
+
+async def test_a_transaction_cancelled_mid_round_trip_leaves_no_reply_for_the_next(
+    redis_url: str,
+) -> None:
+    # One connection, so the next transaction would get the same one if it were kept.
+    client = board_client(redis_url, pool_size=1)
+    pusher = redis.Redis.from_url(redis_url)
+    try:
+        waiting = run_transaction(
+            client, ["k"], writes("k", b"late"), max_retries=0, first_reads=[("BLPOP", "q", 5)]
+        )
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(waiting, 0.3)
+        pusher.rpush("q", b"now the blocked read answers")
+        (first, replies) = await run_transaction(
+            client, ["k"], writes("k", b"next"), max_retries=0, first_reads=[("PING",)]
+        )
+        assert (first, replies) == ([b"PONG"], [b"OK"])
+        assert pusher.get("k") == b"next"
+    finally:
+        pusher.close()
+        await client.aclose()
+
+
+async def test_transactions_run_in_the_database_the_url_names(redis_url: str) -> None:
+    client = board_client(with_db(redis_url, 3))
+    direct = redis.Redis.from_url(with_db(redis_url, 3))
+    default = redis.Redis.from_url(with_db(redis_url, 0))
+    try:
+        await run_transaction(client, ["k"], writes("k", b"in three"), max_retries=0)
+        assert direct.get("k") == b"in three"
+        assert default.get("k") is None
+    finally:
+        direct.flushdb()
+        direct.close()
+        default.close()
+        await client.aclose()
+
+
+async def test_a_wrong_password_answers_unavailable_at_once(redis_url: str) -> None:
+    parts = urlsplit(redis_url)
+    wrong = urlunsplit(parts._replace(netloc=f":not-the-password@{parts.hostname}:{parts.port}"))
+    client = board_client(wrong)
+    try:
+        with pytest.raises(Unavailable):
+            await asyncio.wait_for(
+                run_transaction(client, ["k"], writes("k", b"x"), max_retries=0), 3
+            )
+    finally:
+        await client.aclose()
+
+
+async def test_transaction_connections_count_against_the_pool_bound(redis_url: str) -> None:
+    client = board_client(redis_url, pool_size=2)
+    inside = most = 0
+
+    def holding(key: str) -> Callable[[Transaction, list[Any]], Any]:
+        async def body(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], Any]:
+            nonlocal inside, most
+            inside += 1
+            most = max(most, inside)
+            await asyncio.sleep(0.05)
+            inside -= 1
+            tx.multi()
+            tx.queue("SET", key, b"1")
+            return lambda replies: replies
+
+        return body
+
+    try:
+        await asyncio.gather(
+            *(
+                run_transaction(client, [f"k{i}"], holding(f"k{i}"), max_retries=0)
+                for i in range(6)
+            ),
+            # A plain command waits for a slot too, and gets one.
+            client.set("plain", b"1"),
+        )
+        assert most == 2
+    finally:
+        await client.aclose()
+
+
+async def test_closing_the_client_closes_idle_transaction_connections(redis_url: str) -> None:
+    client = board_client(redis_url, pool_size=4)
+    watcher = aioredis.Redis.from_url(redis_url)
+    try:
+        (first, _) = await run_transaction(
+            client, ["k"], writes("k", b"1"), max_retries=0, first_reads=[("CLIENT", "ID")]
+        )
+        wire_id = first[0]
+        listed = await watcher.client_list()
+        assert any(int(c["id"]) == wire_id for c in listed)
+        await client.aclose()
+        for _ in range(50):
+            listed = await watcher.client_list()
+            if not any(int(c["id"]) == wire_id for c in listed):
+                break
+            await asyncio.sleep(0.02)
+        assert not any(int(c["id"]) == wire_id for c in listed)
+    finally:
+        await watcher.aclose()
