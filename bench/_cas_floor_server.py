@@ -4,7 +4,8 @@ An ASGI app on uvicorn (uvloop, httptools, one worker: the gateway's server sett
 answers a JSON-RPC ``tools/call`` of update_state by sending Redis exactly the commands the
 store sends for it, in the same two round trips: WATCH, the note's HMGET and the call's
 admission script; then MULTI, the topic and order indexes, the commit script with the note's
-fields, EXEC. It checks ``expect_version`` against what it read, as the store does. It does
+fields, EXEC; on the connection kind the store's transactions use (store/_wire.py), lent by
+the board's pool. It checks ``expect_version`` against what it read, as the store does. It does
 not verify a token, validate arguments, count tokens, authorise, audit or measure anything:
 no gateway that keeps those can cost less per write than this.
 
@@ -18,14 +19,14 @@ import time
 from typing import Any
 
 import orjson
-import redis.asyncio as aioredis
 import uvicorn
+from hiredis import pack_command
 
 from blackboard_mcp.gateway._direct import send_json
 from blackboard_mcp.store import _keys as keys
+from blackboard_mcp.store import board_client
 from blackboard_mcp.store._admission import _ADMIT
 from blackboard_mcp.store._commit import _SCRIPT as _COMMIT
-from blackboard_mcp.store._connection import PackedConnection, pack_plain
 
 
 class FloorApp:
@@ -49,28 +50,24 @@ class FloorApp:
 
     async def _write(self, arguments: dict[str, Any]) -> dict[str, Any]:
         if self._pool is None:
-            self._pool = aioredis.ConnectionPool.from_url(
-                self._redis_url, connection_class=PackedConnection, max_connections=64
-            )
+            self._pool = board_client(self._redis_url).connection_pool
         uri = arguments["uri"]
         ws, topic, path = uri.removeprefix("bb://").split("/", 2)
         member = f"{topic}/{path}"
         note = keys.note(ws, member)
         now = time.time()
-        connection = await self._pool.get_connection()
+        wire = await self._pool.lend_wire()
         try:
             first = [
                 ("WATCH", note),
                 ("HMGET", note, "version", "digest", "blob", "kind"),
                 ("EVAL", _ADMIT, 3, f"{note}:t", f"{note}:s", f"{note}:w", int(now), 0, 120),
             ]
-            await connection.send_packed_command(pack_plain(connection, first), False)
-            replies = [await connection.read_response() for _ in first]
+            replies = await wire.round_trip(_packed(first), len(first))
             old = int(replies[1][0] or 0)
             expected = arguments.get("expect_version")
             if expected is not None and expected != old:
-                await connection.send_packed_command(pack_plain(connection, [("UNWATCH",)]))
-                await connection.read_response()
+                await wire.round_trip(_packed([("UNWATCH",)]), 1)
                 body: dict[str, Any] = {"error": {"code": "conflict", "current_version": old}}
                 return {"isError": True, "structuredContent": body}
             version = old + 1
@@ -108,17 +105,19 @@ class FloorApp:
                 ),
                 ("EXEC",),
             ]
-            await connection.send_packed_command(pack_plain(connection, second), False)
-            for _ in second:
-                await connection.read_response()
+            await wire.round_trip(_packed(second), len(second))
         finally:
-            await self._pool.release(connection)
+            self._pool.return_wire(wire)
         body = {"version": version, "digest": arguments["digest"], "warnings": []}
         return {
             "content": [{"type": "text", "text": orjson.dumps(body).decode()}],
             "structuredContent": body,
             "isError": False,
         }
+
+
+def _packed(commands: list[tuple[Any, ...]]) -> bytes:
+    return b"".join([pack_command(command) for command in commands])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import redis.asyncio as aioredis
 from store_support import WS, raw, uri
 
 from blackboard_mcp.store import Board, BoardLimits, Conflict, board_client
@@ -107,9 +106,7 @@ async def test_workspaces_have_separate_sequences(board: Board) -> None:
 
 async def test_change_log_is_capped_near_its_maxlen(redis_url: str) -> None:
     cap = 50
-    board = Board(
-        client=aioredis.Redis.from_url(redis_url), limits=BoardLimits(changelog_maxlen=cap)
-    )
+    board = Board(client=board_client(redis_url), limits=BoardLimits(changelog_maxlen=cap))
     try:
         await board.start()
         for i in range(300):

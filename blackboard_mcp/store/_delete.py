@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis.asyncio as aioredis
-from redis.asyncio.client import Pipeline
 
 from . import _keys as keys
 from ._addresses import SCHEME, parse_address, validate_name
@@ -259,16 +259,19 @@ async def forget_workspace(client: aioredis.Redis[bytes], ws: str) -> None:
             await client.sadd(keys.workspaces(), ws)
 
 
-def queue_deleted_since(
-    pipe: Pipeline[bytes], workspace: str, since: int, *, limit: int = 1000
-) -> None:
-    """Queue the read of up to ``limit`` notes deleted after sequence number ``since``
-    (decoded by ``decode_deleted``), so a cursor read costs no extra round trip."""
-    pipe.zrangebyscore(
-        keys.deleted(workspace), f"({since}", "+inf", start=0, num=limit, withscores=True
-    )
+def deleted_since(workspace: str, since: int, *, limit: int = 1000) -> tuple[Any, ...]:
+    """The command that reads up to ``limit`` notes deleted after sequence number ``since``
+    (its raw reply decoded by ``decode_deleted``), sent with a read's other commands so a
+    cursor read costs no extra round trip."""
+    return (
+        "ZRANGEBYSCORE", keys.deleted(workspace), f"({since}", "+inf",
+        "WITHSCORES", "LIMIT", 0, limit,
+    )  # fmt: skip
 
 
-def decode_deleted(reply: list[tuple[bytes, float]]) -> list[tuple[int, str]]:
-    """The queued read's reply as (seq, member), oldest deletion first."""
-    return [(int(score), member.decode()) for member, score in reply]
+def decode_deleted(reply: list[bytes]) -> list[tuple[int, str]]:
+    """The raw reply (member, score, member, score...) as (seq, member), oldest first."""
+    return [
+        (int(float(score)), member.decode())
+        for member, score in zip(reply[::2], reply[1::2], strict=True)
+    ]

@@ -19,14 +19,16 @@ be open to this Redis.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
 from ._redis_errors import deadline_hit_in_pool
-from ._wire import WireConnection, WireIdle, open_wire
+from ._wire import WireConnection, WireIdle, first_error, open_wire, pack
 
 # Whether the base pool has lent this task a connection during the current get_connection.
 _lent: ContextVar[bool] = ContextVar("bb_pool_lent", default=False)
@@ -71,6 +73,26 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
         except BaseException:
             self._free.release()
             raise
+
+    async def round_trip(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Plain commands (no WATCH, no MULTI) in one round trip on a lent wire; their replies.
+
+        Raises the first error reply. An idle wire that Redis closed before this process
+        noticed is replaced once, as for a transaction's first round trip.
+        """
+        packed = pack(commands)
+        wire = await self.lend_wire()
+        try:
+            return first_error(await wire.round_trip(packed, len(commands)))
+        except RedisConnectionError:
+            pass
+        finally:
+            self.return_wire(wire)
+        wire = await self.lend_wire(fresh=True)
+        try:
+            return first_error(await wire.round_trip(packed, len(commands)))
+        finally:
+            self.return_wire(wire)
 
     def return_wire(self, wire: WireConnection) -> None:
         """Give back a lent wire; a closed one is dropped, and its slot freed either way."""

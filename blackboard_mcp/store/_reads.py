@@ -17,11 +17,12 @@ import redis.asyncio as aioredis
 from . import _keys as keys
 from ._addresses import Address, parse_address, validate_name
 from ._budget import Entry, Render, check_budget, finish, fit, plan, position_ranges
-from ._delete import decode_deleted, queue_deleted_since
+from ._delete import decode_deleted, deleted_since
 from ._errors import InvalidArgument
 from ._links import decode_links, link_warnings
 from ._notes import KINDS
 from ._paging import ORDERS, Order, decode, encode, select_page
+from ._pool import WaitingConnectionPool
 from ._redis_errors import mapped_redis_errors
 from ._tokencount import TokenCounter, count_as_json_string
 from ._tx import Gate
@@ -65,23 +66,25 @@ async def _fetch_meta(
     deletions_after: int | None = None,
     gate: Gate | None = None,
 ) -> tuple[Fetched, int, list[tuple[int, str]]]:
-    """One pipeline for every note's small fields and both link sets, the workspace's
+    """One round trip for every note's small fields and both link sets, the workspace's
     change sequence number (the read's cursor) and, for a cursor read, the notes deleted
     after ``deletions_after``. Content is never fetched here.
 
-    ``gate`` goes first in the pipeline and is judged before any reply is looked at: refused,
-    nothing read is used."""
-    pipe = client.pipeline(transaction=False)
+    ``gate`` goes first and is judged before any reply is looked at: refused, nothing read
+    is used. Every command goes in one round trip on a wire (store/_wire.py), so the
+    replies are raw: a set is a list, a missing value None."""
+    commands: list[tuple[Any, ...]] = []
     if gate is not None:
-        pipe.execute_command(*gate.command)
+        commands.append(gate.command)
     if deletions_after is not None:
-        queue_deleted_since(pipe, workspace, deletions_after)
+        commands.append(deleted_since(workspace, deletions_after))
     for address in addresses:
-        pipe.hmget(keys.note(address.workspace, address.member), names)
-        pipe.smembers(keys.links_out(address.workspace, address.member))
-        pipe.smembers(keys.links_in(address.workspace, address.member))
-    pipe.get(keys.sequence(workspace))
-    replies = await pipe.execute()
+        commands.append(("HMGET", keys.note(address.workspace, address.member), *names))
+        commands.append(("SMEMBERS", keys.links_out(address.workspace, address.member)))
+        commands.append(("SMEMBERS", keys.links_in(address.workspace, address.member)))
+    commands.append(("GET", keys.sequence(workspace)))
+    pool: WaitingConnectionPool = client.connection_pool
+    replies = await pool.round_trip(commands)
     if gate is not None:
         gate.judge(replies.pop(0))
     deleted = decode_deleted(replies.pop(0)) if deletions_after is not None else []
@@ -93,7 +96,7 @@ async def _fetch_meta(
             out.append((None, set(), set()))
             continue
         note = {f: _text(v) for f, v in zip(names, values, strict=True)}
-        out.append((note, outgoing, incoming))
+        out.append((note, set(outgoing), set(incoming)))
     return out, cursor, deleted
 
 
@@ -107,15 +110,17 @@ async def _fetch_content(
     ``prefix_bytes`` bytes of the first entry when only that one may be shown, cut)."""
     if not wanted:
         return
-    pipe = client.pipeline(transaction=False)
+    commands: list[tuple[Any, ...]] = []
     for i, (entry, address, note) in enumerate(wanted):
         if not note.get("blob"):
-            pipe.hget(keys.note(address.workspace, address.member), "body")
+            commands.append(("HGET", keys.note(address.workspace, address.member), "body"))
         elif i == 0 and prefix_bytes is not None and entry.columns is None:
-            pipe.getrange(keys.blob(address.workspace, note["blob"]), 0, prefix_bytes - 1)
+            blob = keys.blob(address.workspace, note["blob"])
+            commands.append(("GETRANGE", blob, 0, prefix_bytes - 1))
         else:
-            pipe.get(keys.blob(address.workspace, note["blob"]))
-    for (entry, _, note), raw in zip(wanted, await pipe.execute(), strict=True):
+            commands.append(("GET", keys.blob(address.workspace, note["blob"])))
+    pool: WaitingConnectionPool = client.connection_pool
+    for (entry, _, note), raw in zip(wanted, await pool.round_trip(commands), strict=True):
         data = raw or b""
         entry.partial = len(data) < int(note.get("size") or 0)
         # A range may end inside a character; the partial one is dropped.

@@ -31,14 +31,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
-from hiredis import pack_command
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import DataError, RedisError, ResponseError, WatchError
+from redis.exceptions import RedisError, ResponseError, WatchError
 
 from ._errors import Contended, Unconfirmed
 from ._pool import WaitingConnectionPool
 from ._redis_errors import mapped_redis_errors
-from ._wire import WireConnection
+from ._wire import WireConnection, pack
 
 T = TypeVar("T")
 
@@ -87,7 +86,7 @@ class Transaction:
 
     async def read(self, *command: Any) -> Any:
         """Run one command now, under the WATCH, and return its reply."""
-        (reply,) = await self._wire.round_trip(_packed([command]), 1)
+        (reply,) = await self._wire.round_trip(pack([command]), 1)
         return _raise_error(reply)
 
     async def watch(self, *names: str) -> None:
@@ -108,7 +107,7 @@ class Transaction:
         commands: list[Command] = [("WATCH", *watch), *reads]
         if gate is not None:
             commands.append(gate.command)
-        replies = await self._wire.round_trip(_packed(commands), len(commands))
+        replies = await self._wire.round_trip(pack(commands), len(commands))
         _raise_error(replies[0])
         if gate is not None:
             gate.judge(_raise_error(replies[-1]))
@@ -123,7 +122,7 @@ class Transaction:
         commands: list[Command] = [("MULTI",), *self._queued, ("EXEC",)]
         if wait is not None:
             commands.append(("WAIT", wait.replicas, wait.timeout_ms))
-        replies = await self._wire.round_trip(_packed(commands), len(commands))
+        replies = await self._wire.round_trip(pack(commands), len(commands))
         # A command refused while queueing (QUEUED's place holds its error) aborts the EXEC.
         for reply in replies[: len(self._queued) + 1]:
             _raise_error(reply)
@@ -144,14 +143,6 @@ class Transaction:
 
     async def unwatch(self) -> None:
         await self.read("UNWATCH")
-
-
-def _packed(commands: Sequence[Command]) -> bytes:
-    try:
-        return b"".join([pack_command(command) for command in commands])
-    except TypeError as exc:
-        # The type redis-py refuses too (a None, a dict...): a bug of the store, named.
-        raise DataError(str(exc)) from exc
 
 
 def _raise_error(reply: Any) -> Any:

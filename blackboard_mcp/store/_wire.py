@@ -25,13 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import hiredis
 from redis._parsers.base import BaseParser  # type: ignore[import-untyped, unused-ignore]
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import InvalidResponse, RedisError, ResponseError
+from redis.exceptions import DataError, InvalidResponse, RedisError, ResponseError
 
 _CLOSED = "the connection to the board's Redis closed"
 
@@ -181,10 +181,29 @@ async def _handshake(wire: WireConnection, settings: Mapping[str, Any]) -> None:
         commands.append(("CLIENT", "SETNAME", settings["client_name"]))
     if not commands:
         return
-    packed = b"".join([hiredis.pack_command(command) for command in commands])
-    for reply in await wire.round_trip(packed, len(commands)):
+    first_error(await wire.round_trip(pack(commands), len(commands)))
+
+
+def pack(commands: Sequence[tuple[Any, ...]]) -> bytes:
+    """``commands`` as one buffer for ``round_trip``.
+
+    The store's commands are one-word names with str, bytes, int or float arguments, which
+    hiredis packs as they are (redis-py's serializer first splits names like ``CONFIG SET``
+    and copies every argument, three times the cost for a write's EVAL of fifty arguments).
+    """
+    try:
+        return b"".join([hiredis.pack_command(command) for command in commands])
+    except TypeError as exc:
+        # A type Redis cannot take (None, a dict...): a bug of the store, named as redis-py does.
+        raise DataError(str(exc)) from exc
+
+
+def first_error(replies: list[Any]) -> list[Any]:
+    """``replies``, unless one is an error reply: then that error is raised."""
+    for reply in replies:
         if isinstance(reply, ResponseError):
             raise reply
+    return replies
 
 
 class WireIdle:
