@@ -10,6 +10,7 @@ import redis.asyncio as aioredis
 
 from blackboard_mcp.auth import AuditRecord
 
+from ._pool import WaitingConnectionPool
 from ._redis_errors import mapped_redis_errors
 
 
@@ -41,6 +42,12 @@ class RedisAuditLog:
         if not records:
             return
         async with mapped_redis_errors():
+            pool = getattr(self._client, "connection_pool", None)
+            if isinstance(pool, WaitingConnectionPool):
+                # A single Redis: the batch as plain commands in one wire round trip.
+                await pool.round_trip([self._xadd(record) for record in records])
+                return
+            # A cluster's client routes each workspace's stream to the node of its slot.
             pipe = self._client.pipeline(transaction=False)
             for record in records:
                 pipe.xadd(
@@ -50,6 +57,10 @@ class RedisAuditLog:
                     approximate=True,
                 )
             await pipe.execute()
+
+    def _xadd(self, record: AuditRecord) -> tuple[Any, ...]:
+        fields = [v for pair in _fields(record).items() for v in pair]
+        return ("XADD", _key(record.workspace), "MAXLEN", "~", self._maxlen, "*", *fields)
 
     async def tail(self, workspace: str, count: int) -> list[AuditRecord]:
         """The newest ``count`` records, newest first."""
