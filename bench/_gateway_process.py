@@ -32,14 +32,9 @@ def start_gateway(
     workers: int = 1,
     data_dir: Path | None = None,
     extra_env: dict[str, str] | None = None,
-    hidden_modules: Sequence[str] = (),
     package_root: Path | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start the gateway and wait until /healthz answers; returns the process and its port.
-
-    ``hidden_modules`` fail to import in the gateway process (``sys.modules[name] = None``
-    before anything else loads), so a bench can measure it without an optional accelerator
-    such as ``hiredis`` that is installed: redis-py picks its parser when it is imported.
 
     ``package_root`` runs the ``blackboard_mcp`` package found there (another revision's,
     see ``extract_revision``) instead of the installed one. The process then starts in that
@@ -61,10 +56,6 @@ def start_gateway(
         env["PYTHONPATH"] = str(package_root)
         _check_imports_from(package_root, env)
     command = [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)]
-    if hidden_modules:
-        hide = f"import sys; sys.modules.update(dict.fromkeys({list(hidden_modules)!r}))"
-        run = "from blackboard_mcp.cli import main; sys.exit(main(sys.argv[1:]))"
-        command = [sys.executable, "-P", "-c", f"{hide}; {run}", "serve", "--port", str(port)]
     proc = subprocess.Popen(
         [*command, "--workers", str(workers)],
         env=env,

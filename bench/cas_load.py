@@ -5,18 +5,18 @@ to the version it last got back and a new digest and body every time. Through th
 the clients are ``wrk`` connections running ``bench/cas_update.lua`` (a C load generator,
 so the client costs little of the machine's two cores), one connection per wrk thread. The
 reference is bare redis-py: 8 processes, each looping WATCH/GET/MULTI/SET/INCR/EXEC on its
-own key, once with hiredis and once with redis-py's pure-Python RESP3 parser (passed as its
-``parser_class``). Since every client owns its note, real CAS must succeed nearly always: conflicts
-and errors are counted and any error exits 1.
+own key, with hiredis (and with redis-py's pure-Python RESP3 parser, passed as its
+``parser_class``, with ``--pure-parser``). Since every client owns its note, real CAS must
+succeed nearly always: conflicts and errors are counted and any error exits 1.
 
 One embedded Redis without persistence (appendonly off) serves every cell. The gateway (one
 uvicorn worker) runs on it as installed; each ``--against REV`` adds a gateway running the
 package as it was at git revision REV (extracted with ``git archive`` and run from there), so
 a change's before and after are measured in one run (the gateways' order alternates round by
-round); ``--pure-parser`` adds a gateway with ``hiredis`` hidden from its imports, so
-redis-py falls back to its pure-Python RESP parser (it picks the parser when it is
-imported), and the bare arm with that parser. The cells are interleaved round by round,
-since this shared machine drifts.
+round); ``--pure-parser`` adds the bare arm with redis-py's pure-Python RESP parser. (A
+gateway without hiredis no longer exists: the store's own connection, ``store/_wire.py``,
+parses with ``hiredis.Reader``, so hiredis is a hard dependency.) The cells are interleaved
+round by round, since this shared machine drifts.
 
 A third kind of cell is the floor (``bench/_cas_floor_server.py``): uvicorn with the
 gateway's server settings and an ASGI app that sends Redis exactly the store's commands for
@@ -215,7 +215,9 @@ def main() -> int:
         default=[],
         help="also run the gateway of git REV (repeatable)",
     )
-    parser.add_argument("--pure-parser", action="store_true", help="also without hiredis")
+    parser.add_argument(
+        "--pure-parser", action="store_true", help="also bare redis-py without hiredis"
+    )
     parser.add_argument("--workers", type=int, help="also a gateway with this many workers")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -238,10 +240,6 @@ def main() -> int:
             old_tree.mkdir()
             extract_revision(rev, old_tree)
             gateways[f"gateway @{rev}, hiredis"] = start_gateway(server.url, package_root=old_tree)
-        if args.pure_parser:
-            gateways["gateway, pure-Python parser"] = start_gateway(
-                server.url, hidden_modules=["hiredis"]
-            )
         if args.workers:
             gateways[f"gateway, {args.workers} workers, hiredis"] = start_gateway(
                 server.url, workers=args.workers
