@@ -13,7 +13,7 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Unavailable, board_client
+from blackboard_mcp.store import Board, Unavailable, board_client, every_topic
 from blackboard_mcp.store._tx import Transaction, run_transaction
 
 
@@ -153,3 +153,27 @@ async def test_closing_the_client_closes_idle_transaction_connections(redis_url:
         assert not any(int(c["id"]) == wire_id for c in listed)
     finally:
         await watcher.aclose()
+
+
+async def test_a_url_asking_for_resp3_still_writes_links_and_reads(redis_url: str) -> None:
+    # redis-py speaks RESP3 on this URL; the store's own connections stay on RESP2, whose
+    # reply shapes (a set as a list, a flat member/score list) the store reads.
+    board = Board(client=board_client(f"{redis_url}?protocol=3"))
+    everyone = every_topic
+    try:
+        await board.start()
+        for name in ("a", "b"):
+            await board.update_state(
+                author="me", uri=f"bb://w/t/{name}", digest=name, readable=everyone
+            )
+        await board.link_state(
+            author="me", src="bb://w/t/a", rel="cites", dst=["bb://w/t/b"], readable=everyone
+        )
+        await board.delete(author="me", workspace="w", uri="bb://w/t/b")
+        got = await board.get_state(uris=["bb://w/t/a"], mode="full", readable=everyone)
+        assert got["items"][0]["digest"] == "a" and got["cursor"] > 0
+        feed = await board.list_keys(workspace="w", topic="t", cursor=0, readable=everyone)
+        assert [item["uri"] for item in feed["items"]] == ["bb://w/t/a"]
+        assert any("bb://w/t/b" in w for w in feed["warnings"]), feed
+    finally:
+        await board.close()

@@ -17,7 +17,7 @@ connection: a late reply can never reach the next caller.
 
 It connects as redis-py would from the pool's own settings (host and port or a Unix socket
 path, TLS with redis-py's own context, AUTH, SELECT, client name), so one URL configures
-both kinds of connection.
+both kinds of connection. It always speaks RESP2, whose reply shapes the store reads.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import DataError, InvalidResponse, RedisError, ResponseError
 
 _CLOSED = "the connection to the board's Redis closed"
+_INCOMPLETE = object()
 
 
 class WireConnection(asyncio.Protocol):
@@ -41,7 +42,9 @@ class WireConnection(asyncio.Protocol):
 
     def __init__(self) -> None:
         self._reader = hiredis.Reader(
-            protocolError=InvalidResponse, replyError=BaseParser.parse_error
+            protocolError=InvalidResponse,
+            replyError=BaseParser.parse_error,
+            notEnoughData=_INCOMPLETE,  # a sentinel no reply can be equal to
         )
         self._transport: asyncio.Transport | None = None
         self._replies: list[Any] = []
@@ -61,7 +64,7 @@ class WireConnection(asyncio.Protocol):
         reader.feed(data)
         replies = self._replies
         try:
-            while (reply := reader.gets()) is not False:
+            while (reply := reader.gets()) is not _INCOMPLETE:
                 replies.append(reply)
         except InvalidResponse as exc:
             self._fail(_as_connection_error(exc))
@@ -165,23 +168,18 @@ async def open_wire(
 
 
 async def _handshake(wire: WireConnection, settings: Mapping[str, Any]) -> None:
+    # Always RESP2, whatever protocol the URL asks redis-py for: the store reads these raw
+    # replies in RESP2's shapes (a flat member/score list, a set as a list).
     commands: list[tuple[Any, ...]] = []
     password, username = settings.get("password"), settings.get("username")
-    protocol = int(settings.get("protocol") or 2)
-    if protocol >= 3:
-        hello: tuple[Any, ...] = ("HELLO", protocol)
-        if password is not None:
-            hello += ("AUTH", username or "default", password)
-        commands.append(hello)
-    elif password is not None:
+    if password is not None:
         commands.append(("AUTH", username, password) if username else ("AUTH", password))
     if settings.get("db"):
         commands.append(("SELECT", settings["db"]))
     if settings.get("client_name"):
         commands.append(("CLIENT", "SETNAME", settings["client_name"]))
-    if not commands:
-        return
-    first_error(await wire.round_trip(pack(commands), len(commands)))
+    if commands:
+        first_error(await wire.round_trip(pack(commands), len(commands)))
 
 
 def pack(commands: Sequence[tuple[Any, ...]]) -> bytes:
