@@ -177,3 +177,28 @@ async def test_a_url_asking_for_resp3_still_writes_links_and_reads(redis_url: st
         assert any("bb://w/t/b" in w for w in feed["warnings"]), feed
     finally:
         await board.close()
+
+
+async def test_closing_the_client_closes_a_lent_connection_and_its_call_fails_cleanly(
+    redis_url: str,
+) -> None:
+    client = board_client(redis_url, pool_size=1)
+    read = asyncio.Event()
+
+    async def slow(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], Any]:
+        read.set()
+        await asyncio.sleep(0.2)  # the client closes meanwhile
+        tx.multi()
+        tx.queue("SET", "k", b"after close")
+        return lambda replies: replies
+
+    running = asyncio.create_task(run_transaction(client, ["k"], slow, max_retries=0))
+    await read.wait()
+    await client.aclose()
+    with pytest.raises(Unavailable):
+        await running
+    checker = redis.Redis.from_url(redis_url)
+    try:
+        assert checker.get("k") is None
+    finally:
+        checker.close()

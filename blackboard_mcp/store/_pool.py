@@ -28,7 +28,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
 from ._redis_errors import deadline_hit_in_pool
-from ._wire import WireConnection, WireIdle, first_error, open_wire, pack
+from ._wire import WireConnection, Wires, first_error, open_wire, pack
 
 # Whether the base pool has lent this task a connection during the current get_connection.
 _lent: ContextVar[bool] = ContextVar("bb_pool_lent", default=False)
@@ -48,13 +48,13 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
         self._wait_seconds = wait_seconds
         self._wire_class = wire_class
         self._free = asyncio.Semaphore(self.max_connections)
-        self._wires = WireIdle()
+        self._wires = Wires()
 
     def reset(self) -> None:
         # The base class forgets the connections it lent; their slots go with them.
         super().reset()
         self._free = asyncio.Semaphore(self.max_connections)
-        self._wires = WireIdle()
+        self._wires = Wires()
 
     async def disconnect(self, inuse_connections: bool = True) -> None:
         self._wires.close_all()
@@ -69,6 +69,7 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
                 wire = await open_wire(
                     self._wire_class, self.connection_class, self.connection_kwargs
                 )
+                self._wires.lent(wire)
             return wire
         except BaseException:
             self._free.release()
@@ -96,8 +97,8 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
 
     def return_wire(self, wire: WireConnection) -> None:
         """Give back a lent wire; a closed one is dropped, and its slot freed either way."""
-        self._wires.give_back(wire)
-        self._free.release()
+        if self._wires.give_back(wire):
+            self._free.release()
 
     def get_available_connection(self) -> Any:
         connection = super().get_available_connection()  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8

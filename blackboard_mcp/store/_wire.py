@@ -204,24 +204,40 @@ def first_error(replies: list[Any]) -> list[Any]:
     return replies
 
 
-class WireIdle:
-    """The idle ``WireConnection``s of one pool, most recently used first."""
+class Wires:
+    """The open ``WireConnection``s of one pool: the idle ones, most recently used first,
+    and the lent ones, so that closing the pool closes those too (as redis-py's
+    ``disconnect`` does with its connections in use)."""
 
     def __init__(self) -> None:
         self._idle: deque[WireConnection] = deque()
+        self._lent: set[WireConnection] = set()
 
     def take(self) -> WireConnection | None:
         while self._idle:
             wire = self._idle.pop()
             if wire.is_connected:
+                self._lent.add(wire)
                 return wire
         return None
 
-    def give_back(self, wire: WireConnection) -> None:
+    def lent(self, wire: WireConnection) -> None:
+        self._lent.add(wire)
+
+    def give_back(self, wire: WireConnection) -> bool:
+        """Take ``wire`` back (idle, if it is still open); False if it was not lent from here
+        (from before the pool was reset in a forked process)."""
+        if wire not in self._lent:
+            return False
+        self._lent.discard(wire)
         if wire.is_connected:
             self._idle.append(wire)
+        return True
 
     def close_all(self) -> None:
-        while self._idle:
+        """Close every wire; a lent one is still given back, closed, by its borrower."""
+        wires = [*self._idle, *self._lent]
+        self._idle.clear()
+        for wire in wires:
             with contextlib.suppress(Exception):
-                self._idle.pop().close()
+                wire.close()
