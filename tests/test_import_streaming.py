@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from lifecycle_support import on_redis, run_cli
 
-from blackboard_mcp.store import Board, EmbeddedRedis
+from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile
+from blackboard_mcp.store._transfer import Imported
 
 # Runs the real CLI in a process of its own and reports the peak of what Python allocated
 # during the command (after the imports, which are the same for every file).
@@ -104,3 +106,33 @@ async def test_an_import_from_standard_input_writes_every_note_and_link(
     assert result.returncode == 0, result.stderr
     assert "imported 250 notes" in result.stdout and "249 links added" in result.stdout
     assert await count(redis_server.url, workspace) == 250
+
+
+async def test_a_file_changed_during_the_import_does_not_tear_it(
+    redis_server: EmbeddedRedis, tmp_path: Path, workspace: str
+) -> None:
+    dump = export_file(tmp_path / "dump.jsonl", "src", 20, body="z")
+    original = dump.read_bytes()
+    board = Board.from_url(redis_server.url)
+    try:
+        with ExportFile.open(str(dump), max_line_bytes=1 << 20) as export:
+            export.check(workspace)
+            passes = 0
+
+            def records() -> Iterator[Imported]:
+                nonlocal passes
+                passes += 1
+                if passes == 2:
+                    # Between the notes pass and the links pass, someone cuts the file short.
+                    dump.write_bytes(original[: len(original) // 2])
+                return export.records()
+
+            report = await board.import_notes(
+                records, workspace=workspace, replace=False, author="op"
+            )
+        assert passes == 2
+        # The file as it was when the import began: every note, and every link.
+        assert (report.imported, report.skipped, report.links) == (20, 0, 19)
+        assert await board.count_notes(workspace) == 20
+    finally:
+        await board.close()

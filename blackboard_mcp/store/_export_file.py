@@ -3,8 +3,14 @@
 An import must not write anything unless every line is good, yet must not hold the file: a
 first pass checks each line and drops it, and the import then reads the file again from the
 top for each of its own passes (notes, then links). So memory is one line (bounded by
-``max_line_bytes``) and one batch of notes, whatever the size of the file. Standard input
-cannot be read twice: it is copied, a chunk at a time, into a temporary file first.
+``max_line_bytes``) and one batch of notes, whatever the size of the file.
+
+The passes read a private copy, made a chunk at a time into a temporary file when the import
+opens its input: standard input cannot be read twice, and a file someone writes to during
+the import would otherwise give the links pass other records than the notes pass wrote
+(the import then stopped half done, and running it again could not add the missing links
+of the notes it had written). The copy needs free space in the temporary directory equal to
+the file.
 """
 
 from __future__ import annotations
@@ -43,13 +49,19 @@ class ExportFile:
 
     @classmethod
     def open(cls, path: str, *, max_line_bytes: int) -> ExportFile:
-        """``path``, or standard input for ``-``; raises OSError when it cannot be read."""
-        if path == "-":
-            spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed by __exit__)
-            shutil.copyfileobj(sys.stdin.buffer, spool, _CHUNK)
-            return cls(spool, path=path, max_line_bytes=max_line_bytes)
-        stream = Path(path).open("rb")  # noqa: SIM115 (closed by __exit__)
-        return cls(stream, path=path, max_line_bytes=max_line_bytes)
+        """A private copy of ``path``, or of standard input for ``-``; raises OSError when
+        it cannot be read or copied."""
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed by __exit__)
+        try:
+            if path == "-":
+                shutil.copyfileobj(sys.stdin.buffer, spool, _CHUNK)
+            else:
+                with Path(path).open("rb") as source:
+                    shutil.copyfileobj(source, spool, _CHUNK)
+        except BaseException:
+            spool.close()
+            raise
+        return cls(spool, path=path, max_line_bytes=max_line_bytes)
 
     def __enter__(self) -> ExportFile:
         return self
