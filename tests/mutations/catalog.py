@@ -39,6 +39,13 @@ _WRITE_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_tokens_wri
 
 _READ_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_token_does_not_spend_its_subjects_rate_limit"  # noqa: E501
 
+_WIRES = "tests/test_transaction_connections.py"
+_WIRE_CANCELLED = (
+    f"{_WIRES}::test_a_transaction_cancelled_mid_round_trip_leaves_no_reply_for_the_next"
+)
+_WIRE_RESP3 = f"{_WIRES}::test_a_url_asking_for_resp3_still_writes_links_and_reads"
+_WIRE_BOUND = f"{_WIRES}::test_transaction_connections_count_against_the_pool_bound"
+
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="read-scope-check-removed",
@@ -358,5 +365,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         original="if len(line) > self._max:",
         replacement="if False:",
         tests=("tests/test_import_streaming.py",),
+    ),
+    Mutation(
+        name="wire-kept-after-cancel",
+        why="a transaction cancelled mid round trip leaves its late reply for the next caller",
+        path="blackboard_mcp/store/_wire.py",
+        original="replies may still come.\n            self.close()",
+        replacement="replies may still come.\n            pass",
+        tests=(_WIRE_CANCELLED,),
+    ),
+    Mutation(
+        name="wire-speaks-resp3",
+        why="the store reads RESP3 replies in RESP2's shapes (links and deletions go wrong)",
+        path="blackboard_mcp/store/_wire.py",
+        original='if username else ("AUTH", password))',
+        replacement='if username else ("HELLO", 3, "AUTH", "default", password))',
+        tests=(_WIRE_RESP3,),
+    ),
+    Mutation(
+        name="wire-slot-never-freed",
+        why="each transaction keeps a pool slot, so the gateway answers overloaded for good",
+        path="blackboard_mcp/store/_pool.py",
+        original="if self._wires.give_back(wire):\n            self._free.release()",
+        replacement="self._wires.give_back(wire)",
+        tests=(_WIRE_BOUND,),
     ),
 )
