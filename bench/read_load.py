@@ -1,23 +1,25 @@
 """Reads through the gateway against the direct store call, side by side under one load.
 
-Two reads agents make all the time: ``get_state`` of 10 notes in digest mode, and
-``search_keys`` of one word over 200 notes (the word is in 20 of them). Through the gateway
-the clients are ``wrk`` connections running ``bench/read_call.lua`` (a C load generator, one
-connection per thread), against one gateway worker.
+Three reads agents make all the time: ``get_state`` of 10 notes in digest mode,
+``search_keys`` of one word over 200 notes (the word is in 20 of them), and ``list_keys`` of
+the 20 most recent notes of a topic of 200. Through the gateway the clients are ``wrk``
+connections running ``bench/read_call.lua`` (a C load generator, one connection per thread),
+against one gateway worker.
 
-"The direct store call" here is the store's own operation, ``Board.get_state`` /
-``Board.search_keys`` on a board built as the gateway builds it (``Board.from_url``: same
-pool, deadline, packing), called in a loop, one call at a time, from each of 8 processes:
-the same Redis commands and the same Python work on their answers (validation, the token
-budget, the reply), without HTTP, JSON-RPC, the token check, revocation and rate limit
-(admission), audit and metrics. It is not bare redis-py: the store's work on a read is most
-of a read's cost, and the question is what the gateway adds to it. The gateway runs in one
-process; the store runs in 8, so it can use both cores; the ratio says how close one
-gateway worker comes to the store called directly. On a quiet machine that ratio cannot
-reach 1/2 whatever the gateway does: one process has one core, 8 have two (less what
-Redis and wrk take), so one worker's share is at most about s / (2 (s + g)) for a store
-cost s and a gateway cost g per call. ``--workers N`` adds a gateway with N workers
-(``BB_WORKERS``), which like the store's processes can use every core.
+"The direct store call" here is the store's own operation, ``Board.get_state``,
+``Board.search_keys`` or ``Board.list_keys`` on a board built as the gateway builds it
+(``Board.from_url``: same pool, deadline, packing), called in a loop, one call at a time,
+from each of 8 processes: the same Redis commands and the same Python work on their answers
+(validation, the token budget, the reply), without HTTP, JSON-RPC, the token check,
+revocation and rate limit (admission), audit and metrics. It is not bare redis-py: the
+store's work on a read is most of a read's cost, and the question is what the gateway adds
+to it. The gateway runs in one process; the store runs in 8, so it can use both cores; the
+ratio says how close one gateway worker comes to the store called directly. On a quiet
+machine that ratio cannot reach 1/2 whatever the gateway does: one process has one core, 8
+have two (less what Redis and wrk take), so one worker's share is at most about
+s / (2 (s + g)) for a store cost s and a gateway cost g per call. ``--workers N`` adds a
+gateway with N workers (``BB_WORKERS``), which like the store's processes can use every
+core.
 
 One embedded Redis without persistence serves every cell; ``--against REV`` adds a gateway
 running the package as it was at git revision REV, for a before and after in one run. Cells
@@ -66,6 +68,10 @@ CALLS: dict[str, dict[str, Any]] = {
     "search_keys 1 word": {
         "name": "search_keys",
         "arguments": {"q": SEARCH_WORD},
+    },
+    "list_keys 20 recent": {
+        "name": "list_keys",
+        "arguments": {"topic": "search", "limit": 20},
     },
 }
 
@@ -120,8 +126,10 @@ def _store_worker(
         call: Callable[[], Any]
         if tool == "get_state":
             call = lambda: board.get_state(uris=GET_URIS, mode="digest")  # noqa: E731
-        else:
+        elif tool == "search_keys":
             call = lambda: board.search_keys(workspace=WORKSPACE, q=SEARCH_WORD)  # noqa: E731
+        else:
+            call = lambda: board.list_keys(workspace=WORKSPACE, topic="search", limit=20)  # noqa: E731
         await call()  # connected before the window opens
         await asyncio.sleep(max(0.0, start_at - time.time()))
         calls = 0

@@ -23,13 +23,14 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import redis.asyncio as aioredis
 
 from . import _keys as keys
 from ._errors import InvalidArgument
 from ._notes import KINDS
+from ._pool import WaitingConnectionPool
 
 Order = Literal["recent", "name", "version"]
 ORDERS: tuple[Order, ...] = ("recent", "name", "version")
@@ -227,16 +228,23 @@ async def _chunk(
         # A topic's notes by their last write are the union of its sets by kind, which hold
         # each note once, scored by that write's sequence number: each set's first ``want``
         # in one round trip, merged here.
-        pipe = client.pipeline(transaction=False)
+        commands: list[tuple[Any, ...]] = []
         for k in [kind] if kind else KINDS:
             key = keys.by_kind(workspace, topic, k)
             if feed == "changes":
                 low = max(since or 0, after.score if after else 0)
-                pipe.zrangebyscore(key, f"({low}", "+inf", start=0, num=want, withscores=True)
+                span: tuple[Any, ...] = ("ZRANGEBYSCORE", key, f"({low}", "+inf")
             else:
                 high = f"({after.score}" if after else "+inf"
-                pipe.zrevrangebyscore(key, high, "-inf", start=0, num=want, withscores=True)
-        merged = [pair for found in await pipe.execute() for pair in found]
+                span = ("ZREVRANGEBYSCORE", key, high, "-inf")
+            commands.append((*span, "WITHSCORES", "LIMIT", 0, want))
+        # One wire round trip (store/_wire.py): raw replies, member and score alternating.
+        pool: WaitingConnectionPool = client.connection_pool
+        merged = [
+            (flat[i], float(flat[i + 1]))
+            for flat in await pool.round_trip(commands)
+            for i in range(0, len(flat), 2)
+        ]
         reply = sorted(merged, key=lambda pair: pair[1], reverse=feed == "recent")[:want]
     elif feed == "name":
         lowest = f"({after.path}" if after and topic == after.topic else "-"
