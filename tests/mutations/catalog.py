@@ -390,4 +390,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="self._wires.give_back(wire)",
         tests=(_WIRE_BOUND,),
     ),
+    Mutation(
+        name="wire-ignores-tls",
+        why="on a rediss:// URL the store's own connections speak plain text (or fail)",
+        path="blackboard_mcp/store/_wire.py",
+        original='ssl_context = getattr(probe, "ssl_context", None)',
+        replacement="ssl_context = None",
+        tests=("tests/test_redis_tls.py",),
+    ),
 )
