@@ -209,6 +209,20 @@ def test_a_redis_url_that_is_not_a_redis_url_is_named(home: Path, command: tuple
     assert "BB_REDIS_URL" in text and "htp://bad" in text
 
 
+@pytest.mark.parametrize(
+    "command", [("serve", "--port", "0"), ("health",)], ids=["serve", "health"]
+)
+def test_a_redis_url_naming_a_database_other_than_0_is_refused_before_anything_starts(
+    home: Path, redis_server: EmbeddedRedis, command: tuple[str, ...]
+) -> None:
+    # RediSearch builds indexes in database 0 only: a board anywhere else could not search.
+    url = redis_server.url.rsplit("/", 1)[0] + "/3"
+    result = run_cli(*command, env=cli_env(home, BB_REDIS_URL=url))
+    text = assert_short_failure(result, 2)
+    assert "BB_REDIS_URL" in text and "database 3" in text and "database 0" in text
+    assert redis_server.password not in text
+
+
 def test_a_malformed_setting_is_named(home: Path) -> None:
     result = run_cli("audit", "tail", "--workspace", "w", env=cli_env(home, BB_AUDIT_MAXLEN="lots"))
     text = assert_short_failure(result, 2)

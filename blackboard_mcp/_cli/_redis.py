@@ -30,12 +30,20 @@ _URL_FORMS = "redis://[[user]:password@]host[:port][/db], rediss://... (TLS) or 
 def checked_redis_url(url: str, *, source: str = "BB_REDIS_URL") -> str:
     """``url`` if redis-py can use it, else a configuration error naming it (password hidden)."""
     try:
-        parse_url(url)
+        parsed = parse_url(url)
+        database = int(parsed.get("db") or 0)
     except ValueError as exc:
         raise ConfigurationError(
             f"{source} {redacted_url(url)!r} is not a Redis URL ({exc})",
             hint=f"set {source} to {_URL_FORMS}",
         ) from exc
+    if database != 0:
+        # RediSearch creates indexes in database 0 only ("Cannot create index on db != 0").
+        raise ConfigurationError(
+            f"{source} {redacted_url(url)!r} names database {database}; the board needs "
+            "database 0, the only one Redis's query engine indexes",
+            hint="drop the database from the URL, or give the board a Redis of its own",
+        )
     return url
 
 
