@@ -75,25 +75,36 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
             self._free.release()
             raise
 
+    async def lend_answered(self, packed: bytes, count: int) -> tuple[WireConnection, list[Any]]:
+        """A lent wire that has sent ``packed`` (``count`` commands), and the raw replies.
+
+        An idle wire that Redis closed before this process noticed (a restart, its idle
+        timeout) fails at once: the commands go once more, on a new wire. The caller gives
+        the wire back with ``return_wire``.
+        """
+        wire = await self.lend_wire()
+        try:
+            return wire, await wire.round_trip(packed, count)
+        except RedisConnectionError:
+            self.return_wire(wire)
+        except BaseException:
+            self.return_wire(wire)
+            raise
+        wire = await self.lend_wire(fresh=True)
+        try:
+            return wire, await wire.round_trip(packed, count)
+        except BaseException:
+            self.return_wire(wire)
+            raise
+
     async def round_trip(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Plain commands (no WATCH, no MULTI) in one round trip on a lent wire; their replies.
 
-        Raises the first error reply. An idle wire that Redis closed before this process
-        noticed is replaced once, as for a transaction's first round trip.
+        Raises the first error reply.
         """
-        packed = pack(commands)
-        wire = await self.lend_wire()
-        try:
-            return first_error(await wire.round_trip(packed, len(commands)))
-        except RedisConnectionError:
-            pass
-        finally:
-            self.return_wire(wire)
-        wire = await self.lend_wire(fresh=True)
-        try:
-            return first_error(await wire.round_trip(packed, len(commands)))
-        finally:
-            self.return_wire(wire)
+        wire, replies = await self.lend_answered(pack(commands), len(commands))
+        self.return_wire(wire)
+        return first_error(replies)
 
     def return_wire(self, wire: WireConnection) -> None:
         """Give back a lent wire; a closed one is dropped, and its slot freed either way."""

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError, WatchError
 
 from ._errors import Contended, Unconfirmed
@@ -100,14 +99,8 @@ class Transaction:
             raise RuntimeError("queue() before multi(): the write would run outside EXEC")
         self._queued.append(command)
 
-    async def begin(
-        self, watch: Sequence[str], reads: Sequence[Command], gate: Gate | None
-    ) -> list[Any]:
-        """WATCH, ``reads`` and the gate's command in one round trip; the replies to ``reads``."""
-        commands: list[Command] = [("WATCH", *watch), *reads]
-        if gate is not None:
-            commands.append(gate.command)
-        replies = await self._wire.round_trip(pack(commands), len(commands))
+    def judge_first(self, replies: list[Any], gate: Gate | None) -> list[Any]:
+        """The replies to ``first_commands``: the gate judged, errors raised; those of the reads."""
         _raise_error(replies[0])
         if gate is not None:
             gate.judge(_raise_error(replies[-1]))
@@ -145,6 +138,16 @@ class Transaction:
         await self.read("UNWATCH")
 
 
+def first_commands(
+    watch: Sequence[str], reads: Sequence[Command], gate: Gate | None
+) -> list[Command]:
+    """WATCH, ``reads`` and the gate's command: a transaction's first round trip."""
+    commands: list[Command] = [("WATCH", *watch), *reads]
+    if gate is not None:
+        commands.append(gate.command)
+    return commands
+
+
 def _raise_error(reply: Any) -> Any:
     if isinstance(reply, ResponseError):
         raise reply
@@ -171,26 +174,17 @@ async def run_transaction(
     pool: WaitingConnectionPool = client.connection_pool
     async with mapped_redis_errors():
         for attempt in range(max_retries + 1):
-            lent = await pool.lend_wire()
-            wire: WireConnection | None = lent
-            tx = Transaction(lent)
+            gated = gate if attempt == 0 else None
+            commands = first_commands(watch, first_reads, gated)
+            wire, replies = await pool.lend_answered(pack(commands), len(commands))
+            tx = Transaction(wire)
             try:
                 try:
-                    try:
-                        first = await tx.begin(watch, first_reads, gate if attempt == 0 else None)
-                    except RedisConnectionError:
-                        # An idle connection that Redis closed (a restart, its idle timeout)
-                        # before this process noticed: once more, on a new connection.
-                        pool.return_wire(lent)
-                        wire = None
-                        lent = wire = await pool.lend_wire(fresh=True)
-                        tx = Transaction(lent)
-                        first = await tx.begin(watch, first_reads, gate if attempt == 0 else None)
-                    finish = await body(tx, first)
+                    finish = await body(tx, tx.judge_first(replies, gated))
                 except BaseException:
                     # Refused (by the gate or the body) with every reply read: leave nothing
                     # watched. A failure mid-read has already closed the connection.
-                    if wire is not None and wire.is_connected:
+                    if wire.is_connected:
                         with contextlib.suppress(RedisError, OSError):
                             await tx.unwatch()
                     raise
@@ -203,8 +197,7 @@ async def run_transaction(
                 # itself has dropped the WATCH.
                 pass
             finally:
-                if wire is not None:
-                    pool.return_wire(wire)
+                pool.return_wire(wire)
             await asyncio.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 8)))
     raise Contended(f"the write lost {max_retries + 1} races in a row to other writers")
 
