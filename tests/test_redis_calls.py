@@ -17,7 +17,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import DataError
 
 from blackboard_mcp.store import Board, Overloaded, Unavailable, _redis_errors
-from blackboard_mcp.store._connection import PackedConnection, pack_plain
+from blackboard_mcp.store._connection import PackedConnection
+from blackboard_mcp.store._wire import pack
 
 
 @pytest.fixture
@@ -102,10 +103,10 @@ def test_commands_are_packed_byte_for_byte_as_redis_py_packs_them(args: tuple[ob
 def test_the_stores_own_commands_are_packed_byte_for_byte_as_redis_py_packs_them(
     args: tuple[object, ...],
 ) -> None:
-    # What a transaction sends (store/_tx.py): one buffer for its commands, each packed whole.
+    # What the store's own connection sends (store/_wire.py): one buffer, each command whole.
     plain = aioredis.Connection()
     expected = b"".join(plain.pack_commands([("MULTI",), args, ("EXEC",)]))
-    assert b"".join(pack_plain(PackedConnection(), [("MULTI",), args, ("EXEC",)])) == expected
+    assert pack([("MULTI",), args, ("EXEC",)]) == expected
 
 
 @pytest.mark.parametrize("bad", [None, True])
@@ -113,4 +114,4 @@ def test_an_argument_redis_cannot_take_is_refused_before_it_is_sent(bad: object)
     with pytest.raises(DataError):
         PackedConnection().pack_command("SET", "k", bad)  # type: ignore[arg-type]
     with pytest.raises(DataError):
-        pack_plain(PackedConnection(), [("SET", "k", bad)])
+        pack([("SET", "k", bad)])
