@@ -9,7 +9,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from blackboard_mcp.store import board_client
+from blackboard_mcp.store import Board, board_client
 from blackboard_mcp.store._wire import WireConnection
 
 WS = "ws"
@@ -90,3 +90,28 @@ def gated_client(url: str, gate: ReadGate) -> aioredis.Redis:
     """A client whose transactions wait at ``gate`` after reading their note."""
     wire_class = type("GatedWire", (_GatedWire,), {"gate": gate})
     return board_client(url, wire_class=wire_class)
+
+
+async def write_read_list_and_search(url: str) -> None:
+    """A board on ``url`` starts, writes a note and rewrites it with CAS, and finds it by
+    get_state, list_keys and search_keys: every kind of the store's Redis connection used."""
+    board = Board(client=board_client(url))
+    try:
+        await board.start()
+        uri = "bb://w/t/a"
+        written = await board.update_state(
+            author="me", uri=uri, digest="ptarmigan sighting", body="seen at dawn"
+        )
+        again = await board.update_state(
+            author="me", uri=uri, digest="ptarmigan sighting", body="seen at dawn, twice",
+            expect_version=1,
+        )  # fmt: skip
+        assert (written["version"], again["version"]) == (1, 2)
+        got = await board.get_state(uris=[uri], mode="full")
+        assert (got["items"][0]["version"], got["items"][0]["body"]) == (2, "seen at dawn, twice")
+        listed = await board.list_keys(workspace="w", topic="t")
+        assert [i["uri"] for i in listed["items"]] == [uri]
+        found = await board.search_keys(workspace="w", q="ptarmigan")
+        assert [i["uri"] for i in found["items"]] == [uri]
+    finally:
+        await board.close()

@@ -21,6 +21,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from store_support import write_read_list_and_search
 
 from blackboard_mcp.store import Board, EmbeddedRedis, Unavailable, board_client, free_port
 
@@ -119,26 +120,7 @@ def tls_url(redis_url: str, redis_server: EmbeddedRedis, tmp_path: Path) -> Iter
 
 
 async def test_a_board_on_a_tls_url_writes_reads_and_searches_through_tls(tls_url: str) -> None:
-    board = Board(client=board_client(tls_url))
-    try:
-        await board.start()
-        uri = "bb://w/t/a"
-        written = await board.update_state(
-            author="me", uri=uri, digest="ptarmigan sighting", body="seen at dawn"
-        )
-        again = await board.update_state(
-            author="me", uri=uri, digest="ptarmigan sighting", body="seen at dawn, twice",
-            expect_version=1,
-        )  # fmt: skip
-        assert (written["version"], again["version"]) == (1, 2)
-        got = await board.get_state(uris=[uri], mode="full")
-        assert got["items"][0]["body"] == "seen at dawn, twice"
-        listed = await board.list_keys(workspace="w", topic="t")
-        assert [i["uri"] for i in listed["items"]] == [uri]
-        found = await board.search_keys(workspace="w", q="ptarmigan")
-        assert [i["uri"] for i in found["items"]] == [uri]
-    finally:
-        await board.close()
+    await write_read_list_and_search(tls_url)
 
 
 async def test_a_server_certificate_the_client_does_not_trust_is_refused(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import redis
+from store_support import write_read_list_and_search
 
-from blackboard_mcp.store import Board, board_client
 from blackboard_mcp.store._embedded import find_binaries
 
 PASSWORD = "unix-socket-test"
@@ -54,19 +54,4 @@ def unix_url(tmp_path: Path) -> Iterator[str]:
 
 
 async def test_a_board_on_a_unix_socket_url_writes_reads_and_searches(unix_url: str) -> None:
-    board = Board(client=board_client(unix_url))
-    try:
-        await board.start()
-        uri = "bb://w/t/a"
-        await board.update_state(author="me", uri=uri, digest="ptarmigan sighting", body="1")
-        await board.update_state(
-            author="me", uri=uri, digest="ptarmigan sighting", body="2", expect_version=1
-        )
-        got = await board.get_state(uris=[uri], mode="full")
-        assert (got["items"][0]["version"], got["items"][0]["body"]) == (2, "2")
-        listed = await board.list_keys(workspace="w", topic="t")
-        assert [i["uri"] for i in listed["items"]] == [uri]
-        found = await board.search_keys(workspace="w", q="ptarmigan")
-        assert [i["uri"] for i in found["items"]] == [uri]
-    finally:
-        await board.close()
+    await write_read_list_and_search(unix_url)

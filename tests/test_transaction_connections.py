@@ -26,6 +26,14 @@ def writes(key: str, value: bytes) -> Callable[[Transaction, list[Any]], Any]:
     return body
 
 
+async def set_on_a_wire(client: aioredis.Redis, value: bytes) -> tuple[int, list[Any]]:
+    """SET k ``value`` in a transaction; the id Redis gives its connection, and EXEC's replies."""
+    (first, replies) = await run_transaction(
+        client, ["k"], writes("k", value), max_retries=0, first_reads=[("CLIENT", "ID")]
+    )
+    return first[0], replies
+
+
 def with_db(url: str, db: int) -> str:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{db}"))
@@ -37,15 +45,10 @@ async def test_a_connection_redis_closed_while_idle_is_replaced_without_an_error
     client = board_client(redis_url, pool_size=1)
     killer = redis.Redis.from_url(redis_url)
     try:
-        (first, _) = await run_transaction(
-            client, ["k"], writes("k", b"1"), max_retries=0, first_reads=[("CLIENT", "ID")]
-        )
-        killed = first[0]
+        killed, _ = await set_on_a_wire(client, b"1")
         assert killer.client_kill_filter(_id=killed) == 1
-        (first, replies) = await run_transaction(
-            client, ["k"], writes("k", b"2"), max_retries=0, first_reads=[("CLIENT", "ID")]
-        )
-        assert first[0] != killed and replies == [b"OK"]
+        replacement, replies = await set_on_a_wire(client, b"2")
+        assert replacement != killed and replies == [b"OK"]
         assert killer.get("k") == b"2"
     finally:
         killer.close()
@@ -64,6 +67,14 @@ async def test_a_transaction_cancelled_mid_round_trip_leaves_no_reply_for_the_ne
         )
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(waiting, 0.3)
+        # The cancelled connection is closed, not merely put aside: no connection still
+        # waits in the BLPOP whose reply would otherwise come to whoever sends next.
+        for _ in range(100):
+            blocked = [c for c in pusher.client_list() if c["cmd"] == "blpop"]
+            if not blocked:
+                break
+            await asyncio.sleep(0.02)
+        assert blocked == []
         pusher.rpush("q", b"now the blocked read answers")
         (first, replies) = await run_transaction(
             client, ["k"], writes("k", b"next"), max_retries=0, first_reads=[("PING",)]
@@ -138,10 +149,7 @@ async def test_closing_the_client_closes_idle_transaction_connections(redis_url:
     client = board_client(redis_url, pool_size=4)
     watcher = aioredis.Redis.from_url(redis_url)
     try:
-        (first, _) = await run_transaction(
-            client, ["k"], writes("k", b"1"), max_retries=0, first_reads=[("CLIENT", "ID")]
-        )
-        wire_id = first[0]
+        wire_id, _ = await set_on_a_wire(client, b"1")
         listed = await watcher.client_list()
         assert any(int(c["id"]) == wire_id for c in listed)
         await client.aclose()
