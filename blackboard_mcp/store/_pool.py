@@ -9,8 +9,9 @@ wakes waiters first come, first served) in front of the plain pool, at the plain
 speed; a wait past its bound raises ``MaxConnectionsError``, which redis-py defines as pool
 exhaustion rather than a connection failure, and the store maps to ``Overloaded``.
 
-The pool lends two kinds of connection under the one bound: redis-py's, for every command
-but transactions, and ``WireConnection``s (store/_wire.py), which transactions use.
+The pool lends two kinds of connection under the one bound: ``WireConnection``s
+(store/_wire.py) for transactions, the reads of get_state and list_keys and the audit batch,
+and redis-py's for every other command.
 ``max_connections`` bounds the connections lent at once, of both kinds together; each kind
 keeps its idle connections open for the next caller, so up to twice that many sockets may
 be open to this Redis.
@@ -61,7 +62,8 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
         await super().disconnect(inuse_connections)
 
     async def lend_wire(self, *, fresh: bool = False) -> WireConnection:
-        """A transaction's connection: an idle one (unless ``fresh``) or a new one."""
+        """A wire: an idle one (unless ``fresh``) or a new one. Give it back with
+        ``return_wire``."""
         await self._take_slot()
         try:
             wire = None if fresh else self._wires.take()
