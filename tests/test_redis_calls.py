@@ -73,6 +73,69 @@ async def test_a_deadline_that_runs_out_waiting_for_a_connection_is_overloaded(
         await board.close()
 
 
+async def test_every_one_of_many_operations_at_once_gets_its_own_deadline(
+    silent_server: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One timer checks every running operation's deadline (store/_redis_errors.py): each of
+    # them, started at different times, still ends `unavailable` near its own deadline.
+    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.3)
+    board = Board.from_url(f"redis://127.0.0.1:{silent_server}/0", pool_size=20)
+
+    async def timed(delay: float) -> float:
+        await asyncio.sleep(delay)
+        started = time.monotonic()
+        with pytest.raises(Unavailable):
+            await board.get_state(uris=[f"bb://ws/t/k{delay}"])
+        return time.monotonic() - started
+
+    try:
+        waits = await asyncio.gather(*(timed(i * 0.02) for i in range(12)))
+    finally:
+        await board.close()
+    assert all(0.29 <= wait < 1.0 for wait in waits), waits
+
+
+async def test_a_caller_cancelling_an_operation_gets_its_cancellation_not_unavailable(
+    silent_server: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A client that hangs up cancels its call's task: that is not a Redis outage, and the
+    # deadline, which never fired, must not turn it into one.
+    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.3)
+    board = Board.from_url(f"redis://127.0.0.1:{silent_server}/0", pool_size=2)
+    try:
+        call = asyncio.create_task(board.get_state(uris=["bb://ws/t/k"]))
+        await asyncio.sleep(0.05)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        # Nothing of the cancelled operation fires later, on another call of the same loop.
+        await asyncio.sleep(0.4)
+        late = asyncio.create_task(asyncio.sleep(0.1, result="done"))
+        assert await late == "done"
+    finally:
+        await board.close()
+
+
+async def test_a_task_whose_operation_ran_out_of_time_goes_on_uncancelled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.2)
+    started = time.monotonic()
+    # An operation inside another (one store call made by another): the outer deadline is
+    # the one that counts, and it fires once.
+    with pytest.raises(Unavailable) as failed:
+        async with _redis_errors.mapped_redis_errors(), _redis_errors.mapped_redis_errors():
+            await asyncio.sleep(10)
+    assert 0.19 <= time.monotonic() - started < 1.0
+    assert isinstance(failed.value.__cause__, TimeoutError)
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    # The task can await again, and a later operation has a whole deadline of its own.
+    await asyncio.sleep(0.3)
+    async with _redis_errors.mapped_redis_errors():
+        await asyncio.sleep(0.1)
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -398,4 +398,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="ssl_context = None",
         tests=("tests/test_redis_tls.py",),
     ),
+    Mutation(
+        name="deadline-leaves-task-cancelled",
+        why="a call whose Redis operation ran out of time leaves its task marked cancelled",
+        path="blackboard_mcp/store/_redis_errors.py",
+        original="and self._task.uncancel() <= self._cancelling",
+        replacement="and self._task.cancelling() <= self._cancelling + 1",
+        tests=(
+            "tests/test_redis_calls.py::test_a_task_whose_operation_ran_out_of_time_goes_on_uncancelled",
+        ),
+    ),
 )
