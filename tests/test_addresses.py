@@ -143,3 +143,24 @@ def test_catch_up_address_refuses_a_bad_workspace(bad: object) -> None:
 )
 def test_is_valid_name(name: str, ok: bool) -> None:
     assert is_valid_name(name) is ok
+
+
+def test_remembered_addresses_answer_as_parsing_them_would() -> None:
+    # Valid addresses are remembered (store/_addresses.py), under a bound: thousands of
+    # distinct ones later, each still parses to its parts, and a malformed neighbour of a
+    # remembered one is still refused with the argument it came in.
+    for round_ in range(2):
+        for i in range(5000):
+            address = parse_address(f"bb://ws/t{i % 7}/k{i}")
+            assert (address.topic, address.path, address.member) == (
+                f"t{i % 7}",
+                f"k{i}",
+                f"t{i % 7}/k{i}",
+            ), round_
+    with pytest.raises(InvalidArgument) as refused:
+        parse_address("bb://ws/t1/k1/", argument="sources")
+    assert refused.value.details["argument"] == "sources"
+    with pytest.raises(InvalidArgument):
+        parse_address("bb://WS/t1/k1")
+    assert parse_address("bb://ws/t1/k1") == Address("ws", "t1", "k1")
+    assert parse_address("bb://ws/t1/k1").uri == "bb://ws/t1/k1"

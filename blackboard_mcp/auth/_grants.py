@@ -25,10 +25,10 @@ class Grant:
         return "*" in self.read_topics
 
     def can_read(self, topic: str) -> bool:
-        return any(topic_matches(p, topic) for p in self.read_topics)
+        return _matches_any(self.read_topics, topic)
 
     def can_write(self, topic: str) -> bool:
-        return any(topic_matches(p, topic) for p in self.write_topics)
+        return _matches_any(self.write_topics, topic)
 
     def has_capability(self, capability: str) -> bool:
         return capability in self.capabilities
@@ -46,3 +46,11 @@ class Grant:
             "iat": self.issued_at,
             "exp": self.expires_at,
         }
+
+
+def _matches_any(patterns: tuple[str, ...], topic: str) -> bool:
+    # A loop, not any() over a generator: asked several times on every call.
+    for pattern in patterns:  # noqa: SIM110
+        if topic_matches(pattern, topic):
+            return True
+    return False

@@ -20,6 +20,8 @@ def topic_matches(pattern: str, topic: str) -> bool:
     """True when ``topic`` (one path segment) matches ``pattern``; ``*`` never crosses a ``/``."""
     if "/" in topic or not topic:
         return False
+    if pattern == "*":
+        return True
     parts = pattern.split("*")
     if len(parts) == 1:
         return pattern == topic

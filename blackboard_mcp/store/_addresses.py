@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._errors import InvalidArgument
 
@@ -25,15 +25,15 @@ class Address:
     workspace: str
     topic: str
     path: str  # the key path below the topic, e.g. "state/current"
+    # Both are read several times per call: made once, with the address.
+    uri: str = field(init=False, repr=False, compare=False)
+    member: str = field(init=False, repr=False, compare=False)
+    """The note's name inside its workspace: ``<topic>/<path>``."""
 
-    @property
-    def uri(self) -> str:
-        return f"{SCHEME}{self.workspace}/{self.topic}/{self.path}"
-
-    @property
-    def member(self) -> str:
-        """The note's name inside its workspace: ``<topic>/<path>``."""
-        return f"{self.topic}/{self.path}"
+    def __post_init__(self) -> None:
+        member = f"{self.topic}/{self.path}"
+        object.__setattr__(self, "member", member)
+        object.__setattr__(self, "uri", f"{SCHEME}{self.workspace}/{member}")
 
     def __str__(self) -> str:
         return self.uri
@@ -53,8 +53,26 @@ def validate_name(name: object, what: str) -> str:
     return name
 
 
+# Agents send the same few addresses call after call: a valid one is parsed once. Bounded;
+# past the bound the cache starts again (an invalid address is never kept).
+_MAX_PARSED = 4096
+_parsed: dict[str, Address] = {}
+
+
 def parse_address(uri: object, *, argument: str = "uri") -> Address:
     """Parse and validate ``uri``; raise InvalidArgument naming what is wrong."""
+    if type(uri) is str:
+        known = _parsed.get(uri)
+        if known is not None:
+            return known
+    address = _parse_address(uri, argument)
+    if len(_parsed) >= _MAX_PARSED:
+        _parsed.clear()
+    _parsed[address.uri] = address
+    return address
+
+
+def _parse_address(uri: object, argument: str) -> Address:
     if not isinstance(uri, str):
         raise InvalidArgument(
             f"{argument} must be a string like bb://ws/topic/key", argument=argument
