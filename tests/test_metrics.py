@@ -91,3 +91,40 @@ async def test_a_listen_counts_under_its_own_name_not_as_the_get_state_that_admi
         ("bb_tool_calls", 'outcome="ok",tool="subscriptions/listen"'): 1.0,
         ("bb_tool_latency_seconds", 'tool="subscriptions/listen"'): 1.0,
     }
+
+
+def test_latency_buckets_count_each_value_at_or_below_their_bound_cumulatively() -> None:
+    # The call metrics are counted without prometheus_client's locks (gateway/_metrics.py);
+    # what /metrics says must still be what Prometheus' histogram semantics say.
+    from blackboard_mcp.gateway._metrics import GatewayMetrics
+
+    metrics = GatewayMetrics()
+    for seconds in (0.0005, 0.001, 0.0011, 0.005, 0.3, 9.0):
+        metrics.latency.labels("get_state").observe(seconds)
+    metrics.calls.labels("get_state", "ok").inc()
+    metrics.conflicts.inc()
+    text = metrics.render().decode()
+    buckets = dict(
+        re.findall(
+            r'^bb_tool_latency_seconds_bucket\{le="([^"]+)",tool="get_state"\} (\S+)$', text, re.M
+        )
+    )
+    assert {le: float(n) for le, n in buckets.items()} == {
+        "0.001": 2.0,
+        "0.0025": 3.0,
+        "0.005": 4.0,
+        "0.01": 4.0,
+        "0.025": 4.0,
+        "0.05": 4.0,
+        "0.1": 4.0,
+        "0.25": 4.0,
+        "0.5": 5.0,
+        "1.0": 5.0,
+        "2.5": 5.0,
+        "+Inf": 6.0,
+    }
+    assert 'bb_tool_latency_seconds_count{tool="get_state"} 6.0' in text
+    assert re.search(r'^bb_tool_latency_seconds_sum\{tool="get_state"\} 9\.30', text, re.M)
+    assert 'bb_tool_calls_total{outcome="ok",tool="get_state"} 1.0' in text
+    assert "bb_conflicts_total 1.0" in text
+    assert "bb_direct_tool_calls_total 0.0" in text

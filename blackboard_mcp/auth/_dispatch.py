@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ._errors import (
@@ -59,10 +60,10 @@ class Authorizer:
         grant: Grant | None,
         tool: ToolRequirements,
         *,
-        arguments_present: set[str],
+        arguments_present: AbstractSet[str],
         workspace: str,
-        read_topics: set[str],
-        write_topics: set[str],
+        read_topics: AbstractSet[str],
+        write_topics: AbstractSet[str],
     ) -> None:
         if grant is None:
             raise Unauthenticated("no access token")

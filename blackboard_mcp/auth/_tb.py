@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -43,7 +44,7 @@ class ToolRequirements:
     def mcp_name(self) -> str:
         return re.sub(r"(?<!^)(?=[A-Z])", "_", self.name).lower()
 
-    def capabilities_for(self, arguments_present: set[str]) -> frozenset[str]:
+    def capabilities_for(self, arguments_present: AbstractSet[str]) -> frozenset[str]:
         extra = [
             caps for arg, caps in self.conditional_capabilities.items() if arg in arguments_present
         ]

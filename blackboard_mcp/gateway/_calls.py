@@ -138,14 +138,14 @@ class ToolCaller:
             if grant is None:
                 raise Unauthenticated("no access token")
             requirements = self._requirements(tool)
-            unknown = sorted(set(arguments) - ARGUMENTS[tool])
-            if unknown:
+            if not ARGUMENTS[tool].issuperset(arguments):
+                unknown = sorted(set(arguments) - ARGUMENTS[tool])
                 raise UnknownArgument(
                     f"{tool} does not take {', '.join(unknown)}", argument=unknown[0]
                 )
             # Present means given with a value: a null is the same as leaving it out.
-            present = {k for k, v in arguments.items() if v is not None}
-            args = {k: arguments[k] for k in present}
+            args = {k: v for k, v in arguments.items() if v is not None}
+            present = args.keys()
             scope = scope_of(tool, args, grant)
             gated = run is None and tool in GATED
             admission = None if gated else await self._admission.admit(grant)
@@ -156,8 +156,8 @@ class ToolCaller:
                 requirements,
                 arguments_present=present,
                 workspace=scope.workspace,
-                read_topics=set(scope.read_topics),
-                write_topics=set(scope.write_topics),
+                read_topics=scope.read_topics,
+                write_topics=scope.write_topics,
             )
             if admission is not None:
                 _refuse_if_limited(admission, grant)

@@ -2,47 +2,113 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from itertools import accumulate
+from math import inf
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
 from blackboard_mcp.store import NodeReport
 
-_M = TypeVar("_M", bound="_CachedChildren")
-# Distinct label sets a metric keeps at hand; past it, the cache starts again (still correct).
-_MAX_CACHED = 1024
+
+class _CountChild:
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.value += amount
 
 
-class _CachedChildren:
-    """``labels()`` by one dict lookup for label sets seen before.
+class _Counter:
+    """A counter with labels, counted without a lock.
 
-    prometheus_client's ``labels()`` checks and stringifies the values and takes a lock on
-    every call; every tool call took three of them. Only for metrics whose children are
-    never removed: a cached child would outlive its removal.
+    prometheus_client's counters take a lock on every ``inc`` (and ``labels()`` checks and
+    stringifies its values): every tool call paid for three or four. The gateway counts on
+    its event loop's one thread, the only one that renders ``/metrics`` too, so a plain
+    number is enough; the exposition is prometheus_client's own, from ``collect``.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._cached: dict[tuple[object, ...], Any] = {}
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str] = ()) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._labelnames = tuple(labelnames)
+        self._children: dict[tuple[str, ...], _CountChild] = {}
+        self._unlabelled = _CountChild()
 
-    def labels(self: _M, *labelvalues: object, **labelkwargs: object) -> _M:
-        child = self._cached.get(labelvalues) if not labelkwargs else None
+    def labels(self, *values: str) -> _CountChild:
+        child = self._children.get(values)
         if child is None:
-            child = super().labels(*labelvalues, **labelkwargs)  # type: ignore[misc]
-            if not labelkwargs:
-                if len(self._cached) >= _MAX_CACHED:
-                    self._cached.clear()
-                self._cached[labelvalues] = child
-        return child  # type: ignore[no-any-return]
+            if len(values) != len(self._labelnames):
+                raise ValueError(f"{self._name} takes labels {self._labelnames}")
+            child = self._children[tuple(str(v) for v in values)] = _CountChild()
+        return child
+
+    def inc(self, amount: float = 1.0) -> None:
+        self._unlabelled.value += amount
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        if not self._labelnames:
+            yield CounterMetricFamily(self._name, self._documentation, self._unlabelled.value)
+            return
+        family = CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
+        for values, child in self._children.items():
+            family.add_metric(values, child.value)
+        yield family
 
 
-class _Counter(_CachedChildren, Counter):
-    pass
+class _HistogramChild:
+    __slots__ = ("_bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self._bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # per bucket, the last one +Inf
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        # Bucket ``le`` counts values <= its bound: the first bound not below the value.
+        self.counts[bisect_left(self._bounds, value)] += 1
+        self.total += value
 
 
-class _Histogram(_CachedChildren, Histogram):
-    pass
+class _Histogram:
+    """A histogram with labels, without a lock (see ``_Counter``)."""
+
+    def __init__(
+        self, name: str, documentation: str, labelnames: Sequence[str], buckets: Sequence[float]
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._labelnames = tuple(labelnames)
+        self._bounds = tuple(sorted(buckets))
+        self._children: dict[tuple[str, ...], _HistogramChild] = {}
+
+    def labels(self, *values: str) -> _HistogramChild:
+        child = self._children.get(values)
+        if child is None:
+            if len(values) != len(self._labelnames):
+                raise ValueError(f"{self._name} takes labels {self._labelnames}")
+            child = self._children[tuple(str(v) for v in values)] = _HistogramChild(self._bounds)
+        return child
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
+        for values, child in self._children.items():
+            cumulative = list(accumulate(child.counts))
+            buckets = [
+                (_bound_label(bound), float(count))
+                for bound, count in zip((*self._bounds, inf), cumulative, strict=True)
+            ]
+            family.add_metric(list(values), buckets, child.total)
+        yield family
+
+
+def _bound_label(bound: float) -> str:
+    # As prometheus_client writes a bucket's ``le`` (its bounds here are all short decimals).
+    return "+Inf" if bound == inf else repr(float(bound))
 
 
 class GatewayMetrics:
@@ -52,33 +118,26 @@ class GatewayMetrics:
             "bb_tool_calls",
             "Tool calls by tool and outcome (ok or an error code).",
             ["tool", "outcome"],
-            registry=self.registry,
         )
         self.latency = _Histogram(
             "bb_tool_latency_seconds",
             "Tool call latency.",
             ["tool"],
-            registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
         )
-        self.conflicts = Counter(
-            "bb_conflicts",
-            "update_state calls refused by compare-and-swap.",
-            registry=self.registry,
-        )
+        self.conflicts = _Counter("bb_conflicts", "update_state calls refused by compare-and-swap.")
         self.refused = _Counter(
             "bb_refused_calls",
             "Calls refused before the handler (auth, scope, rate).",
             ["code"],
-            registry=self.registry,
         )
-
-        self.direct_calls = Counter(
+        self.direct_calls = _Counter(
             "bb_direct_tool_calls",
             "Tool calls answered without the SDK's per-request machinery (the rest of "
             "bb_tool_calls went through the SDK).",
-            registry=self.registry,
         )
+        for metric in (self.calls, self.latency, self.conflicts, self.refused, self.direct_calls):
+            self.registry.register(metric)
 
         self.node_up = Gauge(
             "bb_redis_node_up",

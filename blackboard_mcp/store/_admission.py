@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
+from ._pool import WaitingConnectionPool
 from ._ratelimit import WINDOW_TTL_SECONDS, RedisRateLimiter
 from ._redis_errors import mapped_redis_errors
 from ._revocations import TokenIdentity, revocation_keys
@@ -44,7 +45,12 @@ class Admission:
 class RedisCallAdmission:
     def __init__(self, *, client: aioredis.Redis[bytes], limiter: RedisRateLimiter) -> None:
         self._limiter = limiter
-        # EVALSHA, loading the script on NOSCRIPT (a restarted or flushed Redis) by itself.
+        # On a single Redis the check goes on one of the store's own connections, as EVAL
+        # (see ``gate``): through redis-py it cost list_keys and search_keys more CPU than
+        # their answer's JSON. A cluster client has no such pool; there it is redis-py's
+        # EVALSHA, which loads the script on NOSCRIPT by itself.
+        pool = getattr(client, "connection_pool", None)
+        self._pool = pool if isinstance(pool, WaitingConnectionPool) else None
         self._admit = client.register_script(_ADMIT)
 
     async def admit(self, token: TokenIdentity) -> Admission:
@@ -52,8 +58,11 @@ class RedisCallAdmission:
         now = time.time()
         keys, args = self._arguments(token, now)
         async with mapped_redis_errors():
-            count = int(await self._admit(keys=keys, args=args))
-        return self._verdict(count, now)
+            if self._pool is not None:
+                (reply,) = await self._pool.round_trip([("EVAL", _ADMIT, len(keys), *keys, *args)])
+            else:
+                reply = await self._admit(keys=keys, args=args)
+        return self._verdict(int(reply), now)
 
     def gate(self, token: TokenIdentity, on_verdict: Callable[[Admission], None]) -> Gate:
         """The same check as ``admit``, sent with a write's first round trip (store/_tx.py).
