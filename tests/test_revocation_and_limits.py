@@ -351,3 +351,44 @@ async def test_a_write_counts_once_against_the_rate_limit_and_past_it_writes_not
         err, body = await call(client, "get_state", uris=[f"bb://{ws}/notes/n"])
     assert not err, body
     assert (body["items"][0]["version"], body["items"][0]["digest"]) == (LIMIT, "step 4")
+
+
+async def test_listing_and_search_are_refused_to_a_revoked_token_and_counted_against_the_limit(
+    limited: GatewayProcess, issuer: TokenIssuer
+) -> None:
+    # list_keys and search_keys are admitted in a round trip of their own, before the
+    # handler (the other three carry the check in their first round trip): the same verdicts.
+    ws = fresh_workspace()
+    sub = "lister-" + uuid.uuid4().hex[:6]
+    writer = agent_token(issuer, ws, sub="writer-" + uuid.uuid4().hex[:6])
+    async with mcp_client(limited.mcp_url, writer) as client:
+        err, body = await call(client, "update_state", uri=f"bb://{ws}/notes/n", digest="otters")
+        assert not err, body
+    stolen = agent_token(issuer, ws, sub=sub)
+    assert revoke(limited, admin_token(issuer, ws), {"id": token_id(stolen)}).status_code == 200
+    same_minute(2 * LIMIT + 2)
+    async with mcp_client(limited.mcp_url, stolen) as client:
+        for tool, arguments in (
+            ("list_keys", {"topic": "notes"}),
+            ("search_keys", {"q": "otters"}),
+        ):
+            err, body = await call(client, tool, **arguments)
+            assert err and body["error"]["code"] == "unauthenticated", (tool, body)
+    # The replacement's budget is whole (the revoked calls spent none of it), and each
+    # listing or search spends one call of it.
+    replacement = agent_token(issuer, ws, sub=sub)
+    async with mcp_client(limited.mcp_url, replacement) as client:
+        for step in range(LIMIT):
+            if step % 2:
+                err, body = await call(client, "search_keys", q="otters")
+                assert not err and [i["uri"] for i in body["items"]] == [f"bb://{ws}/notes/n"]
+            else:
+                err, body = await call(client, "list_keys", topic="notes")
+                assert not err and [i["uri"] for i in body["items"]] == [f"bb://{ws}/notes/n"]
+        for tool, arguments in (
+            ("list_keys", {"topic": "notes"}),
+            ("search_keys", {"q": "otters"}),
+        ):
+            err, body = await call(client, tool, **arguments)
+            assert err and body["error"]["code"] == "rate_limited", (tool, body)
+            assert body["error"]["retry_after"] > 0
