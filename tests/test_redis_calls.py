@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import redis.asyncio as aioredis
@@ -33,24 +33,30 @@ def silent_server() -> Iterator[int]:
         listener.close()
 
 
-async def test_a_redis_that_stops_answering_gives_unavailable_within_the_deadline(
-    silent_server: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+async def hung_board(silent_server: int, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Board]:
+    """A board on the hung Redis, whose operations have 0.3 s each."""
     monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.3)
-    board = Board.from_url(f"redis://127.0.0.1:{silent_server}/0", pool_size=2)
+    board = Board.from_url(f"redis://127.0.0.1:{silent_server}/0", pool_size=20)
     try:
-        for call in (
-            lambda: board.get_state(uris=["bb://ws/t/k"]),
-            lambda: board.update_state(author="a", uri="bb://ws/t/k", digest="d", body="b"),
-        ):
-            started = time.monotonic()
-            with pytest.raises(Unavailable) as failed:
-                await call()
-            assert not isinstance(failed.value, Overloaded)
-            assert "did not answer within 0.3 s" in str(failed.value)
-            assert time.monotonic() - started < 2.0
+        yield board
     finally:
         await board.close()
+
+
+async def test_a_redis_that_stops_answering_gives_unavailable_within_the_deadline(
+    hung_board: Board,
+) -> None:
+    for call in (
+        lambda: hung_board.get_state(uris=["bb://ws/t/k"]),
+        lambda: hung_board.update_state(author="a", uri="bb://ws/t/k", digest="d", body="b"),
+    ):
+        started = time.monotonic()
+        with pytest.raises(Unavailable) as failed:
+            await call()
+        assert not isinstance(failed.value, Overloaded)
+        assert "did not answer within 0.3 s" in str(failed.value)
+        assert time.monotonic() - started < 2.0
 
 
 async def test_a_deadline_that_runs_out_waiting_for_a_connection_is_overloaded(
@@ -74,46 +80,35 @@ async def test_a_deadline_that_runs_out_waiting_for_a_connection_is_overloaded(
 
 
 async def test_every_one_of_many_operations_at_once_gets_its_own_deadline(
-    silent_server: int, monkeypatch: pytest.MonkeyPatch
+    hung_board: Board,
 ) -> None:
     # One timer checks every running operation's deadline (store/_redis_errors.py): each of
     # them, started at different times, still ends `unavailable` near its own deadline.
-    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.3)
-    board = Board.from_url(f"redis://127.0.0.1:{silent_server}/0", pool_size=20)
-
     async def timed(delay: float) -> float:
         await asyncio.sleep(delay)
         started = time.monotonic()
         with pytest.raises(Unavailable):
-            await board.get_state(uris=[f"bb://ws/t/k{delay}"])
+            await hung_board.get_state(uris=[f"bb://ws/t/k{delay}"])
         return time.monotonic() - started
 
-    try:
-        waits = await asyncio.gather(*(timed(i * 0.02) for i in range(12)))
-    finally:
-        await board.close()
+    waits = await asyncio.gather(*(timed(i * 0.02) for i in range(12)))
     assert all(0.29 <= wait < 1.0 for wait in waits), waits
 
 
 async def test_a_caller_cancelling_an_operation_gets_its_cancellation_not_unavailable(
-    silent_server: int, monkeypatch: pytest.MonkeyPatch
+    hung_board: Board,
 ) -> None:
     # A client that hangs up cancels its call's task: that is not a Redis outage, and the
     # deadline, which never fired, must not turn it into one.
-    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.3)
-    board = Board.from_url(f"redis://127.0.0.1:{silent_server}/0", pool_size=2)
-    try:
-        call = asyncio.create_task(board.get_state(uris=["bb://ws/t/k"]))
-        await asyncio.sleep(0.05)
-        call.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await call
-        # Nothing of the cancelled operation fires later, on another call of the same loop.
-        await asyncio.sleep(0.4)
-        late = asyncio.create_task(asyncio.sleep(0.1, result="done"))
-        assert await late == "done"
-    finally:
-        await board.close()
+    call = asyncio.create_task(hung_board.get_state(uris=["bb://ws/t/k"]))
+    await asyncio.sleep(0.05)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    # Nothing of the cancelled operation fires later, on another call of the same loop.
+    await asyncio.sleep(0.4)
+    late = asyncio.create_task(asyncio.sleep(0.1, result="done"))
+    assert await late == "done"
 
 
 async def test_a_task_whose_operation_ran_out_of_time_goes_on_uncancelled(

@@ -5,7 +5,7 @@ count against the pool's bound."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,51 +39,62 @@ def with_db(url: str, db: int) -> str:
     return urlunsplit(parts._replace(path=f"/{db}"))
 
 
-async def test_a_connection_redis_closed_while_idle_is_replaced_without_an_error(
-    redis_url: str,
-) -> None:
+@pytest.fixture
+async def one_connection(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    """A board client of one connection: a kept connection would be the next caller's."""
     client = board_client(redis_url, pool_size=1)
-    killer = redis.Redis.from_url(redis_url)
     try:
-        killed, _ = await set_on_a_wire(client, b"1")
-        assert killer.client_kill_filter(_id=killed) == 1
-        replacement, replies = await set_on_a_wire(client, b"2")
-        assert replacement != killed and replies == [b"OK"]
-        assert killer.get("k") == b"2"
+        yield client
     finally:
-        killer.close()
         await client.aclose()
+
+
+@pytest.fixture
+def plain(redis_url: str) -> Iterator[redis.Redis]:
+    """A plain redis-py client beside the board's, to look at and poke the server."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+async def test_a_connection_redis_closed_while_idle_is_replaced_without_an_error(
+    one_connection: aioredis.Redis, plain: redis.Redis
+) -> None:
+    killed, _ = await set_on_a_wire(one_connection, b"1")
+    assert plain.client_kill_filter(_id=killed) == 1
+    replacement, replies = await set_on_a_wire(one_connection, b"2")
+    assert replacement != killed and replies == [b"OK"]
+    assert plain.get("k") == b"2"
 
 
 async def test_a_transaction_cancelled_mid_round_trip_leaves_no_reply_for_the_next(
-    redis_url: str,
+    one_connection: aioredis.Redis, plain: redis.Redis
 ) -> None:
-    # One connection, so the next transaction would get the same one if it were kept.
-    client = board_client(redis_url, pool_size=1)
-    pusher = redis.Redis.from_url(redis_url)
-    try:
-        waiting = run_transaction(
-            client, ["k"], writes("k", b"late"), max_retries=0, first_reads=[("BLPOP", "q", 5)]
-        )
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(waiting, 0.3)
-        # The cancelled connection is closed, not merely put aside: no connection still
-        # waits in the BLPOP whose reply would otherwise come to whoever sends next.
-        for _ in range(100):
-            blocked = [c for c in pusher.client_list() if c["cmd"] == "blpop"]
-            if not blocked:
-                break
-            await asyncio.sleep(0.02)
-        assert blocked == []
-        pusher.rpush("q", b"now the blocked read answers")
-        (first, replies) = await run_transaction(
-            client, ["k"], writes("k", b"next"), max_retries=0, first_reads=[("PING",)]
-        )
-        assert (first, replies) == ([b"PONG"], [b"OK"])
-        assert pusher.get("k") == b"next"
-    finally:
-        pusher.close()
-        await client.aclose()
+    waiting = run_transaction(
+        one_connection,
+        ["k"],
+        writes("k", b"late"),
+        max_retries=0,
+        first_reads=[("BLPOP", "q", 5)],
+    )
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(waiting, 0.3)
+    # The cancelled connection is closed, not merely put aside: no connection still
+    # waits in the BLPOP whose reply would otherwise come to whoever sends next.
+    for _ in range(100):
+        blocked = [c for c in plain.client_list() if c["cmd"] == "blpop"]
+        if not blocked:
+            break
+        await asyncio.sleep(0.02)
+    assert blocked == []
+    plain.rpush("q", b"now the blocked read answers")
+    (first, replies) = await run_transaction(
+        one_connection, ["k"], writes("k", b"next"), max_retries=0, first_reads=[("PING",)]
+    )
+    assert (first, replies) == ([b"PONG"], [b"OK"])
+    assert plain.get("k") == b"next"
 
 
 async def test_transactions_run_in_the_database_the_url_names(redis_url: str) -> None:
@@ -188,7 +199,7 @@ async def test_a_url_asking_for_resp3_still_writes_links_and_reads(redis_url: st
 
 
 async def test_closing_the_client_closes_a_lent_connection_and_its_call_fails_cleanly(
-    redis_url: str,
+    redis_url: str, plain: redis.Redis
 ) -> None:
     client = board_client(redis_url, pool_size=1)
     read = asyncio.Event()
@@ -205,8 +216,4 @@ async def test_closing_the_client_closes_a_lent_connection_and_its_call_fails_cl
     await client.aclose()
     with pytest.raises(Unavailable):
         await running
-    checker = redis.Redis.from_url(redis_url)
-    try:
-        assert checker.get("k") is None
-    finally:
-        checker.close()
+    assert plain.get("k") is None

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 from math import inf
+from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
 from blackboard_mcp.store import NodeReport
+
+_Child = TypeVar("_Child")
 
 
 class _CountChild:
@@ -23,29 +26,47 @@ class _CountChild:
         self.value += amount
 
 
-class _Counter:
-    """A counter with labels, counted without a lock.
+class _Labelled(Generic[_Child]):
+    """A metric's children by label values, made on first use.
 
-    prometheus_client's counters take a lock on every ``inc`` (and ``labels()`` checks and
-    stringifies its values): every tool call paid for three or four. The gateway counts on
-    its event loop's one thread, the only one that renders ``/metrics`` too, so a plain
-    number is enough; the exposition is prometheus_client's own, from ``collect``.
+    prometheus_client's metrics take a lock on every ``inc``/``observe`` (and ``labels()``
+    checks and stringifies its values): every tool call paid for three or four. The gateway
+    counts on its event loop's one thread, the only one that renders ``/metrics`` too, so
+    plain numbers are enough; the exposition is prometheus_client's own, from ``collect``.
+    Only for label values from a closed set (tool names, error codes): children are kept.
     """
 
-    def __init__(self, name: str, documentation: str, labelnames: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: Sequence[str],
+        make_child: Callable[[], _Child],
+    ) -> None:
         self._name = name
         self._documentation = documentation
         self._labelnames = tuple(labelnames)
-        self._children: dict[tuple[str, ...], _CountChild] = {}
-        self._unlabelled = _CountChild()
+        self._make_child = make_child
+        self._children: dict[tuple[str, ...], _Child] = {}
 
-    def labels(self, *values: str) -> _CountChild:
+    def labels(self, *values: str) -> _Child:
         child = self._children.get(values)
         if child is None:
             if len(values) != len(self._labelnames):
                 raise ValueError(f"{self._name} takes labels {self._labelnames}")
-            child = self._children[tuple(str(v) for v in values)] = _CountChild()
+            key = tuple(str(v) for v in values)
+            child = self._children.get(key)
+            if child is None:
+                child = self._children[key] = self._make_child()
         return child
+
+
+class _Counter(_Labelled[_CountChild]):
+    """A counter, with labels or without (then ``inc`` on the metric itself)."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str] = ()) -> None:
+        super().__init__(name, documentation, labelnames, _CountChild)
+        self._unlabelled = _CountChild()
 
     def inc(self, amount: float = 1.0) -> None:
         self._unlabelled.value += amount
@@ -74,25 +95,14 @@ class _HistogramChild:
         self.total += value
 
 
-class _Histogram:
-    """A histogram with labels, without a lock (see ``_Counter``)."""
+class _Histogram(_Labelled[_HistogramChild]):
+    """A histogram with labels."""
 
     def __init__(
         self, name: str, documentation: str, labelnames: Sequence[str], buckets: Sequence[float]
     ) -> None:
-        self._name = name
-        self._documentation = documentation
-        self._labelnames = tuple(labelnames)
-        self._bounds = tuple(sorted(buckets))
-        self._children: dict[tuple[str, ...], _HistogramChild] = {}
-
-    def labels(self, *values: str) -> _HistogramChild:
-        child = self._children.get(values)
-        if child is None:
-            if len(values) != len(self._labelnames):
-                raise ValueError(f"{self._name} takes labels {self._labelnames}")
-            child = self._children[tuple(str(v) for v in values)] = _HistogramChild(self._bounds)
-        return child
+        self._bounds = bounds = tuple(sorted(buckets))
+        super().__init__(name, documentation, labelnames, lambda: _HistogramChild(bounds))
 
     def collect(self) -> Iterator[HistogramMetricFamily]:
         family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
-from ._pool import WaitingConnectionPool
+from ._pool import wire_pool
 from ._ratelimit import WINDOW_TTL_SECONDS, RedisRateLimiter
 from ._redis_errors import mapped_redis_errors
 from ._revocations import TokenIdentity, revocation_keys
@@ -49,8 +49,7 @@ class RedisCallAdmission:
         # (see ``gate``): through redis-py it cost list_keys and search_keys more CPU than
         # their answer's JSON. A cluster client has no such pool; there it is redis-py's
         # EVALSHA, which loads the script on NOSCRIPT by itself.
-        pool = getattr(client, "connection_pool", None)
-        self._pool = pool if isinstance(pool, WaitingConnectionPool) else None
+        self._pool = wire_pool(client)
         self._admit = client.register_script(_ADMIT)
 
     async def admit(self, token: TokenIdentity) -> Admission:

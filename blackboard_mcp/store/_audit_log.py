@@ -10,7 +10,7 @@ import redis.asyncio as aioredis
 
 from blackboard_mcp.auth import AuditRecord
 
-from ._pool import WaitingConnectionPool
+from ._pool import wire_pool
 from ._redis_errors import mapped_redis_errors
 
 
@@ -42,8 +42,8 @@ class RedisAuditLog:
         if not records:
             return
         async with mapped_redis_errors():
-            pool = getattr(self._client, "connection_pool", None)
-            if isinstance(pool, WaitingConnectionPool):
+            pool = wire_pool(self._client)
+            if pool is not None:
                 # A single Redis: the batch as plain commands in one wire round trip.
                 await pool.round_trip([self._xadd(record) for record in records])
                 return

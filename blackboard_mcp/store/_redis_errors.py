@@ -82,8 +82,7 @@ _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines] = (
 )
 
 
-def _deadlines() -> _Deadlines:
-    loop = asyncio.get_running_loop()
+def _deadlines(loop: asyncio.AbstractEventLoop) -> _Deadlines:
     deadlines = _loops.get(loop)
     if deadlines is None:
         deadlines = _loops[loop] = _Deadlines(loop)
@@ -107,7 +106,7 @@ class RedisOperation:
         if task is None:
             raise RuntimeError("a store operation runs in a task")
         self._task = task
-        self._deadlines = _deadlines()
+        self._deadlines = _deadlines(task.get_loop())
         self._cancelling = task.cancelling()
         self._owner = self._deadlines.start(task, DEADLINE_SECONDS)
 
