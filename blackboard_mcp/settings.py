@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     workers: int = 1
     max_request_bytes: int = 2 * 1024 * 1024
     rate_limit_per_minute: int = 6000
-    # The HTTP server's own limits (_http_limits.py), per worker process: a request's
+    # The HTTP server's own limits (_uvicorn_adapter.py), per worker process: a request's
     # headers must arrive within header_timeout_seconds of the connection (or of the next
     # request's first byte), its body within body_timeout_seconds after them; an idle
     # kept-alive connection is closed after keep_alive_seconds; connections past

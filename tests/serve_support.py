@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import orjson
-from support import TEST_JWT_SECRET
+from support import TEST_JWT_SECRET, child_process
 
 from blackboard_mcp.store import free_port
 
@@ -86,7 +86,7 @@ def launch_serve(
     log_path = data_dir.parent / f"{data_dir.name}-serve-{port}-{time.monotonic_ns()}.log"
     args = ["serve", "--port", str(port), "--workers", str(workers)]
     with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
+        process = child_process(
             [sys.executable, "-m", "blackboard_mcp.cli", *args],
             env=serve_env(data_dir, jwt=jwt, **extra),
             stdout=log_file,

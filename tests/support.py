@@ -19,11 +19,19 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from blackboard_mcp.store import free_port
+from blackboard_mcp.store._processes import spawn
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import TokenIssuer
 
 TEST_JWT_SECRET = "test-secret-" + "x" * 40
+
+
+def child_process(args: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen`` for a server a test starts, which the kernel stops (SIGTERM) when
+    the test run ends however it ends: a pytest killed by a timeout or by SIGKILL leaves no
+    gateway, Redis or client behind holding ports."""
+    return spawn(args, **kwargs)
 
 
 @dataclass
@@ -63,7 +71,7 @@ def start_gateway(
     (workdir / "sources").mkdir(exist_ok=True)
     log_path = workdir / f"gateway-{port}.log"
     log_file = log_path.open("wb")
-    process = subprocess.Popen(
+    process = child_process(
         [
             sys.executable,
             "-m",

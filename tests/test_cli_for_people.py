@@ -13,7 +13,14 @@ import time
 from pathlib import Path
 
 from lifecycle_support import cli_env, on_redis, run_cli
-from support import TEST_JWT_SECRET, GatewayProcess, agent_token, call, mcp_client
+from support import (
+    TEST_JWT_SECRET,
+    GatewayProcess,
+    agent_token,
+    call,
+    child_process,
+    mcp_client,
+)
 
 from blackboard_mcp import __version__
 from blackboard_mcp.auth import CAPABILITIES, TokenIssuer
@@ -215,7 +222,7 @@ async def test_audit_tail_follow_prints_records_as_they_are_written(
     token = agent_token(issuer, workspace)
     async with mcp_client(gateway.mcp_url, token) as client:
         await call(client, "update_state", uri=f"bb://{workspace}/t/a", digest="d", body="b")
-    follower = subprocess.Popen(
+    follower = child_process(
         [sys.executable, "-m", "blackboard_mcp.cli", "audit", "tail", "--workspace", workspace,
          "--json", "--follow"],
         env=on_redis(tmp_path, redis_server.url),

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 import pytest
 from npm_support import install_failed, locked_versions, npm_ci
-from support import GatewayProcess, agent_token, call, mcp_client
+from support import GatewayProcess, agent_token, call, child_process, mcp_client
 
 from blackboard_mcp import __version__
 from blackboard_mcp.auth import TokenIssuer
@@ -273,7 +273,7 @@ def test_claude_desktop_config_runs_mcp_remote_over_stdio_with_the_header_only(
     # process's config dir (~/.mcp-auth) goes to a fresh HOME.
     env = {**os.environ, "HOME": str(tmp_path), **server["env"]}
     env["AUTH"] = env["AUTH"].replace("<token>", token)
-    process = subprocess.Popen(
+    process = child_process(
         [clients.node, str(clients.bin("mcp-remote", "mcp-remote")), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

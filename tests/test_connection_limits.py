@@ -268,7 +268,7 @@ def test_the_protocol_module_imports_neither_the_gateway_nor_the_sdk() -> None:
     # Each spawned uvicorn worker unpickles the protocol before it answers the supervisor's
     # health pings; pulling in the SDK there got workers killed as hung on a busy machine.
     probe = (
-        "import sys, blackboard_mcp._http_limits; "
+        "import sys, blackboard_mcp._uvicorn_adapter; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'starlette') "
         "or m.startswith('blackboard_mcp.gateway')))"
     )

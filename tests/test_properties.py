@@ -609,6 +609,14 @@ def _get_shape(world: World, viewer: Viewer, args: Mapping[str, Any], body: dict
         assert viewer.can_read(*_address_of(item["uri"])), item
         if "error" in item:
             assert item == {"uri": item["uri"], "error": "not_found"}, item
+        elif args.get("mode") == "fields":
+            # uri and exactly the fields asked for (README, "Fields"): version and digest
+            # only when named.
+            named = args.get("fields") or []
+            for key in ("version", "digest"):
+                assert (key in item) == (key in named), (key, item)
+            if "version" in item:
+                assert _is_int(item["version"]) and item["version"] >= 1, item
         else:
             assert _is_int(item["version"]) and item["version"] >= 1, item
             assert isinstance(item["digest"], str) and item["digest"], item

@@ -17,7 +17,6 @@ import redis.asyncio as aioredis
 from redis.exceptions import DataError
 
 from blackboard_mcp.store import Board, Overloaded, Unavailable, _redis_errors
-from blackboard_mcp.store._connection import PackedConnection
 from blackboard_mcp.store._wire import pack
 
 
@@ -136,25 +135,6 @@ async def test_a_task_whose_operation_ran_out_of_time_goes_on_uncancelled(
     [
         ("SET", "k", "v"),
         ("HSET", "bbn:{ws}:t/k", "digest", "café ☕", "size", 12, "confidence", 0.9),
-        ("XADD", "s", "MAXLEN", "~", "100", "*", "at", 1733300000.123456, "b", b"\x00\xff"),
-        ("EVALSHA", "abc", 2, "k1", "k2", -1, 1.5e-07, "x" * 70_000),
-        ("CONFIG GET", "maxmemory"),
-    ],
-)
-def test_commands_are_packed_byte_for_byte_as_redis_py_packs_them(args: tuple[object, ...]) -> None:
-    packed = PackedConnection()
-    plain = aioredis.Connection()
-    assert b"".join(packed.pack_command(*args)) == b"".join(plain.pack_command(*args))
-    assert b"".join(packed.pack_commands([args, ("GET", "k")])) == b"".join(
-        plain.pack_commands([args, ("GET", "k")])
-    )
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ("SET", "k", "v"),
-        ("HSET", "bbn:{ws}:t/k", "digest", "café ☕", "size", 12, "confidence", 0.9),
         ("EVAL", "return 1", 2, "k1", "k2", -1, 1.5e-07, "x" * 70_000, b"\x00\xff"),
     ],
 )
@@ -169,7 +149,5 @@ def test_the_stores_own_commands_are_packed_byte_for_byte_as_redis_py_packs_them
 
 @pytest.mark.parametrize("bad", [None, True])
 def test_an_argument_redis_cannot_take_is_refused_before_it_is_sent(bad: object) -> None:
-    with pytest.raises(DataError):
-        PackedConnection().pack_command("SET", "k", bad)  # type: ignore[arg-type]
     with pytest.raises(DataError):
         pack([("SET", "k", bad)])

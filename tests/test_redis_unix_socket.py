@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 from store_support import write_read_list_and_search
+from support import child_process
 
 from blackboard_mcp.store._embedded import find_binaries
 
@@ -21,7 +22,7 @@ PASSWORD = "unix-socket-test"
 def unix_url(tmp_path: Path) -> Iterator[str]:
     binaries = find_binaries()
     socket = tmp_path / "redis.sock"
-    server = subprocess.Popen(
+    server = child_process(
         [
             str(binaries.server),
             "--port", "0",  # no TCP at all

@@ -36,7 +36,7 @@ from blackboard_mcp.store import Board, EmbeddedRedis, RedisAuditLog, board_clie
 from blackboard_mcp.testing import listen_request
 
 PER_TOKEN = 2
-# How long a stopping gateway gives open streams before it cuts them (_http_limits.py).
+# How long a stopping gateway gives open streams before it cuts them (_uvicorn_adapter.py).
 STOP_SECONDS = 5
 QUEUE = 128
 

@@ -7,7 +7,8 @@ the tool's result against the protocol's models and dumps it twice. Per call tha
 more than the store's own work (bench/RESULTS.md).
 
 Here a ``tools/call`` POST that passes the SDK's own checks (transport security, Accept,
-the 2026-07-28 envelope ladder, the call's parameter surface for its protocol version) goes
+the 2026-07-28 envelope ladder, the call's parameter surface for its protocol version, all
+taken from gateway/_mcp_sdk_adapter.py) goes
 straight to the ToolCaller, and its result is written once, in the shape the SDK gives it.
 Everything else (initialize, tools/list, ping, notifications, batches, anything malformed,
 unusual or new) goes to the SDK untouched. tests/test_direct_calls.py holds the two paths
@@ -23,17 +24,7 @@ from typing import Any
 
 import orjson
 from mcp.server.lowlevel import Server
-from mcp.server.streamable_http import check_accept_headers
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.shared.inbound import (
-    InboundModernRoute,
-    classify_inbound_request,
-    find_duplicated_routing_header,
-    validate_mcp_param_headers,
-)
-from mcp_types import DEFAULT_NEGOTIATED_VERSION, SERVER_INFO_META_KEY
-from mcp_types import methods as protocol_methods
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -41,6 +32,19 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
+from ._mcp_sdk_adapter import (
+    DEFAULT_NEGOTIATED_VERSION,
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    SERVER_INFO_META_KEY,
+    InboundModernRoute,
+    TransportSecurityMiddleware,
+    check_accept_headers,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    protocol_methods,
+    validate_mcp_param_headers,
+)
 from ._metrics import GatewayMetrics
 from ._schemas import HEADER_SCHEMAS
 

@@ -139,7 +139,7 @@ class Serving:
         import uvicorn
         from uvicorn.supervisors import Multiprocess
 
-        from blackboard_mcp._http_limits import server_options
+        from blackboard_mcp._uvicorn_adapter import server_options
 
         assert self._listener is not None
         settings = self._settings

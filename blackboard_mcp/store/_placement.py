@@ -37,12 +37,12 @@ from redis.crc import key_slot
 from redis.retry import Retry as SyncRetry
 
 from . import _keys as keys
-from ._connection import PackedConnection
 from ._errors import Unavailable
 from ._index import ensure_index, index_ready, retire_old_indexes
 from ._location import client_location, failure_reason, redacted_url
 from ._pool import WaitingConnectionPool
 from ._redis_errors import mapped_redis_errors
+from ._redis_py_adapter import reload_slot_map, slot_owner
 from ._upgrade import drop_retired_keys
 from ._wire import WireConnection
 
@@ -231,7 +231,6 @@ class ClusterRedis:
                 # (store/_redis_errors.py), where redis-py put a timer around every command.
                 socket_timeout=None,
                 socket_connect_timeout=2.0,
-                connection_class=PackedConnection,
                 health_check_interval=15,
                 # As for a single Redis (Board.from_url): one retry on a fresh connection.
                 retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
@@ -280,7 +279,7 @@ class ClusterRedis:
             if not force and time.monotonic() - self._refreshed_at < _REFRESH_INTERVAL_SECONDS:
                 return
             async with mapped_redis_errors():
-                await self._cluster.nodes_manager.initialize()
+                await reload_slot_map(self._cluster)
             self._refreshed_at = time.monotonic()
             self._started = True
             if self._name_indexes() != self._index_names:
@@ -302,16 +301,15 @@ class ClusterRedis:
         # The first of "0", "1", "2", ... whose slot a primary owns becomes its hash tag: every
         # gateway computes the same names from the same slot map, so concurrent creations
         # meet on one name and all but the first are told "already exists".
-        slots = self._cluster.nodes_manager.slots_cache
         primaries = {node.name for node in self._cluster.get_primaries()}
         names: dict[str, str] = {}
         for i in itertools.count():
             if len(names) == len(primaries) or i > 1_000_000:
                 break
             tag = str(i)
-            owners = slots.get(key_slot(tag.encode()))
-            if owners and owners[0].name in primaries and owners[0].name not in names:
-                names[owners[0].name] = f"{keys.INDEX_NAME}{{{tag}}}"
+            owner = slot_owner(self._cluster, key_slot(tag.encode()))
+            if owner and owner.name in primaries and owner.name not in names:
+                names[owner.name] = f"{keys.INDEX_NAME}{{{tag}}}"
         return names
 
     async def _ensure_indexes(self) -> None:
@@ -404,7 +402,6 @@ def board_client(
         # (store/_redis_errors.py), where redis-py put a timer around every command.
         socket_timeout=None,
         socket_connect_timeout=2.0,
-        connection_class=PackedConnection,
         health_check_interval=15,
         # Pooled connections opened before a Redis restart are dead; without a retry each
         # one failed a call with `unavailable` the first time it was picked, long after

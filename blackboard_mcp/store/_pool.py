@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from contextvars import ContextVar
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -30,9 +29,6 @@ from redis.exceptions import MaxConnectionsError  # type: ignore[attr-defined]  
 
 from ._redis_errors import deadline_hit_in_pool
 from ._wire import WireConnection, Wires, first_error, open_wire, pack
-
-# Whether the base pool has lent this task a connection during the current get_connection.
-_lent: ContextVar[bool] = ContextVar("bb_pool_lent", default=False)
 
 
 class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
@@ -50,12 +46,15 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
         self._wire_class = wire_class
         self._free = asyncio.Semaphore(self.max_connections)
         self._wires = Wires()
+        # The redis-py connections lent by get_connection, each holding one slot.
+        self._holders: set[Any] = set()
 
     def reset(self) -> None:
         # The base class forgets the connections it lent; their slots go with them.
         super().reset()
         self._free = asyncio.Semaphore(self.max_connections)
         self._wires = Wires()
+        self._holders = set()
 
     async def disconnect(self, inuse_connections: bool = True) -> None:
         self._wires.close_all()
@@ -113,11 +112,6 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
         if self._wires.give_back(wire):
             self._free.release()
 
-    def get_available_connection(self) -> Any:
-        connection = super().get_available_connection()  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
-        _lent.set(True)
-        return connection
-
     async def _take_slot(self) -> None:
         if self._free.locked():
             # Only a call that has to wait pays for a timer.
@@ -127,17 +121,15 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
 
     async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
         await self._take_slot()
-        marker = _lent.set(False)
         try:
-            return await super().get_connection(*args, **kwargs)
+            connection = await super().get_connection(*args, **kwargs)
         except BaseException:
-            # Once a connection is lent, the base pool gives it back through release()
-            # when it cannot connect it, and release() frees the slot; before that, we do.
-            if not _lent.get():
-                self._free.release()
+            # The base pool gives back (through release()) a connection it could not
+            # connect; that one never held our slot, so the slot is freed here.
+            self._free.release()
             raise
-        finally:
-            _lent.reset(marker)
+        self._holders.add(connection)
+        return connection
 
     async def _wait_for_slot(self) -> None:
         try:
@@ -154,14 +146,13 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
             raise
 
     async def release(self, connection: Any) -> None:
-        if connection not in self._in_use_connections:  # type: ignore[attr-defined]
-            # Not lent by this pool (the base class raises for it): no slot to give back.
-            await super().release(connection)
-            return
+        held = connection in self._holders
+        self._holders.discard(connection)
         try:
             await super().release(connection)
         finally:
-            self._free.release()
+            if held:
+                self._free.release()
 
 
 def wire_pool(client: object) -> WaitingConnectionPool | None:

@@ -17,7 +17,8 @@ connection: a late reply can never reach the next caller.
 
 It connects as redis-py would from the pool's own settings (host and port or a Unix socket
 path, TLS with redis-py's own context, AUTH, SELECT, client name), so one URL configures
-both kinds of connection. It always speaks RESP2, whose reply shapes the store reads.
+both kinds of connection; what that takes of redis-py beyond its documented API is in
+store/_redis_py_adapter.py. It always speaks RESP2, whose reply shapes the store reads.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import hiredis
-from redis._parsers.base import BaseParser  # type: ignore[import-untyped, unused-ignore]
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import DataError, InvalidResponse, RedisError, ResponseError
+
+from ._redis_py_adapter import error_reply, tls_context
 
 _CLOSED = "the connection to the board's Redis closed"
 _INCOMPLETE = object()
@@ -43,7 +45,7 @@ class WireConnection(asyncio.Protocol):
     def __init__(self) -> None:
         self._reader = hiredis.Reader(
             protocolError=InvalidResponse,
-            replyError=BaseParser.parse_error,
+            replyError=error_reply,
             notEnoughData=_INCOMPLETE,  # a sentinel no reply can be equal to
         )
         self._transport: asyncio.Transport | None = None
@@ -143,7 +145,7 @@ async def open_wire(
     probe = connection_class(**settings)
     loop = asyncio.get_running_loop()
     path = getattr(probe, "path", None)
-    ssl_context = getattr(probe, "ssl_context", None)
+    ssl_context = tls_context(probe)
     timeout = getattr(probe, "socket_connect_timeout", None)
     try:
         async with asyncio.timeout(timeout):
@@ -151,7 +153,7 @@ async def open_wire(
                 _, wire = await loop.create_unix_connection(wire_class, path)
             elif ssl_context is not None:
                 _, wire = await loop.create_connection(
-                    wire_class, probe.host, probe.port, ssl=ssl_context.get()
+                    wire_class, probe.host, probe.port, ssl=ssl_context
                 )
             else:
                 _, wire = await loop.create_connection(wire_class, probe.host, probe.port)

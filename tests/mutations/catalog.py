@@ -394,7 +394,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="wire-ignores-tls",
         why="on a rediss:// URL the store's own connections speak plain text (or fail)",
         path="blackboard_mcp/store/_wire.py",
-        original='ssl_context = getattr(probe, "ssl_context", None)',
+        original="ssl_context = tls_context(probe)",
         replacement="ssl_context = None",
         tests=("tests/test_redis_tls.py",),
     ),

@@ -1,10 +1,10 @@
-"""The HTTP server's own limits: how long a request may take to arrive, and how many connections.
+"""The adapter to uvicorn: the HTTP server's own limits, as a subclass of its httptools protocol.
 
-uvicorn (0.55) closes an idle kept-alive connection (``timeout_keep_alive``) but has no
-deadline for a request's headers or body, and its ``limit_concurrency`` answers 503 only
-once a request's headers are complete, so a client that never finishes them holds its
-connection for ever and is never counted out. ``GuardedHttpToolsProtocol`` adds what is
-missing, per connection, on the event loop's own timers (no task, no thread):
+uvicorn closes an idle kept-alive connection (``timeout_keep_alive``) but has no deadline
+for a request's headers or body, and its ``limit_concurrency`` answers 503 only once a
+request's headers are complete, so a client that never finishes them holds its connection
+for ever and is never counted out. ``GuardedHttpToolsProtocol`` adds what is missing, per
+connection, on the event loop's own timers (no task, no thread):
 
 - a header deadline from the connection's first moment (or, on a kept-alive connection,
   from the first byte of the next request) to the end of its headers: 408 and close;
@@ -13,12 +13,11 @@ missing, per connection, on the event loop's own timers (no task, no thread):
   a disconnect);
 - a cap on open connections per process, refused with 503 as soon as they are accepted.
 
-It also sends each response's head together with the start of its body: uvicorn writes the
-status line and headers, then the body, in two ``transport.write`` calls, i.e. two
-``send`` system calls and two segments per response; one saves about 4 us of CPU per
-response on loopback, and a segment per response on a real network (bench/RESULTS.md).
-
-The handler stays ASGI-independent: it works on the parser's callbacks, below the app.
+uvicorn documents the protocol class as a setting (``http=``) but not the class it ships,
+whose callbacks and attributes (``cycle``, ``connections``, ``transport``) this module
+overrides and reads. That coupling lives here alone, and the package caps uvicorn at the
+releases this module was tested against (``TESTED``, the same range as pyproject.toml's);
+``tests/test_library_ranges.py`` fails with the range it needs.
 
 It lives outside ``gateway/`` on purpose: uvicorn's worker processes are spawned, and each
 unpickles its config (this protocol included) before it starts answering the supervisor's
@@ -41,6 +40,9 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from blackboard_mcp.settings import Settings
 
 log = logging.getLogger(__name__)
+
+# Keep equal to pyproject.toml's uvicorn requirement (a test holds them together).
+TESTED = ">=0.55,<0.56"
 
 _REFUSALS = {
     408: b"HTTP/1.1 408 Request Timeout\r\n",
@@ -103,11 +105,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_headers = False
         self._arm(self._limits.body_timeout_seconds, self._body_overdue)
-        previous = self.cycle
         super().on_headers_complete()
-        cycle = self.cycle
-        if cycle is not None and cycle is not previous:  # no new cycle for an upgrade
-            cycle.transport = cast("asyncio.Transport", _HeadWithBody(self.transport, self.loop))
 
     def on_message_complete(self) -> None:
         self._disarm()
@@ -165,60 +163,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                 status,
                 _LOG_EVERY_SECONDS,
             )
-
-
-class _HeadWithBody:
-    """A request's view of its connection's transport that writes the response head with
-    the body's first bytes, in one ``send``.
-
-    uvicorn's cycle writes, in order: at most one ``100 Continue`` (while the app waits for
-    the body, so it goes out at once), the head, then body pieces. The head is held until
-    the first body write, a ``close``, or the end of the event loop's current pass,
-    whichever comes first: a response with no body write (HEAD, or a stream whose first
-    event is late) still gets its head out straight away, one loop pass later.
-    """
-
-    __slots__ = ("_held", "_loop", "_transport", "_wrote_head")
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport = transport
-        self._loop = loop
-        self._held = b""
-        self._wrote_head = False
-
-    def write(self, data: bytes) -> None:
-        if self._held:
-            held, self._held = self._held, b""
-            if len(data) <= _JOIN_AT_MOST:
-                self._transport.write(held + data)
-                return
-            self._transport.write(held)  # copying a large body would cost more than a send
-        elif not self._wrote_head and data != _CONTINUE:
-            self._wrote_head = True
-            self._held = data
-            self._loop.call_soon(self._flush)
-            return
-        self._transport.write(data)
-
-    def _flush(self) -> None:
-        if self._held:
-            held, self._held = self._held, b""
-            self._transport.write(held)
-
-    def close(self) -> None:
-        self._flush()
-        self._transport.close()
-
-    def is_closing(self) -> bool:
-        return self._transport.is_closing()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
-# uvicorn's interim answer (httptools_impl.RequestResponseCycle.receive), written verbatim.
-_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_JOIN_AT_MOST = 64 * 1024
 
 
 # Seconds a stopping process gives open responses (event streams included) before it cuts them.
