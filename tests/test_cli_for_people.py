@@ -137,8 +137,19 @@ def test_token_inspect_prints_iso_times_and_says_valid(
 def test_token_inspect_says_expired_with_a_non_zero_exit(
     issuer: TokenIssuer, tmp_path: Path
 ) -> None:
-    token = agent_token(issuer, "w", ttl=1)
-    time.sleep(2.1)
+    from blackboard_mcp.auth import TokenIssuer, keys_from_settings
+    from blackboard_mcp.settings import Settings
+
+    signing, _ = keys_from_settings(Settings(jwt_secret=TEST_JWT_SECRET))
+    assert signing is not None
+    # Issued an hour ago for a minute: expired, with no wait for the clock.
+    an_hour_ago = TokenIssuer(
+        signing_key=signing,
+        issuer="blackboard-mcp",
+        audience="blackboard-mcp",
+        clock=lambda: time.time() - 3600,
+    )
+    token = agent_token(an_hour_ago, "w", ttl=60)
     code, claims = inspect(token, keyed(tmp_path, BB_JWT_LEEWAY_SECONDS="0"))
     assert code == 1
     assert claims["status"] == "expired" and claims["sub"] == "agent-1"

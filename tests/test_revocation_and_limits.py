@@ -56,12 +56,6 @@ def token_id(token: str) -> str:
     return str(jwt.decode(token, options={"verify_signature": False})["jti"])
 
 
-def same_minute(calls: int) -> None:
-    """The limit counts per wall-clock minute: start ``calls`` calls early enough in one."""
-    if time.time() % 60 > 60 - max(10, calls):
-        time.sleep(61 - time.time() % 60)
-
-
 def revoke(gateway: GatewayProcess, admin: str, body: Any) -> httpx.Response:
     return httpx.post(
         gateway.url + "/admin/revoke",
@@ -116,7 +110,6 @@ async def test_one_workspaces_agent_cannot_spend_another_workspaces_rate_limit(
     acme, other = fresh_workspace(), fresh_workspace()
     sub = "worker-" + uuid.uuid4().hex[:6]
     busy = agent_token(issuer, other, sub=sub)
-    same_minute(LIMIT + 2)
     async with mcp_client(limited.mcp_url, busy) as client:
         codes = []
         for _ in range(LIMIT + 1):
@@ -134,7 +127,6 @@ async def test_a_revoked_token_does_not_spend_its_subjects_rate_limit(
     stolen = agent_token(issuer, ws, sub=sub)
     answer = revoke(limited, admin_token(issuer, ws), {"id": token_id(stolen)})
     assert answer.status_code == 200, answer.text
-    same_minute(3 * LIMIT)
     async with mcp_client(limited.mcp_url, stolen) as client:
         for _ in range(2 * LIMIT):
             err, body = await call(client, "get_state", uris=[f"bb://{ws}/notes/n"])
@@ -268,7 +260,6 @@ async def test_a_revoked_tokens_writes_are_refused_in_their_first_round_trip_wri
     sub = "gone-" + uuid.uuid4().hex[:6]
     token = agent_token(issuer, ws, sub=sub)
     reader = agent_token(issuer, ws, sub="reader-" + uuid.uuid4().hex[:6])
-    same_minute(8)
     async with mcp_client(limited.mcp_url, token) as client:
         for path in ("a", "b"):
             err, body = await call(
@@ -325,7 +316,6 @@ async def test_a_write_counts_once_against_the_rate_limit_and_past_it_writes_not
     ws = fresh_workspace()
     token = agent_token(issuer, ws, sub="busy-" + uuid.uuid4().hex[:6])
     reader = agent_token(issuer, ws, sub="reader-" + uuid.uuid4().hex[:6])
-    same_minute(LIMIT + 2)
     async with mcp_client(limited.mcp_url, token) as client:
         version = 0
         for step in range(LIMIT):
@@ -366,7 +356,6 @@ async def test_listing_and_search_are_refused_to_a_revoked_token_and_counted_aga
         assert not err, body
     stolen = agent_token(issuer, ws, sub=sub)
     assert revoke(limited, admin_token(issuer, ws), {"id": token_id(stolen)}).status_code == 200
-    same_minute(2 * LIMIT + 2)
     async with mcp_client(limited.mcp_url, stolen) as client:
         for tool, arguments in (
             ("list_keys", {"topic": "notes"}),

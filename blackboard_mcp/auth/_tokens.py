@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jwt
@@ -40,11 +40,14 @@ class TokenIssuer:
         issuer: str,
         audience: str,
         max_ttl_seconds: int = DEFAULT_MAX_TOKEN_TTL,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._key = signing_key
         self._issuer = issuer
         self._audience = audience
         self._max_ttl = max_ttl_seconds
+        # The time a token is issued at (iat, nbf) and counted from (exp).
+        self._clock = clock
 
     @property
     def max_ttl_seconds(self) -> int:
@@ -89,7 +92,7 @@ class TokenIssuer:
         self.check_request(
             subject=subject, workspace=workspace, read=read, write=write, ttl_seconds=ttl_seconds
         )
-        now = int(time.time())
+        now = int(self._clock())
         claims = {
             "iss": self._issuer,
             "aud": self._audience,
@@ -121,8 +124,12 @@ class TokenVerifier:
         cache_size: int = 4096,
         max_ttl_seconds: int = DEFAULT_MAX_TOKEN_TTL,
         external: ExternalTokens | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._keys = keys
+        # What a remembered verdict's expiry is checked against; pyjwt checks a new token's
+        # claims against the system clock itself.
+        self._clock = clock
         # Tokens of external identity providers, told apart by their `iss`.
         self._external = external
         self._issuer = issuer
@@ -162,7 +169,7 @@ class TokenVerifier:
     def _cached(self, token: str) -> Grant | None:
         grant = self._verified.get(token)
         if grant is not None:
-            if time.time() <= grant.expires_at + self._leeway:
+            if self._clock() <= grant.expires_at + self._leeway:
                 self._verified.move_to_end(token)
                 return grant
             del self._verified[token]

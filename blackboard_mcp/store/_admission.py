@@ -9,29 +9,29 @@ runs on one Redis Cluster node like every other command of a workspace.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
 from ._pool import wire_pool
-from ._ratelimit import WINDOW_TTL_SECONDS, RedisRateLimiter
+from ._ratelimit import COUNT_LUA, WINDOW_SECONDS, RedisRateLimiter
 from ._redis_errors import mapped_redis_errors
 from ._revocations import TokenIdentity, revocation_keys
 from ._tx import Gate
 
 # KEYS: token mark, subject mark, rate window. ARGV: the token's iat, the limit (0: none),
-# the window's ttl. Returns -1 for a revoked token, else the window's count (0: not counted).
-_ADMIT = """
+# the window in ms. Returns -1 for a revoked token, 0 for an admitted call, else the
+# milliseconds until the subject's window closes (the rate limiter's count, store/_ratelimit.py).
+_ADMIT = (
+    """
 if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
 local revoked_at = redis.call('GET', KEYS[2])
 if revoked_at and tonumber(revoked_at) >= tonumber(ARGV[1]) then return -1 end
 if ARGV[2] == '0' then return 0 end
-local count = redis.call('INCR', KEYS[3])
-if count == 1 then redis.call('EXPIRE', KEYS[3], ARGV[3]) end
-return count
-"""
+local window_key, limit, window_ms = KEYS[3], ARGV[2], ARGV[3]"""
+    + COUNT_LUA
+)
 
 
 @dataclass(frozen=True)
@@ -54,14 +54,13 @@ class RedisCallAdmission:
 
     async def admit(self, token: TokenIdentity) -> Admission:
         """Check revocation, then count the call against its subject's budget."""
-        now = time.time()
-        keys, args = self._arguments(token, now)
+        keys, args = self._arguments(token)
         async with mapped_redis_errors():
             if self._pool is not None:
                 (reply,) = await self._pool.round_trip([("EVAL", _ADMIT, len(keys), *keys, *args)])
             else:
                 reply = await self._admit(keys=keys, args=args)
-        return self._verdict(int(reply), now)
+        return self._verdict(int(reply))
 
     def gate(self, token: TokenIdentity, on_verdict: Callable[[Admission], None]) -> Gate:
         """The same check as ``admit``, sent with a write's first round trip (store/_tx.py).
@@ -71,20 +70,23 @@ class RedisCallAdmission:
         Redis that lost its script cache (a restart, a failover) would answer NOSCRIPT in the
         middle of the write's first round trip, and Redis caches an EVAL'd script by itself.
         """
-        now = time.time()
-        keys, args = self._arguments(token, now)
+        keys, args = self._arguments(token)
         return Gate(
             command=("EVAL", _ADMIT, len(keys), *keys, *args),
-            judge=lambda reply: on_verdict(self._verdict(int(reply), now)),
+            judge=lambda reply: on_verdict(self._verdict(int(reply))),
         )
 
-    def _arguments(self, token: TokenIdentity, now: float) -> tuple[list[str], list[int]]:
+    def _arguments(self, token: TokenIdentity) -> tuple[list[str], list[int]]:
         token_key, subject_key = revocation_keys(token)
-        window = self._limiter.window_key(token.workspace, token.subject, now)
+        window = self._limiter.window_key(token.workspace, token.subject)
         limit = self._limiter.per_minute if self._limiter.enabled else 0
-        return [token_key, subject_key, window], [int(token.issued_at), limit, WINDOW_TTL_SECONDS]
+        return [token_key, subject_key, window], [
+            int(token.issued_at),
+            limit,
+            WINDOW_SECONDS * 1000,
+        ]
 
-    def _verdict(self, count: int, now: float) -> Admission:
-        if count < 0:
+    def _verdict(self, reply: int) -> Admission:
+        if reply < 0:
             return Admission(revoked=True, retry_after=None)
-        return Admission(revoked=False, retry_after=self._limiter.retry_after(count, now))
+        return Admission(revoked=False, retry_after=self._limiter.retry_after(reply))

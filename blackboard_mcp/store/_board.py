@@ -436,8 +436,11 @@ class Board:
             lambda client: write_policy(client, ws, topic=topic, max_age_seconds=max_age_seconds),
         )
 
-    async def sweep_retention(self, *, owner: str, lease_seconds: float) -> list[Swept] | None:
-        """Delete expired notes, if this ``owner`` holds (or takes) the sweeper's lease.
+    async def sweep_retention(
+        self, *, owner: str, lease_seconds: float, now_ms: int | None = None
+    ) -> list[Swept] | None:
+        """Delete expired notes, if this ``owner`` holds (or takes) the sweeper's lease; ages
+        are counted to ``now_ms`` (default: the Redis server's clock).
 
         The lease, the registry and the policies are single keys, routed each on its own; a
         workspace's expired notes are found and deleted on its home primary, in its index.
@@ -448,6 +451,7 @@ class Board:
             owner=owner,
             lease_seconds=lease_seconds,
             changelog_maxlen=self._limits.changelog_maxlen,
+            now_ms=now_ms,
         )
 
     async def export_notes(self, workspace: object) -> AsyncIterator[dict[str, Any]]:

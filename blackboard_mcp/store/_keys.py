@@ -80,8 +80,8 @@ def revoked_subject(workspace: str, subject: str) -> str:
     return f"bbrv:{{{workspace}}}:s:{subject}"
 
 
-def rate_window(workspace: str, subject: str, minute: int) -> str:
-    return f"bbrl:{{{workspace}}}:{subject}:{minute}"
+def rate_window(workspace: str, subject: str) -> str:
+    return f"bbrl:{{{workspace}}}:w:{subject}"
 
 
 def deleted(workspace: str) -> str:

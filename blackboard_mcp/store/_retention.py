@@ -131,8 +131,13 @@ async def sweep(
     lease_seconds: float,
     changelog_maxlen: int,
     author: str = "retention",
+    now_ms: int | None = None,
 ) -> list[Swept] | None:
-    """Delete every note older than its topic's maximum age; None when another holds the lease."""
+    """Delete every note older than its topic's maximum age; None when another holds the lease.
+
+    Ages are counted to ``now_ms``, by default the Redis server's clock (the one every note's
+    time comes from), so gateways whose clocks disagree sweep alike.
+    """
     if not await hold_lease(client, owner, lease_seconds):
         return None
     out: list[Swept] = []
@@ -145,7 +150,7 @@ async def sweep(
         async with mapped_redis_errors():
             topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
             seconds, micros = await client.time()
-        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        cutoff_at = int(seconds) * 1000 + int(micros) // 1000 if now_ms is None else now_ms
         for topic in topics:
             age = policy.max_age(topic)
             if age is None:
@@ -156,7 +161,7 @@ async def sweep(
                 index,
                 ws,
                 topic,
-                cutoff_ms=now_ms - age * 1000,
+                cutoff_ms=cutoff_at - age * 1000,
                 author=author,
                 changelog_maxlen=changelog_maxlen,
             )
