@@ -22,6 +22,33 @@ if TYPE_CHECKING:
 # skips shrinking, which re-runs a property dozens of times against the broken code.
 settings.register_profile("mutations", phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
+# The quick subset (`python -m pytest -m quick`, a first check of a minute or two): each room
+# once, through the real path (the store on a real Redis, one gateway through the SDK's
+# client), without the multi-process, restart, cluster and browser tests. The full suite stays
+# the README's test command and CI's.
+QUICK_MODULES = frozenset(
+    {
+        "test_addresses",
+        "test_append",
+        "test_bad_input",
+        "test_cas",
+        "test_get_state",
+        "test_library_ranges",
+        "test_list_keys",
+        "test_readme_commands",
+        "test_search",
+        "test_token_rules",
+        "test_tool_surface",
+        "test_write_only_scopes",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem in QUICK_MODULES and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.quick)
+
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
