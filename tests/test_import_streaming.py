@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lifecycle_support import on_redis, run_cli
 
-from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile
-from blackboard_mcp.store._transfer import Imported
+from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile, _redis_errors
+from blackboard_mcp.store._transfer import _BATCH, Imported, check_record
 
 # Runs the real CLI in a process of its own and reports the peak of what Python allocated
 # during the command (after the imports, which are the same for every file).
@@ -136,3 +138,25 @@ async def test_a_file_changed_during_the_import_does_not_tear_it(
         assert await board.count_notes(workspace) == 20
     finally:
         await board.close()
+
+
+async def test_an_import_longer_than_one_operations_deadline_completes(
+    board: Board, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The deadline bounds each of the import's round trips, not the whole import: here the
+    # file is read slowly (a slow disk, a pipe), so the import as a whole outlasts several
+    # deadlines while every round trip to Redis stays well inside one.
+    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 1.0)
+    ws = "slow-import"
+    notes = 3 * _BATCH
+
+    def records() -> Iterator[Imported]:
+        for i in range(notes):
+            if i % _BATCH == _BATCH - 1:
+                time.sleep(0.6)  # the source's pause between batches, not a wait for Redis
+            yield check_record(record(ws, i, f"body {i}"), source=ws, target=ws)
+
+    report = await board.import_notes(records, workspace=ws, replace=False, author="ops")
+    assert (report.imported, report.skipped) == (notes, 0)
+    assert report.links == notes - 1
+    assert await board.count_notes(ws) == notes

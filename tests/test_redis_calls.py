@@ -91,7 +91,9 @@ async def test_every_one_of_many_operations_at_once_gets_its_own_deadline(
         return time.monotonic() - started
 
     waits = await asyncio.gather(*(timed(i * 0.02) for i in range(12)))
-    assert all(0.29 <= wait < 1.0 for wait in waits), waits
+    # Never before its own deadline; the upper bound only has to tell "its deadline fired"
+    # from "it waited for another's" or "it hung", so it is generous for a loaded machine.
+    assert all(0.29 <= wait < 3.0 for wait in waits), waits
 
 
 async def test_a_caller_cancelling_an_operation_gets_its_cancellation_not_unavailable(
@@ -120,7 +122,7 @@ async def test_a_task_whose_operation_ran_out_of_time_goes_on_uncancelled(
     with pytest.raises(Unavailable) as failed:
         async with _redis_errors.mapped_redis_errors(), _redis_errors.mapped_redis_errors():
             await asyncio.sleep(10)
-    assert 0.19 <= time.monotonic() - started < 1.0
+    assert 0.19 <= time.monotonic() - started < 3.0  # fired once, not at 10 s (generous)
     assert isinstance(failed.value.__cause__, TimeoutError)
     task = asyncio.current_task()
     assert task is not None and task.cancelling() == 0

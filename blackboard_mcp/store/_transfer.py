@@ -306,44 +306,49 @@ async def import_notes(
     report = ImportReport()
     written = bytearray()  # bit i: the i-th record was written (not skipped)
     index = 0
-    async with mapped_redis_errors():
-        # The workspace registry is the caller's (Board.import_notes): on a cluster it is
-        # another slot's key.
-        for batch in _batches(records()):
-            if replace:
-                gone = await delete_members(
-                    client,
-                    workspace,
-                    [n.address.member for n in batch],
-                    author=author,
-                    changelog_maxlen=changelog_maxlen,
-                )
-                report.replaced += len(gone)
-            pipe = client.pipeline(transaction=False)
-            for note in batch:
-                _queue_import(pipe, note, author=author, changelog_maxlen=changelog_maxlen)
-            for seq in await pipe.execute():
-                if index % 8 == 0:
-                    written.append(0)
-                if seq:
-                    written[index // 8] |= 1 << index % 8
-                    report.imported += 1
-                else:
-                    report.skipped += 1
-                index += 1
-        index = 0
-        for batch in _batches(records()):
-            chosen = []
-            for note in batch:
-                if index < 8 * len(written) and written[index // 8] >> index % 8 & 1:
-                    chosen.append(note)
-                index += 1
-            pipe = client.pipeline(transaction=False)
-            for note in chosen:
-                _queue_links(pipe, note)
-            for note, added in zip(chosen, await pipe.execute(), strict=True):
-                report.links += int(added)
-                report.links_skipped += len(note.links) - int(added)
+    # One deadline per batch's round trip, not one for the whole import: an import of any
+    # size (or read from a slow source) is bounded by how long Redis takes per batch. The
+    # workspace registry is the caller's (Board.import_notes): on a cluster it is another
+    # slot's key.
+    for batch in _batches(records()):
+        if replace:
+            gone = await delete_members(
+                client,
+                workspace,
+                [n.address.member for n in batch],
+                author=author,
+                changelog_maxlen=changelog_maxlen,
+            )
+            report.replaced += len(gone)
+        pipe = client.pipeline(transaction=False)
+        for note in batch:
+            _queue_import(pipe, note, author=author, changelog_maxlen=changelog_maxlen)
+        async with mapped_redis_errors():
+            written_seqs = await pipe.execute()
+        for seq in written_seqs:
+            if index % 8 == 0:
+                written.append(0)
+            if seq:
+                written[index // 8] |= 1 << index % 8
+                report.imported += 1
+            else:
+                report.skipped += 1
+            index += 1
+    index = 0
+    for batch in _batches(records()):
+        chosen = []
+        for note in batch:
+            if index < 8 * len(written) and written[index // 8] >> index % 8 & 1:
+                chosen.append(note)
+            index += 1
+        pipe = client.pipeline(transaction=False)
+        for note in chosen:
+            _queue_links(pipe, note)
+        async with mapped_redis_errors():
+            added_links = await pipe.execute()
+        for note, added in zip(chosen, added_links, strict=True):
+            report.links += int(added)
+            report.links_skipped += len(note.links) - int(added)
     return report
 
 
