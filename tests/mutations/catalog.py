@@ -412,8 +412,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="listing-admission-ignored",
         why="a revoked or over-limit token still lists and searches the board",
         path="blackboard_mcp/store/_admission.py",
-        original="return self._verdict(int(reply), now)",
-        replacement="return self._verdict(0, now)",
+        original="        return self._verdict(int(reply))\n",
+        replacement="        return self._verdict(0)\n",
         tests=(
             "tests/test_revocation_and_limits.py::test_listing_and_search_are_refused_to_a_revoked_token_and_counted_against_the_limit",
         ),
