@@ -35,6 +35,47 @@ async def test_keys_named_by_url_are_fetched_once_and_cached(idp: FakeIdP) -> No
     assert idp.jwks_fetches == 1
 
 
+class ManualClock:
+    """A monotonic clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_an_unknown_key_id_refetches_at_a_bounded_rate_and_finds_a_rotated_key(
+    idp: FakeIdP,
+) -> None:
+    clock = ManualClock()
+    source = KeySource(jwks_url=idp.origin + "/jwks", refetch_seconds=30, clock=clock)
+    assert (await source.key("rsa-1")).key_type == "RSA"
+    assert idp.jwks_fetches == 1
+    idp.add_rsa("rsa-new", published=False)
+    # Within the interval a made-up kid fetches nothing: a flood of forged kids costs the
+    # IdP no more than one fetch per interval.
+    clock.now += 29
+    for _ in range(5):
+        with pytest.raises(UnknownKey):
+            await source.key("rsa-new")
+    assert idp.jwks_fetches == 1
+    # Past it, one unknown kid fetches once; more inside the new interval do not.
+    clock.now += 2
+    with pytest.raises(UnknownKey):
+        await source.key("rsa-new")
+    assert idp.jwks_fetches == 2
+    with pytest.raises(UnknownKey):
+        await source.key("rsa-new")
+    assert idp.jwks_fetches == 2
+    # A key the IdP rotated in is found by the next refetch, and then served from the cache.
+    idp.keys["rsa-new"].published = True
+    clock.now += 31
+    assert (await source.key("rsa-new")).key_type == "RSA"
+    assert (await source.key("rsa-new")).key_type == "RSA"
+    assert idp.jwks_fetches == 3
+
+
 async def test_keys_are_found_through_rfc8414_or_openid_metadata(
     idp: FakeIdP, realm_idp: FakeIdP
 ) -> None:

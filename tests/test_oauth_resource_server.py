@@ -180,31 +180,17 @@ async def test_bad_external_tokens_get_401_naming_the_resource_metadata(
     assert params["error_description"], params
 
 
-async def test_an_unknown_key_id_refetches_the_jwks_at_a_bounded_rate_then_refuses(
+async def test_a_token_with_an_unknown_key_id_is_refused_as_an_invalid_token(
     oauth_gateway: GatewayProcess, idp: FakeIdP, workspace: str
 ) -> None:
-    known = idp.token(kid="rsa-1", scope=scopes(workspace, "bb:read:*"), audience=RESOURCE)
-    assert (await post_list(oauth_gateway, known)).status_code == 200
-    time.sleep(REFETCH_SECONDS + 0.2)
-    idp.add_rsa("rsa-unknown", published=False)
-    before = idp.jwks_fetches
-    unknown = idp.token(kid="rsa-unknown", scope=scopes(workspace, "bb:read:*"), audience=RESOURCE)
+    # How often the gateway refetches the key set for unknown kids is proven against an
+    # injected clock (tests/test_oauth_keys.py); here, what a client is answered.
+    idp.add_rsa("rsa-never-published", published=False)
+    unknown = idp.token(
+        kid="rsa-never-published", scope=scopes(workspace, "bb:read:*"), audience=RESOURCE
+    )
     params = assert_invalid_token(await post_list(oauth_gateway, unknown))
     assert "key id" in params["error_description"], params
-    assert idp.jwks_fetches == before + 1
-    # More tokens with made-up key ids inside the interval: no more fetches.
-    for n in range(5):
-        other = idp.token(
-            kid="rsa-unknown", scope=scopes(workspace, f"bb:read:t{n}"), audience=RESOURCE
-        )
-        assert_invalid_token(await post_list(oauth_gateway, other))
-    assert idp.jwks_fetches == before + 1
-    # A key the IdP rotated in is found by the next refetch.
-    idp.keys["rsa-unknown"].published = True
-    time.sleep(REFETCH_SECONDS + 0.2)
-    rotated = idp.token(kid="rsa-unknown", scope=scopes(workspace, "bb:read:*"), audience=RESOURCE)
-    assert (await post_list(oauth_gateway, rotated)).status_code == 200
-    assert idp.jwks_fetches == before + 2
 
 
 async def test_a_request_without_a_token_is_told_where_the_metadata_is(

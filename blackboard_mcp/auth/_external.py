@@ -116,10 +116,13 @@ def external_tokens_from_settings(settings: Settings, *, resource: str) -> Exter
     )
 
 
-def _source(settings: Settings, **where: str) -> KeySource:
+def _source(
+    settings: Settings, *, jwks_url: str | None = None, issuer: str | None = None
+) -> KeySource:
     return KeySource(
+        jwks_url=jwks_url,
+        issuer=issuer,
         timeout_seconds=settings.oauth_fetch_timeout_seconds,
         cache_seconds=settings.oauth_jwks_cache_seconds,
         refetch_seconds=settings.oauth_refetch_seconds,
-        **where,
     )

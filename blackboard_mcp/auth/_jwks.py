@@ -19,6 +19,7 @@ import logging
 import math
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -79,6 +80,7 @@ class KeySource:
         timeout_seconds: float = 5.0,
         cache_seconds: float = 300.0,
         refetch_seconds: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if jwks_url is None and issuer is None:
             raise ValueError("a key source needs a JWKS URL or an issuer to discover it from")
@@ -87,6 +89,8 @@ class KeySource:
         self._timeout = timeout_seconds
         self._cache_seconds = cache_seconds
         self._refetch_seconds = refetch_seconds
+        # What the cache's age and the refetch interval are measured on.
+        self._clock = clock
         self._keys: dict[str | None, PyJWK] = {}
         self._fetched_at = -math.inf
         self._attempted_at = -math.inf
@@ -114,14 +118,14 @@ class KeySource:
         return self._keys.get(kid) if kid is not None else None
 
     def _wants_fetch(self, kid: str | None) -> bool:
-        now = time.monotonic()
+        now = self._clock()
         if now - self._attempted_at < self._refetch_seconds:
             return False
         stale = now - self._fetched_at >= self._cache_seconds
         return stale or self._lookup(kid) is None
 
     async def _refresh(self) -> None:
-        self._attempted_at = time.monotonic()
+        self._attempted_at = self._clock()
         try:
             # The thread is left to finish on its own when the wait ends: urllib's own
             # timeout bounds it too.
@@ -137,7 +141,7 @@ class KeySource:
             )
             return
         self._keys = keys
-        self._fetched_at = time.monotonic()
+        self._fetched_at = self._clock()
 
     def _fetch(self) -> dict[str | None, PyJWK]:
         if self._jwks_url is None:
