@@ -10,6 +10,7 @@ import redis
 import redis.asyncio as aioredis
 
 from blackboard_mcp.store import Board, board_client
+from blackboard_mcp.store._appends import _APPEND
 from blackboard_mcp.store._wire import WireConnection
 
 WS = "ws"
@@ -69,15 +70,17 @@ class ReadGate:
 
 # The store reads a note in its WATCH's own round trip, then sends either MULTI..EXEC or,
 # refused (a stale expect_version), UNWATCH (store/_tx.py). Holding both at the connection
-# holds every task that has read under WATCH, before any commits.
+# holds every task that has read under WATCH, before any commits. An append reads the
+# note's blob name, then sends its script (store/_appends.py): held there likewise.
 _AFTER_READ = (b"*1\r\n$5\r\nMULTI\r\n", b"*1\r\n$7\r\nUNWATCH\r\n")
+_APPEND_SCRIPT = _APPEND.encode()
 
 
 class _GatedWire(WireConnection):
     gate: ReadGate
 
     async def round_trip(self, packed: bytes, count: int) -> list[Any]:
-        if packed.upper().startswith(_AFTER_READ):
+        if packed.upper().startswith(_AFTER_READ) or _APPEND_SCRIPT in packed:
             await self.gate.after_read(_done())
         return await super().round_trip(packed, count)
 

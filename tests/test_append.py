@@ -1,13 +1,17 @@
-"""append: extends a text note under the same CAS transaction, without expect_version."""
+"""append: extends a text note in place, in one atomic step, without expect_version."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import httpx
 import pytest
 from store_support import raw, snapshot, uri
+from support import GatewayProcess, agent_token, call, mcp_client
 
-from blackboard_mcp.store import Board, InvalidArgument
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import Board, InvalidArgument, TooLarge
 
 AUTHOR = "agent"
 
@@ -131,3 +135,128 @@ async def test_append_crossing_the_offload_threshold_moves_the_body_to_a_blob(
     body, version = await body_of(board, uri("log"))
     assert body == expected
     assert version == 12
+
+
+async def test_sixty_four_agents_appending_to_one_note_through_a_gateway_are_all_kept(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    # The seed's running entry (a shared log): an append has no version to conflict on, so
+    # none may be refused however many agents append at once.
+    writers, each = 64, 12
+    log = f"bb://{workspace}/runs/log"
+    token = agent_token(issuer, workspace)
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+
+    async def agent(n: int, http: httpx.AsyncClient) -> list[dict[str, Any]]:
+        answers = []
+        for i in range(each):
+            request = {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {
+                    "name": "update_state",
+                    "arguments": {"uri": log, "digest": "The run's log.", "append": f"<{n}.{i}>"},
+                },
+            }
+            reply = await http.post(gateway.mcp_url, json=request, headers=headers)
+            assert reply.status_code == 200, reply.text
+            answers.append(reply.json()["result"])
+        return answers
+
+    limits = httpx.Limits(max_connections=writers)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+        results = await asyncio.gather(*(agent(n, http) for n in range(writers)))
+    answers = [a for per_agent in results for a in per_agent]
+    refused = [a["structuredContent"] for a in answers if a["isError"]]
+    assert refused == []
+    versions = sorted(a["structuredContent"]["version"] for a in answers)
+    assert versions == list(range(1, writers * each + 1))
+    async with mcp_client(gateway.mcp_url, token) as client:
+        err, body = await call(client, "get_state", uris=[log], mode="full", budget_tokens=100_000)
+    assert not err and "cut" not in body["items"][0], body
+    text = body["items"][0]["body"]
+    for n in range(writers):
+        for i in range(each):
+            assert text.count(f"<{n}.{i}>") == 1
+
+
+async def test_an_append_to_a_note_near_the_size_limit_keeps_every_byte(
+    board: Board, redis_url: str
+) -> None:
+    limit = 1024 * 1024  # BB_MAX_BODY_BYTES's default
+    start = "\u00e9" * ((limit - 100) // 2)  # two bytes a character
+    await board.update_state(author=AUTHOR, uri=uri("big"), digest="Big.", body=start)
+    await board.update_state(author=AUTHOR, uri=uri("big"), digest="Big.", append="tail-1 ")
+    await board.update_state(author=AUTHOR, uri=uri("big"), digest="Big.", append="tail-2")
+    # Larger than any read's budget: looked at in Redis, and read back by its last part.
+    client = raw(redis_url)
+    try:
+        blob, size, version = client.hmget("bbn:{ws}:t/big", ["blob", "size", "version"])
+        assert blob is not None and blob.startswith(b"log-")
+        assert client.get(b"bbb:{ws}:" + blob) == (start + "tail-1 tail-2").encode()
+        size = int(size or 0)
+        assert (size, int(version or 0)) == (len(start.encode()) + len("tail-1 tail-2"), 3)
+    finally:
+        client.close()
+    # One more byte than is left: refused, nothing written.
+    before = snapshot(redis_url)
+    with pytest.raises(TooLarge):
+        await board.update_state(
+            author=AUTHOR, uri=uri("big"), digest="Big.", append="x" * (limit - size + 1)
+        )
+    assert snapshot(redis_url) == before
+
+
+async def test_appending_to_a_note_that_shares_its_blob_leaves_the_other_note_whole(
+    board: Board, redis_url: str
+) -> None:
+    shared = "same large body " * 2000  # 32 KB: offloaded, content-addressed
+    for name in ("a", "b"):
+        await board.update_state(author=AUTHOR, uri=uri(name), digest="Twin.", body=shared)
+    client = raw(redis_url)
+    try:
+        [blob] = {client.hget(f"bbn:{{ws}}:t/{n}", "blob") for n in ("a", "b")}
+        assert client.hget("bbr:{ws}", blob) == b"2"
+        await board.update_state(author=AUTHOR, uri=uri("a"), digest="Twin.", append=" more")
+        assert (await body_of(board, uri("a")))[0] == shared + " more"
+        assert (await body_of(board, uri("b")))[0] == shared
+        own = client.hget("bbn:{ws}:t/a", "blob")
+        assert own is not None and own.startswith(b"log-") and own != blob
+        assert client.hget("bbr:{ws}", blob) == b"1"
+        # Rewritten whole, the note's log blob is freed; deleted, the shared one goes too.
+        await board.update_state(author=AUTHOR, uri=uri("a"), digest="Short.", body="short")
+        assert not client.exists(f"bbb:{{ws}}:{own.decode()}")
+        await board.delete(author=AUTHOR, workspace="ws", uri=uri("b"))
+        assert client.keys("bbb:*") == []
+    finally:
+        client.close()
+
+
+async def test_an_appended_notes_token_count_is_within_a_few_tokens_of_the_exact_one(
+    board: Board,
+) -> None:
+    lines = [
+        f"step {i}: checked replica lag on node-{i % 7}, WAL at {i * 37} MB\n" for i in range(200)
+    ]
+    for line in lines:
+        await board.update_state(author=AUTHOR, uri=uri("run"), digest="A run.", append=line)
+    appended = (await board.get_state(uris=[uri("run")], mode="digest"))["items"][0]
+    await board.update_state(author=AUTHOR, uri=uri("whole"), digest="A run.", body="".join(lines))
+    whole = (await board.get_state(uris=[uri("whole")], mode="digest"))["items"][0]
+    # Each seam may merge or split a token: at most one either way per append.
+    assert abs(appended["est_tokens"] - whole["est_tokens"]) <= len(lines)
+    assert appended["est_tokens"] >= whole["est_tokens"] * 0.9
+
+
+async def test_text_appended_past_the_offload_size_is_found_by_search(board: Board) -> None:
+    await board.update_state(author=AUTHOR, uri=uri("log"), digest="A log.", body="x " * 6000)
+    await board.update_state(
+        author=AUTHOR, uri=uri("log"), digest="A log.", append=" ptarmigan \u6771\u4eac"
+    )
+    found = await board.search_keys(workspace="ws", q="ptarmigan")
+    assert [hit["uri"] for hit in found["items"]] == [uri("log")]

@@ -1248,24 +1248,29 @@ def test_a_writers_well_formed_writes_succeed_and_cite_only_what_it_may_read(
     stored = world.redis.hmget(_note_key(uri), ["version", "kind"])
     current = int(stored[0] or 0)
     args: dict[str, Any] = {"uri": uri, "digest": data.draw(GOOD_TEXT, label="digest")}
+    # Every value is drawn whatever the note holds, and only then chosen from: draws that
+    # depended on the board's state (which earlier examples change) made Hypothesis see a
+    # different test for the same choices and fail as flaky.
     form = data.draw(st.sampled_from(["body", "body", "table", "append"]), label="form")
+    body_text = data.draw(GOOD_BODIES, label="body")
+    table = data.draw(good_table(), label="table")
+    appended = data.draw(GOOD_TEXT, label="append")
     if form == "append" and stored[1] == b"table":
         form = "body"  # append extends text notes only
     if form == "body":
-        args["body"] = data.draw(GOOD_BODIES, label="body")
+        args["body"] = body_text
     elif form == "table":
-        args["columns"], args["rows"] = data.draw(good_table(), label="table")
+        args["columns"], args["rows"] = table
     else:
-        args["append"] = data.draw(GOOD_TEXT, label="append")
+        args["append"] = appended
     # Hypothesis leans towards the first of a list and the low end of a range: the common
     # case goes there, the refusals later.
     expect = data.draw(st.sampled_from(["current", "stale", "none", "current", "current"]))
+    offset = data.draw(st.sampled_from([-1, 1, 5]), label="stale by")
     if form != "append" and expect == "current":
         args["expect_version"] = current
     elif form != "append" and expect == "stale":
-        args["expect_version"] = data.draw(
-            st.sampled_from([v for v in (current - 1, current + 1, current + 5) if v >= 0])
-        )
+        args["expect_version"] = current + offset if current + offset >= 0 else current + 1
     sources = data.draw(st.lists(readable_addresses(world), max_size=2), label="sources")
     if data.draw(st.integers(0, 5), label="hidden source") == 5:
         sources.append(data.draw(hidden_addresses(world)))

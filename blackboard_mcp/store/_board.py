@@ -14,6 +14,7 @@ from redis.exceptions import MovedError
 
 from . import _keys as keys
 from ._addresses import parse_address, validate_workspace
+from ._appends import append_note
 from ._delete import DeleteReport, delete_notes, delete_target, forget_workspace, plan_delete
 from ._errors import StoreError, Unavailable
 from ._links import LinkResult, check_link, write_links
@@ -210,9 +211,10 @@ class Board:
                 confidence=confidence,
                 max_body_bytes=self._limits.max_body_bytes,
             )
+        apply = write_note if write.append is None else append_note
         result = await self._at_home(
             write.address.workspace,
-            lambda client: write_note(
+            lambda client: apply(
                 client,
                 write,
                 counter=self._counter,

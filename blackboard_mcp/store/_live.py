@@ -139,11 +139,15 @@ async def note_content(client: aioredis.Redis[bytes], address: Address) -> NoteC
     that the topic may be read."""
     key = keys.note(address.workspace, address.member)
     async with mapped_redis_errors():
-        kind, version, body, blob = await client.hmget(key, ["kind", "version", "body", "blob"])
+        kind, version, body, blob, size = await client.hmget(
+            key, ["kind", "version", "body", "blob", "size"]
+        )
         if kind is None:
             raise NotFound(f"no note at {address.uri}", uri=address.uri)
         if blob:
-            body = await client.get(keys.blob(address.workspace, blob.decode()))
+            # Up to the size read with it: an appended note's log blob may have grown since.
+            blob_key = keys.blob(address.workspace, blob.decode())
+            body = await client.getrange(blob_key, 0, int(size or 0) - 1)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
     return NoteContent(
         uri=address.uri,
         kind=kind.decode(),

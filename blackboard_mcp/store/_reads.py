@@ -114,11 +114,13 @@ async def _fetch_content(
     for i, (entry, address, note) in enumerate(wanted):
         if not note.get("blob"):
             commands.append(("HGET", keys.note(address.workspace, address.member), "body"))
-        elif i == 0 and prefix_bytes is not None and entry.columns is None:
-            blob = keys.blob(address.workspace, note["blob"])
-            commands.append(("GETRANGE", blob, 0, prefix_bytes - 1))
-        else:
-            commands.append(("GET", keys.blob(address.workspace, note["blob"])))
+            continue
+        # A blob is read up to the size its note said: an appended note's log blob may have
+        # grown since (store/_appends.py), and what was read is this version's content.
+        end = int(note.get("size") or 0)
+        if i == 0 and prefix_bytes is not None and entry.columns is None:
+            end = min(end, prefix_bytes)
+        commands.append(("GETRANGE", keys.blob(address.workspace, note["blob"]), 0, end - 1))
     pool: WaitingConnectionPool = client.connection_pool
     for (entry, _, note), raw in zip(wanted, await pool.round_trip(commands), strict=True):
         data = raw or b""

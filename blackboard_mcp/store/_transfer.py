@@ -162,7 +162,9 @@ async def _read_batch(
             pipe = client.pipeline(transaction=False)
             for note, _links in notes:
                 if note.get("blob"):
-                    pipe.get(keys.blob(ws, note["blob"]))
+                    # Up to the size read with it: a log blob may have grown since.
+                    end = int(note.get("size") or 0) - 1
+                    pipe.getrange(keys.blob(ws, note["blob"]), 0, end)
             blobs = iter(await pipe.execute())
         retry = []
         for member, (note, links) in zip(pending, notes, strict=True):
@@ -170,8 +172,8 @@ async def _read_batch(
                 continue  # deleted since it was listed
             content = note.get("body", "")
             if note.get("blob"):
-                data = next(blobs)
-                if data is None:
+                data = next(blobs) or b""
+                if len(data) < int(note.get("size") or 0):
                     # Rewritten between the two reads, and its old blob freed: read it again.
                     retry.append(member)
                     continue

@@ -1,4 +1,7 @@
-"""update_state: compare-and-swap writes, appends and large-content offload, in one transaction."""
+"""update_state: compare-and-swap writes and large-content offload, in one transaction.
+
+Appends have their own path (store/_appends.py): they take no expected version.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import redis.asyncio as aioredis
 
 from . import _keys as keys
 from ._commit import queue_commit
-from ._errors import Conflict, InvalidArgument, TooLarge
+from ._errors import Conflict
 from ._notes import NoteWrite
 from ._tokencount import TokenCounter, count_as_json_string
 from ._tx import Gate, ReplicaWait, Transaction, run_transaction
@@ -58,21 +61,22 @@ async def write_note(
     learns the note's version (it needs it for expect_version) but nothing of its content:
     no digest in a conflict, no stored size or kind in a refused append.
     """
+    if write.append is not None:
+        raise ValueError("an append is written by append_note (store/_appends.py)")
     ws = write.address.workspace
     member = write.address.member
     note_key = keys.note(ws, member)
     refs_key = keys.blob_refs(ws)
     warnings = list(write.warnings)
-    if write.expect_version is None and write.append is None:
+    if write.expect_version is None:
         warnings.append(
             "written without expect_version: a concurrent write could have been overwritten; "
             "pass the version you read"
         )
     digest_tokens = counter.count(write.digest)
-    # Token counting happens once here, outside the transaction, except for appends whose
-    # final text depends on what is stored.
-    fixed_text = _fixed_content(write)
-    fixed_tokens = count_as_json_string(counter, fixed_text) if fixed_text is not None else 0
+    # Token counting happens once here, outside the transaction.
+    content = _content(write)
+    content_tokens = count_as_json_string(counter, content)
 
     async def body(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], WriteResult]:
         old = first[0]
@@ -95,34 +99,7 @@ async def write_note(
                 message, current_version=old_version, current_digest=current if may_read else None
             )
 
-        if write.append is not None:
-            if old_version and old_kind == "table":
-                raise InvalidArgument(
-                    "append extends text notes; rewrite a table with columns+rows"
-                    if may_read
-                    else "append cannot extend this note; rewrite it whole",
-                    argument="append",
-                )
-            previous = _decode(await tx.read("HGET", note_key, "body"))
-            if old_blob:
-                previous = _decode(await tx.read("GET", keys.blob(ws, old_blob)))
-            content = previous + write.append
-            size = len(content.encode("utf-8"))
-            if size > limits.max_body_bytes:
-                raise TooLarge(
-                    f"the appended body would be {size} bytes; the limit is {limits.max_body_bytes}"
-                    if may_read
-                    else f"the appended body would be over the limit of "
-                    f"{limits.max_body_bytes} bytes",
-                    argument="append",
-                    hint="start a new note and link it with link_state(rel='part_of')",
-                )
-            content_tokens = count_as_json_string(counter, content)
-            kind = "text" if not old_version else old_kind
-        else:
-            content = fixed_text or ""
-            content_tokens = fixed_tokens
-            kind = write.kind
+        kind = write.kind
         encoded = content.encode("utf-8")
         new_blob = ""
         if len(encoded) > limits.offload_bytes:
@@ -157,15 +134,6 @@ async def write_note(
             "nrows": len(write.table.rows) if write.table else 0,
             "origin": write.origin,
         }
-        if write.append is not None and old_version:
-            # An append keeps the note's sources and confidence unless it brings new ones.
-            del record["sources"]
-            del record["confidence"]
-            if write.sources:
-                record["sources"] = orjson.dumps([s.uri for s in write.sources]).decode()
-            if write.confidence is not None:
-                record["confidence"] = write.confidence
-
         tx.multi()
         if new_blob != old_blob:
             if new_blob:
@@ -190,9 +158,7 @@ async def write_note(
             topic=topic,
             member=member,
             kind=kind,
-            op="append"
-            if write.append is not None
-            else ("create" if not old_version else "update"),
+            op="create" if not old_version else "update",
             uri=write.address.uri,
             version=version,
             author=write.author,
@@ -218,9 +184,7 @@ async def write_note(
     )
 
 
-def _fixed_content(write: NoteWrite) -> str | None:
+def _content(write: NoteWrite) -> str:
     if write.table is not None:
         return write.table.to_tsv()
-    if write.append is not None:
-        return None
     return write.body or ""

@@ -239,6 +239,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_offload.py", "tests/test_append.py"),
     ),
     Mutation(
+        name="append-log-not-extended",
+        why="an append to a note in its log blob is acknowledged and its text lost",
+        path="blackboard_mcp/store/_appends.py",
+        original="  redis.call('APPEND', KEYS[10], text)\n",
+        replacement="",
+        tests=("tests/test_append.py",),
+    ),
+    Mutation(
         name="search-without-topic-filter",
         why="search_keys finds notes in topics the token may not read",
         path="blackboard_mcp/store/_search.py",
@@ -268,7 +276,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         path="blackboard_mcp/auth/_jwks.py",
         original="if now - self._attempted_at < self._refetch_seconds:",
         replacement="if False:",
-        tests=("tests/test_oauth_resource_server.py",),
+        tests=("tests/test_oauth_keys.py",),
     ),
     Mutation(
         name="jwks-body-uncapped",
