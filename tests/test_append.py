@@ -260,3 +260,19 @@ async def test_text_appended_past_the_offload_size_is_found_by_search(board: Boa
     )
     found = await board.search_keys(workspace="ws", q="ptarmigan")
     assert [hit["uri"] for hit in found["items"]] == [uri("log")]
+
+
+async def test_a_logs_search_text_stops_at_its_limit_on_a_whole_character(
+    board: Board, redis_url: str
+) -> None:
+    chunk = "\u6771\u4eac\u00e9 " * 400  # 3-, 3- and 2-byte characters: seams fall anywhere
+    for _ in range(20):
+        await board.update_state(author=AUTHOR, uri=uri("log"), digest="A log.", append=chunk)
+    client = raw(redis_url)
+    try:
+        stext = client.hget("bbn:{ws}:t/log", "stext") or b""
+    finally:
+        client.close()
+    assert 16 * 1024 - 4 < len(stext) <= 16 * 1024
+    assert (chunk * 20).encode().startswith(stext)
+    stext.decode("utf-8")  # strict: no character cut in two

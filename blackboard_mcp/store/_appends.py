@@ -55,7 +55,11 @@ LOG_BLOB_PREFIX = "log-"
 # note's blob is not the one the caller saw (read it, declare it, call again).
 _APPEND = """
 local note = KEYS[1]
-local old = redis.call('HMGET', note, 'version', 'kind', 'blob', 'size', 'body_tokens', 'stext')
+local old = redis.call('HMGET', note, 'version', 'kind', 'blob', 'size', 'body_tokens')
+-- The search text is read only while it can still grow (reading a full one costs its size).
+if redis.call('HSTRLEN', note, 'stext') < tonumber(ARGV[4]) then
+  old[6] = redis.call('HGET', note, 'stext')
+end
 local version = tonumber(old[1]) or 0
 local kind = 'text'
 if version > 0 and old[2] then kind = old[2] end
@@ -71,10 +75,11 @@ local function put(name, value)
   fields[#fields + 1] = name
   fields[#fields + 1] = value
 end
--- The first ARGV[4] bytes of head .. more, never ending inside a UTF-8 character.
+-- The first ARGV[4] bytes of head .. more, never ending inside a UTF-8 character; nil when
+-- that is head itself (full already: the field is left as it is, not rewritten).
 local function search_text(head, more)
   local room = tonumber(ARGV[4]) - #head
-  if room <= 0 then return head end
+  if room <= 0 then return nil end
   if #more <= room then return head .. more end
   local cut = room
   while cut > 0 do
@@ -82,12 +87,17 @@ local function search_text(head, more)
     if b < 128 or b >= 192 then break end
     cut = cut - 1
   end
+  if cut == 0 then return nil end
   return head .. string.sub(more, 1, cut)
+end
+local function put_search_text(head, more)
+  local text = search_text(head, more)
+  if text then put('stext', text) end
 end
 
 if string.sub(blob, 1, 4) == 'log-' then
   redis.call('APPEND', KEYS[10], text)
-  put('stext', search_text(old[6] or '', text))
+  if old[6] then put_search_text(old[6], text) end
 elseif blob ~= '' then
   local shared = redis.call('GET', KEYS[10]) or ''
   redis.call('SET', KEYS[11], shared .. text)
@@ -97,7 +107,7 @@ elseif blob ~= '' then
     redis.call('HDEL', KEYS[7], blob)
   end
   put('blob', ARGV[17])
-  put('stext', search_text(old[6] or '', text))
+  if old[6] then put_search_text(old[6], text) end
 else
   local body = ''
   if version > 0 then body = redis.call('HGET', note, 'body') or '' end
@@ -107,7 +117,7 @@ else
     redis.call('HSET', KEYS[7], ARGV[17], 1)
     put('body', '')
     put('blob', ARGV[17])
-    put('stext', search_text('', content))
+    put_search_text('', content)
   else
     put('body', body .. text)
     put('blob', '')
