@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import httpx
-from support import GatewayProcess, agent_token, call, mcp_client
+from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import EmbeddedRedis
 
 SAMPLE = re.compile(r"^(bb_\w+?)(?:_total|_count)?\{([^}]*)\} (\S+)$", re.MULTILINE)
 
@@ -128,3 +130,31 @@ def test_latency_buckets_count_each_value_at_or_below_their_bound_cumulatively()
     assert 'bb_tool_calls_total{outcome="ok",tool="get_state"} 1.0' in text
     assert "bb_conflicts_total 1.0" in text
     assert "bb_direct_tool_calls_total 0.0" in text
+
+
+async def test_every_scrape_of_a_gateway_with_two_workers_counts_every_workers_calls(
+    redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str, tmp_path: Path
+) -> None:
+    # Prometheus reads a drop in a counter as a restart: a scrape answered by one worker
+    # must count the calls every worker answered, or rate() sees resets every other scrape.
+    gateway = start_gateway(redis_server.url, tmp_path / "gw", workers=2)
+    try:
+        token = agent_token(issuer, workspace)
+        writes = 60
+        # A fresh connection per call: the kernel spreads them over both workers.
+        for n in range(writes):
+            async with mcp_client(gateway.mcp_url, token) as client:
+                err, _ = await call(
+                    client, "update_state", uri=f"bb://{workspace}/m/n{n}", digest="d"
+                )
+                assert not err
+        key = ("bb_tool_calls", 'outcome="ok",tool="update_state"')
+        seen = []
+        for _ in range(8):
+            with httpx.Client() as fresh:  # a new connection: either worker may answer
+                text = fresh.get(gateway.url + "/metrics").text
+            found = {(n, labels): float(v) for n, labels, v in SAMPLE.findall(text)}
+            seen.append(found.get(key, 0.0))
+        assert seen == [float(writes)] * 8
+    finally:
+        stop_gateway(gateway)

@@ -6,6 +6,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -55,6 +56,8 @@ class GatewayParts:
     revocations: RevocationList
     audit: BatchAuditSink
     issuer: TokenIssuer | None = None
+    # Where the workers of one `serve` count their metrics together (gateway/_metrics.py).
+    metrics_dir: Path | None = None
 
 
 def _transport_security(settings: Settings) -> TransportSecuritySettings:
@@ -92,7 +95,7 @@ def create_app(parts: GatewayParts) -> Starlette:
     for name, handler in HANDLERS.items():
         manifest.bind(name, handler)
     manifest.require_complete()
-    metrics = GatewayMetrics()
+    metrics = GatewayMetrics(multiprocess_dir=parts.metrics_dir)
     audit = BufferedAudit(sink=parts.audit, linger_seconds=settings.audit_linger_seconds)
     caller = ToolCaller(
         board=parts.board,

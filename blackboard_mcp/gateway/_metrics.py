@@ -1,182 +1,123 @@
-"""Prometheus metrics, one registry per app (no process-global collectors)."""
+"""Prometheus metrics, one registry per app (no process-global collectors).
+
+The call metrics are prometheus_client's own. With several worker processes (``serve
+--workers N``) each worker counts into prometheus_client's multiprocess files in one
+directory (``PROMETHEUS_MULTIPROC_DIR``, which ``serve`` makes for its workers), and a scrape,
+whichever worker answers it, adds every worker's counts up: counters never go backwards
+between scrapes, so Prometheus sees no resets. The Redis node gauges are what the scraping
+worker saw of Redis at that scrape, read once per scrape.
+"""
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
-from itertools import accumulate
-from math import inf
-from typing import Generic, TypeVar
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
 from blackboard_mcp.store import NodeReport
 
-_Child = TypeVar("_Child")
+# prometheus_client's own variable: set, its metrics count into files in that directory.
+MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+# Multiprocess mode has no `_created` series; one worker shows none either, so that the
+# exposition does not change with the number of workers.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 
-class _CountChild:
-    __slots__ = ("value",)
+class _NodeGauges(Collector):
+    """The board's Redis nodes as the last scrape saw them; a node gone leaves the series."""
 
     def __init__(self) -> None:
-        self.value = 0.0
+        self._nodes: Sequence[NodeReport] = ()
 
-    def inc(self, amount: float = 1.0) -> None:
-        self.value += amount
+    def observe(self, nodes: Sequence[NodeReport]) -> None:
+        self._nodes = tuple(nodes)
 
-
-class _Labelled(Generic[_Child]):
-    """A metric's children by label values, made on first use.
-
-    prometheus_client's metrics take a lock on every ``inc``/``observe`` (and ``labels()``
-    checks and stringifies its values): every tool call paid for three or four. The gateway
-    counts on its event loop's one thread, the only one that renders ``/metrics`` too, so
-    plain numbers are enough; the exposition is prometheus_client's own, from ``collect``.
-    Only for label values from a closed set (tool names, error codes): children are kept.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        documentation: str,
-        labelnames: Sequence[str],
-        make_child: Callable[[], _Child],
-    ) -> None:
-        self._name = name
-        self._documentation = documentation
-        self._labelnames = tuple(labelnames)
-        self._make_child = make_child
-        self._children: dict[tuple[str, ...], _Child] = {}
-
-    def labels(self, *values: str) -> _Child:
-        child = self._children.get(values)
-        if child is None:
-            if len(values) != len(self._labelnames):
-                raise ValueError(f"{self._name} takes labels {self._labelnames}")
-            key = tuple(str(v) for v in values)
-            child = self._children.get(key)
-            if child is None:
-                child = self._children[key] = self._make_child()
-        return child
-
-
-class _Counter(_Labelled[_CountChild]):
-    """A counter, with labels or without (then ``inc`` on the metric itself)."""
-
-    def __init__(self, name: str, documentation: str, labelnames: Sequence[str] = ()) -> None:
-        super().__init__(name, documentation, labelnames, _CountChild)
-        self._unlabelled = _CountChild()
-
-    def inc(self, amount: float = 1.0) -> None:
-        self._unlabelled.value += amount
-
-    def collect(self) -> Iterator[CounterMetricFamily]:
-        if not self._labelnames:
-            yield CounterMetricFamily(self._name, self._documentation, self._unlabelled.value)
-            return
-        family = CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
-        for values, child in self._children.items():
-            family.add_metric(values, child.value)
-        yield family
-
-
-class _HistogramChild:
-    __slots__ = ("_bounds", "counts", "total")
-
-    def __init__(self, bounds: tuple[float, ...]) -> None:
-        self._bounds = bounds
-        self.counts = [0] * (len(bounds) + 1)  # per bucket, the last one +Inf
-        self.total = 0.0
-
-    def observe(self, value: float) -> None:
-        # Bucket ``le`` counts values <= its bound: the first bound not below the value.
-        self.counts[bisect_left(self._bounds, value)] += 1
-        self.total += value
-
-
-class _Histogram(_Labelled[_HistogramChild]):
-    """A histogram with labels."""
-
-    def __init__(
-        self, name: str, documentation: str, labelnames: Sequence[str], buckets: Sequence[float]
-    ) -> None:
-        self._bounds = bounds = tuple(sorted(buckets))
-        super().__init__(name, documentation, labelnames, lambda: _HistogramChild(bounds))
-
-    def collect(self) -> Iterator[HistogramMetricFamily]:
-        family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
-        for values, child in self._children.items():
-            cumulative = list(accumulate(child.counts))
-            buckets = [
-                (_bound_label(bound), float(count))
-                for bound, count in zip((*self._bounds, inf), cumulative, strict=True)
-            ]
-            family.add_metric(list(values), buckets, child.total)
-        yield family
-
-
-def _bound_label(bound: float) -> str:
-    # As prometheus_client writes a bucket's ``le`` (its bounds here are all short decimals).
-    return "+Inf" if bound == inf else repr(float(bound))
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily(
+            "bb_redis_node_up",
+            "1 when the Redis node answers, per node of the board (every node of a cluster).",
+            labels=["node", "role"],
+        )
+        ready = GaugeMetricFamily(
+            "bb_redis_node_index_ready",
+            "1 when the primary's search index exists and has finished indexing.",
+            labels=["node"],
+        )
+        memory = GaugeMetricFamily(
+            "bb_redis_node_used_memory_bytes",
+            "used_memory of each Redis node.",
+            labels=["node", "role"],
+        )
+        for node in self._nodes:
+            up.add_metric([node.address, node.role], 1 if node.up else 0)
+            memory.add_metric([node.address, node.role], node.used_memory_bytes)
+            if node.role == "primary":
+                ready.add_metric([node.address], 1 if node.index == "ready" else 0)
+        yield from (up, ready, memory)
 
 
 class GatewayMetrics:
-    def __init__(self) -> None:
+    """The gateway's metrics; ``multiprocess_dir`` when this is one of several workers."""
+
+    def __init__(self, *, multiprocess_dir: Path | None = None) -> None:
         self.registry = CollectorRegistry()
-        self.calls = _Counter(
+        self._multiprocess_dir = multiprocess_dir
+        self.calls = Counter(
             "bb_tool_calls",
             "Tool calls by tool and outcome (ok or an error code).",
             ["tool", "outcome"],
+            registry=self.registry,
         )
-        self.latency = _Histogram(
+        self.latency = Histogram(
             "bb_tool_latency_seconds",
             "Tool call latency.",
             ["tool"],
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=self.registry,
         )
-        self.conflicts = _Counter("bb_conflicts", "update_state calls refused by compare-and-swap.")
-        self.refused = _Counter(
+        self.conflicts = Counter(
+            "bb_conflicts",
+            "update_state calls refused by compare-and-swap.",
+            registry=self.registry,
+        )
+        self.refused = Counter(
             "bb_refused_calls",
             "Calls refused before the handler (auth, scope, rate).",
             ["code"],
+            registry=self.registry,
         )
-        self.direct_calls = _Counter(
+        self.direct_calls = Counter(
             "bb_direct_tool_calls",
             "Tool calls answered without the SDK's per-request machinery (the rest of "
             "bb_tool_calls went through the SDK).",
-        )
-        for metric in (self.calls, self.latency, self.conflicts, self.refused, self.direct_calls):
-            self.registry.register(metric)
-
-        self.node_up = Gauge(
-            "bb_redis_node_up",
-            "1 when the Redis node answers, per node of the board (every node of a cluster).",
-            ["node", "role"],
             registry=self.registry,
         )
-        self.node_index_ready = Gauge(
-            "bb_redis_node_index_ready",
-            "1 when the primary's search index exists and has finished indexing.",
-            ["node"],
-            registry=self.registry,
-        )
-        self.node_memory = Gauge(
-            "bb_redis_node_used_memory_bytes",
-            "used_memory of each Redis node.",
-            ["node", "role"],
-            registry=self.registry,
-        )
+        self._nodes = _NodeGauges()
+        self._node_registry = CollectorRegistry()
+        self._node_registry.register(self._nodes)
 
     def observe_nodes(self, nodes: Sequence[NodeReport]) -> None:
-        """The nodes as seen at this scrape; a node gone from the topology leaves the series."""
-        for gauge in (self.node_up, self.node_index_ready, self.node_memory):
-            gauge.clear()
-        for node in nodes:
-            self.node_up.labels(node.address, node.role).set(1 if node.up else 0)
-            self.node_memory.labels(node.address, node.role).set(node.used_memory_bytes)
-            if node.role == "primary":
-                self.node_index_ready.labels(node.address).set(1 if node.index == "ready" else 0)
+        """The nodes as seen at this scrape."""
+        self._nodes.observe(nodes)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        if self._multiprocess_dir is None:
+            calls = generate_latest(self.registry)
+        else:
+            # Every worker's files, this one's included; the registry above then only says
+            # which metrics exist (its own values are this worker's alone).
+            merged = CollectorRegistry()
+            MultiProcessCollector(merged, path=str(self._multiprocess_dir))  # type: ignore[no-untyped-call]
+            calls = generate_latest(merged)
+        return calls + generate_latest(self._node_registry)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from starlette.applications import Starlette
 
 from blackboard_mcp.auth import (
@@ -22,6 +25,7 @@ from blackboard_mcp.store import (
 
 from ._app import GatewayParts, create_app
 from ._logs import configure_logging
+from ._metrics import MULTIPROCESS_DIR_ENV
 from ._resource import MCP_PATH
 
 
@@ -40,7 +44,7 @@ def board_limits(settings: Settings) -> BoardLimits:
     )
 
 
-def build_parts(settings: Settings) -> GatewayParts:
+def build_parts(settings: Settings, *, metrics_dir: Path | None = None) -> GatewayParts:
     if not settings.redis_url:
         # `serve` starts the embedded Redis and passes its URL to the workers.
         raise EmbeddedRedisError("no BB_REDIS_URL: start with `blackboard-mcp serve`")
@@ -85,10 +89,14 @@ def build_parts(settings: Settings) -> GatewayParts:
         revocations=revocations,
         audit=audit,
         issuer=issuer,
+        metrics_dir=metrics_dir,
     )
 
 
 def app_from_env() -> Starlette:
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
-    return create_app(build_parts(settings))
+    # Set by `serve` for its workers only; prometheus_client reads the same variable to
+    # count into files there (gateway/_metrics.py).
+    shared = os.environ.get(MULTIPROCESS_DIR_ENV)
+    return create_app(build_parts(settings, metrics_dir=Path(shared) if shared else None))

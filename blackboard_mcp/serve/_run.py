@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import socket
 from collections.abc import Callable
@@ -56,6 +57,7 @@ class Serving:
         self._listener: socket.socket | None = None
         self._supervisor: RedisSupervisor | None = None
         self._url_file: Path | None = None
+        self._metrics_dir: Path | None = None
         self._previous: dict[int, _Handler] = {}
         self._signalled: int | None = None
         self._exit_code = ExitCode.STOPPED
@@ -156,6 +158,7 @@ class Serving:
             **server_options(settings),
         )
         if self._workers > 1:
+            self._share_metrics()
             supervisor = Multiprocess(config, sockets=[self._listener])
             # Multiprocess takes over SIGINT, SIGTERM and SIGHUP and returns on the first two.
             self._request_stop = supervisor.should_exit.set
@@ -187,7 +190,20 @@ class Serving:
     ) -> None:
         self._cleanup()
 
+    def _share_metrics(self) -> None:
+        # The workers count their metrics into one directory, which every scrape adds up
+        # (gateway/_metrics.py); prometheus_client finds it through this variable. Files of
+        # a previous run would be counted again: the directory starts empty.
+        directory = self._settings.data_dir / "metrics"
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(mode=0o700, parents=True)
+        self._metrics_dir = directory
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+
     def _cleanup(self) -> None:
+        if self._metrics_dir is not None:
+            shutil.rmtree(self._metrics_dir, ignore_errors=True)
+            self._metrics_dir = None
         if self._supervisor is not None:
             self._supervisor.stop()
             self._supervisor = None
