@@ -247,6 +247,16 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_append.py",),
     ),
     Mutation(
+        name="metrics-per-worker",
+        why="with several workers each scrape counts one worker's calls: counters seem to reset",
+        path="blackboard_mcp/serve/_run.py",
+        original='os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)',
+        replacement="pass",
+        tests=(
+            "tests/test_metrics.py::test_every_scrape_of_a_gateway_with_two_workers_counts_every_workers_calls",
+        ),
+    ),
+    Mutation(
         name="search-without-topic-filter",
         why="search_keys finds notes in topics the token may not read",
         path="blackboard_mcp/store/_search.py",
