@@ -153,7 +153,10 @@ async def test_an_import_into_a_new_workspace_keeps_what_is_there_unless_replace
     await write(gateway.mcp_url, copy_token, uri=plan, digest="changed", body="x")
     again = run_cli("import", str(dump), "--workspace", target, env=env)
     assert again.returncode == 0, again.stderr
-    assert "imported 0 notes" in again.stdout and "7 skipped" in again.stdout
+    # The six unchanged notes are this file's (an earlier run's: their links are completed);
+    # the changed one is someone else's now, and kept.
+    assert "imported 0 notes" in again.stdout and "1 skipped" in again.stdout
+    assert "6 already written by an earlier run of this import" in again.stdout
     changed = await tool(gateway.mcp_url, copy_token, "get_state", uris=[plan])
     assert changed["items"][0]["digest"] == "changed"
     replaced = run_cli("import", str(dump), "--workspace", target, "--replace", env=env)

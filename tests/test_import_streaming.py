@@ -5,6 +5,8 @@ cannot be read twice) imports like a file."""
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -13,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from lifecycle_support import on_redis, run_cli
+from support import child_process
 
 from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile, _redis_errors
 from blackboard_mcp.store._transfer import _BATCH, Imported, check_record
@@ -160,3 +164,53 @@ async def test_an_import_longer_than_one_operations_deadline_completes(
     assert (report.imported, report.skipped) == (notes, 0)
     assert report.links == notes - 1
     assert await board.count_notes(ws) == notes
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+async def test_an_interrupted_import_says_how_far_it_got_and_running_it_again_completes_it(
+    redis_server: EmbeddedRedis, tmp_path: Path, workspace: str, sig: signal.Signals
+) -> None:
+    notes = 20_000  # some seconds of writing: the signal lands part-way
+    dump = export_file(tmp_path / "dump.jsonl", "src", notes, body="z")
+    env = on_redis(tmp_path, redis_server.url)
+    command = [sys.executable, "-m", "blackboard_mcp.cli", "import", str(dump)]
+    first = child_process(
+        [*command, "--workspace", workspace],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    watcher = redis.Redis.from_url(redis_server.url)
+    try:
+        started = time.monotonic()
+        while not next(watcher.scan_iter(match=f"bbn:{{{workspace}}}:*", count=100), None):
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() - started < 120, "the import wrote nothing"
+            time.sleep(0.02)
+        first.send_signal(sig)
+        _, errors = first.communicate(timeout=60)
+    finally:
+        watcher.close()
+    assert first.returncode == 130, errors
+    lines = errors.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in errors, errors
+    assert re.search(
+        r"the import was interrupted (after \d+ of 20000 notes|with every note)", lines[0]
+    )
+    assert "run the same command again to finish it" in lines[1]
+    written = await count(redis_server.url, workspace)
+    assert 0 < written < notes or "with every note" in lines[0]
+
+    again = run_cli("import", str(dump), "--workspace", workspace, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert await count(redis_server.url, workspace) == notes
+    # The notes of the first run are recognised, not counted as someone else's: every link
+    # is there, to the last.
+    assert "already written by an earlier run of this import" in again.stdout
+    assert f"{notes - 1} links added" in again.stdout, again.stdout
+    board = Board.from_url(redis_server.url)
+    try:
+        last = await board.get_state(uris=[f"bb://{workspace}/t/n{notes - 1}"], mode="full")
+        first_note = await board.get_state(uris=[f"bb://{workspace}/t/n1"], mode="full")
+    finally:
+        await board.close()
+    assert last["items"][0]["links"] == [{"rel": "cites", "to": f"bb://{workspace}/t/n{notes - 2}"}]
+    assert first_note["items"][0]["links"][0] == {"rel": "cites", "to": f"bb://{workspace}/t/n0"}

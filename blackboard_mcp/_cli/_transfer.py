@@ -7,6 +7,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import IO
@@ -23,7 +24,7 @@ from blackboard_mcp.store import (
 )
 
 from ._board import audit, on_board, operator
-from ._errors import ConfigurationError
+from ._errors import PROG, CliError, ConfigurationError
 
 
 class _Progress:
@@ -44,6 +45,7 @@ class _Progress:
     def close(self) -> None:
         if self._shown:
             print(file=sys.stderr)
+            self._shown = False  # once
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -119,10 +121,23 @@ def cmd_import(args: argparse.Namespace) -> int:
         # Every line is checked before anything is written (a bad line leaves the board as
         # it was); the import then reads the file again for each of its passes.
         _checked(export, args.workspace)
+        total = export.count
+        bars = {"notes": _Progress("importing", total), "links": _Progress("linking", total)}
+        where = {"pass": "notes", "done": 0}
+
+        def progress(phase: str, done: int) -> None:
+            if phase != where["pass"]:
+                bars[str(where["pass"])].close()
+            where["pass"], where["done"] = phase, done
+            bars[phase].update(done)
 
         async def run(board: Board) -> ImportReport:
             report = await board.import_notes(
-                export.records, workspace=export.target, replace=args.replace, author=operator()
+                export.records,
+                workspace=export.target,
+                replace=args.replace,
+                author=operator(),
+                progress=progress,
             )
             await audit(
                 board, settings, workspace=export.target, tool="cli.import",
@@ -131,16 +146,60 @@ def cmd_import(args: argparse.Namespace) -> int:
             )  # fmt: skip
             return report
 
-        report = on_board(settings, run)
+        def stopped_at() -> str:
+            done = where["done"]
+            if where["pass"] == "notes":
+                return f"after {done} of {total} notes"
+            return f"with every note written and the links of {done} of {total} added"
+
+        resume = (
+            "run the same command again to finish it: the notes this run wrote are "
+            "recognised and kept, and get their links"
+            + ("" if not args.replace else " (with --replace, every note is written again)")
+        )
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            report = on_board(settings, run)
+        except KeyboardInterrupt:
+            for bar in bars.values():
+                bar.close()
+            print(f"{PROG}: the import was interrupted {stopped_at()}", file=sys.stderr)
+            print(f"{PROG}: {resume}", file=sys.stderr)
+            return 130
+        except CliError as exc:
+            for bar in bars.values():
+                bar.close()
+            raise ImportStopped(
+                f"{exc.message}; the import stopped {stopped_at()}",
+                hint=f"{exc.hint}, then {resume}",
+            ) from exc
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        for bar in bars.values():
+            bar.close()
     source, target = export.source, export.target
     moved = f" (exported from {source!r})" if source != target else ""
+    resumed = (
+        f", {report.resumed} already written by an earlier run of this import"
+        if report.resumed
+        else ""
+    )
     print(
-        f"imported {report.imported} notes into workspace {target!r}{moved}: "
+        f"imported {report.imported} notes into workspace {target!r}{moved}{resumed}: "
         f"{report.replaced} replaced, {report.skipped} skipped (already there; --replace "
         f"overwrites them), {report.links} links added, {report.links_skipped} links skipped "
         "(a note at either end is missing)"
     )
     return 0
+
+
+class ImportStopped(CliError):
+    """An import that failed part-way: running it again completes it."""
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    # SIGTERM stops an import as Ctrl-C does, so that it says how far it got.
+    raise KeyboardInterrupt
 
 
 def _checked(export: ExportFile, target: str | None) -> None:

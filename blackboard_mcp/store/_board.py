@@ -28,7 +28,14 @@ from ._retention import RetentionPolicy, Swept, read_policy, sweep, write_policy
 from ._search import search_keys
 from ._source_reader import SourceReader
 from ._tokencount import TiktokenCounter, TokenCounter
-from ._transfer import Imported, ImportReport, count_notes, export_notes, import_notes
+from ._transfer import (
+    Imported,
+    ImportReport,
+    Progress,
+    count_notes,
+    export_notes,
+    import_notes,
+)
 from ._tx import Gate, ReplicaWait, pass_gate
 from ._views import Readable, every_topic
 from ._writes import WriteLimits, WriteResult, write_note
@@ -474,6 +481,7 @@ class Board:
         workspace: str,
         replace: bool,
         author: str,
+        progress: Progress | None = None,
     ) -> ImportReport:
         """Write checked export records (see ``check_record``, ``ExportFile``) into
         ``workspace``; ``records()`` is called once per pass and gives the same records."""
@@ -487,6 +495,7 @@ class Board:
                 replace=replace,
                 author=author,
                 changelog_maxlen=self._limits.changelog_maxlen,
+                progress=progress,
             ),
         )
 

@@ -36,8 +36,19 @@ _BATCH = 100
 _INT_FIELDS = ("version", "size", "est_tokens", "digest_tokens", "body_tokens", "nrows")
 _TIME_FIELDS = ("created", "updated")
 
+# Returns the note's new sequence number; for a note already there, -1 when it is this
+# record (same version and digest: written by an earlier run of the same import, which this
+# run completes) and 0 when it is another note (kept, and its links from the file left out).
 _IMPORT = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local digest = ''
+  for i = 9, #ARGV, 2 do
+    if ARGV[i] == 'digest' then digest = ARGV[i + 1] end
+  end
+  local stored = redis.call('HMGET', KEYS[1], 'version', 'digest')
+  if stored[1] == ARGV[4] and stored[2] == digest then return -1 end
+  return 0
+end
 local seq = redis.call('INCR', KEYS[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -285,8 +296,14 @@ class ImportReport:
     imported: int = 0
     replaced: int = 0
     skipped: int = 0
+    # Notes an earlier, interrupted run of the same import wrote: kept, their links added.
+    resumed: int = 0
     links: int = 0
     links_skipped: int = 0
+
+
+# (pass, records done in it): "notes" first, then "links", after every batch.
+Progress = Callable[[str, int], None]
 
 
 async def import_notes(
@@ -297,8 +314,13 @@ async def import_notes(
     replace: bool,
     author: str,
     changelog_maxlen: int,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Write checked records into ``workspace``: an existing note is kept unless ``replace``.
+
+    Running the same import again after an interruption completes it: a note already there
+    with the record's version and digest is taken as written by the earlier run, and gets
+    its links in the second pass like the notes written now.
 
     ``records()`` is called once per pass and must give the same records each time: the notes
     are written first, then their links (a link's target may come later in the file). Only a
@@ -332,10 +354,15 @@ async def import_notes(
                 written.append(0)
             if seq:
                 written[index // 8] |= 1 << index % 8
-                report.imported += 1
+                if seq > 0:
+                    report.imported += 1
+                else:
+                    report.resumed += 1
             else:
                 report.skipped += 1
             index += 1
+        if progress is not None:
+            progress("notes", index)
     index = 0
     for batch in _batches(records()):
         chosen = []
@@ -351,6 +378,8 @@ async def import_notes(
         for note, added in zip(chosen, added_links, strict=True):
             report.links += int(added)
             report.links_skipped += len(note.links) - int(added)
+        if progress is not None:
+            progress("links", index)
     return report
 
 
