@@ -227,3 +227,27 @@ async def test_export_shows_a_progress_bar_on_a_terminal_only(
         os.close(leader)
     assert process.returncode == 0, shown
     assert b"\rexporting [" in shown and b"] 3/3" in shown, shown
+
+
+async def test_an_export_is_private_to_its_owner_and_never_follows_a_planted_file(
+    gateway: GatewayProcess,
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    tmp_path: Path,
+) -> None:
+    token = agent_token(issuer, workspace)
+    await seed(gateway.mcp_url, token, workspace)
+    env = on_redis(tmp_path, redis_server.url)
+    out = tmp_path / "backup.jsonl"
+    # What another local user could plant where the old export wrote its partial file: a
+    # link to a file of theirs (to have it overwritten) and an open file (to read along).
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's file\n")
+    (tmp_path / "backup.jsonl.partial").symlink_to(victim)
+    export(env, workspace, out)
+    assert victim.read_text() == "someone else's file\n"
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert not out.is_symlink()
+    leftovers = sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name)
+    assert leftovers == ["backup.jsonl.partial"]  # only the planted link, untouched

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import IO
 
@@ -85,17 +86,34 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 class _output:
-    """``path`` written whole or not at all (a temporary file renamed at the end), or stdout."""
+    """``path`` written whole or not at all, or stdout.
+
+    The export goes to a temporary file beside ``path`` that only this process can have made
+    (``mkstemp``: a random name, created exclusively, mode 0600, never through a symbolic
+    link), renamed over ``path`` at the end. An export holds a workspace's whole data: a
+    predictable name could be planted by another local user to read it, or to redirect the
+    write onto a file of theirs.
+    """
 
     def __init__(self, path: Path | None) -> None:
         self._path = path
-        self._temp = path.with_name(path.name + ".partial") if path else None
+        self._temp: Path | None = None
         self._file: IO[str] | None = None
 
     def __enter__(self) -> IO[str]:
-        if self._temp is None:
+        if self._path is None:
             return sys.stdout
-        self._file = self._temp.open("w", encoding="utf-8")
+        try:
+            fd, name = tempfile.mkstemp(
+                dir=self._path.parent, prefix=f".{self._path.name}.", suffix=".partial"
+            )
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot write beside {self._path}: {exc.strerror or exc}",
+                hint="give --out a file in a directory you may write to",
+            ) from exc
+        self._temp = Path(name)
+        self._file = os.fdopen(fd, "w", encoding="utf-8")
         return self._file
 
     def __exit__(self, kind: object, *_rest: object) -> None:
