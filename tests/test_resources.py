@@ -89,3 +89,18 @@ async def test_the_list_offers_the_catch_up_note_and_readable_topics_only(
     ]
     assert addr(workspace, "facts/a") in getattr(topic, "text", "")
     assert "secret" not in getattr(topic, "text", "")
+
+
+async def test_another_workspaces_topic_address_is_refused_not_answered_with_ones_own(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace)
+    async with mcp_client(gateway.mcp_url, token) as client:
+        await call(client, "update_state", uri=addr(workspace, "pub/n"), digest="Mine.", body="m")
+        with pytest.raises(MCPError) as foreign:
+            await client.read_resource("bb://other-ws/pub")
+        own = (await client.read_resource(addr(workspace, "pub"))).contents[0]
+    assert foreign.value.error.data["code"] == "forbidden"
+    assert "other-ws" in foreign.value.error.data["message"]
+    assert "Mine." not in str(foreign.value.error)
+    assert "Mine." in own.text

@@ -26,7 +26,7 @@ from mcp_types import (
     TextResourceContents,
 )
 
-from blackboard_mcp.auth import Grant
+from blackboard_mcp.auth import Grant, WrongWorkspace
 from blackboard_mcp.store import (
     CATCH_UP_PATH,
     Board,
@@ -125,8 +125,16 @@ class BoardResources:
         except InvalidArgument as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
         if topic is not None:
-            # A topic's address reads as its listing (names and digests, newest first).
-            outcome = await self._caller.call("list_keys", {"topic": topic[1]}, grant, request_id)
+            # A topic's address reads as its listing (names and digests, newest first), of
+            # the token's own workspace only: list_keys takes no workspace, so it is checked
+            # here, as every address of a tool call is.
+            workspace, name = topic
+            if grant is not None and workspace != grant.workspace:
+                refused = WrongWorkspace(
+                    f"the token is for workspace {grant.workspace!r}, not {workspace!r}"
+                )
+                raise rpc_error(tool_error(refused, request_id)["error"])
+            outcome = await self._caller.call("list_keys", {"topic": name}, grant, request_id)
             raise_refusal(outcome)
             return ReadResourceResult(
                 contents=[
