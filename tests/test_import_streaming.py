@@ -214,3 +214,58 @@ async def test_an_interrupted_import_says_how_far_it_got_and_running_it_again_co
         await board.close()
     assert last["items"][0]["links"] == [{"rel": "cites", "to": f"bb://{workspace}/t/n{notes - 2}"}]
     assert first_note["items"][0]["links"][0] == {"rel": "cites", "to": f"bb://{workspace}/t/n0"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("content", "x" * (64 * 1024 + 1), "BB_MAX_BODY_BYTES"),
+        ("digest", "d" * 2_000_000, "the digest has 2000000 characters"),
+        ("digest", "", "a digest is required"),
+        ("author", "mallory\nINFO forged log line", "author must be"),
+        ("version", 10**18, "version must be from 0 to 9007199254740991"),
+        ("updated", -5, "updated must be from 0"),
+    ],
+)
+def test_an_import_holds_each_record_to_the_write_paths_limits(
+    redis_server: EmbeddedRedis, tmp_path: Path, workspace: str, field: str, value: Any, said: str
+) -> None:
+    bad = record("src", 1, "fine") | {field: value}
+    dump = export_file(tmp_path / "dump.jsonl", "src", 1)
+    with dump.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(bad) + "\n")
+    env = on_redis(tmp_path, redis_server.url) | {"BB_MAX_BODY_BYTES": str(64 * 1024)}
+    before = redis.Redis.from_url(redis_server.url).dbsize()
+    result = run_cli("import", str(dump), "--workspace", workspace, env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert said in result.stderr and "line 3" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert redis.Redis.from_url(redis_server.url).dbsize() == before  # nothing written
+
+
+async def test_an_imports_size_and_token_counts_are_the_contents_not_the_files(
+    redis_server: EmbeddedRedis, tmp_path: Path, workspace: str
+) -> None:
+    body = "a body whose counts the file lies about " * 50
+    lying = record("src", 0, body) | {"size": 1, "est_tokens": 1, "body_tokens": 0}
+    dump = tmp_path / "dump.jsonl"
+    header = {"format": "blackboard-mcp-export", "version": 1, "workspace": "src"}
+    dump.write_text(json.dumps(header) + "\n" + json.dumps(lying) + "\n")
+    result = run_cli(
+        "import", str(dump), "--workspace", workspace, env=on_redis(tmp_path, redis_server.url)
+    )
+    assert result.returncode == 0, result.stderr
+    board = Board.from_url(redis_server.url)
+    try:
+        await board.update_state(
+            author="a", uri=f"bb://{workspace}/t/same", digest="note 0", body=body
+        )
+        got = await board.get_state(
+            uris=[f"bb://{workspace}/t/n0", f"bb://{workspace}/t/same"], mode="fields",
+            fields=["size", "est_tokens"],
+        )  # fmt: skip
+    finally:
+        await board.close()
+    imported, written = got["items"]
+    assert imported["size"] == len(body.encode()) == written["size"]
+    assert imported["est_tokens"] == written["est_tokens"] > 100

@@ -130,7 +130,11 @@ class _output:
 def cmd_import(args: argparse.Namespace) -> int:
     settings = Settings()
     try:
-        export = ExportFile.open(args.file, max_line_bytes=settings.import_max_line_bytes)
+        export = ExportFile.open(
+            args.file,
+            max_line_bytes=settings.import_max_line_bytes,
+            max_body_bytes=settings.max_body_bytes,
+        )
     except OSError as exc:
         raise ConfigurationError(
             f"cannot read {args.file}: {exc.strerror or exc}", hint="check the file's path"

@@ -495,6 +495,7 @@ class Board:
                 replace=replace,
                 author=author,
                 changelog_maxlen=self._limits.changelog_maxlen,
+                counter=self._counter,
                 progress=progress,
             ),
         )

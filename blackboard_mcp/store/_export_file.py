@@ -39,16 +39,26 @@ class ExportFile:
     Open it with ``ExportFile.open`` and close it as a context manager, like a file.
     """
 
-    def __init__(self, stream: IO[bytes], *, path: str, max_line_bytes: int) -> None:
+    def __init__(
+        self,
+        stream: IO[bytes],
+        *,
+        path: str,
+        max_line_bytes: int,
+        max_body_bytes: int = 1024 * 1024,
+    ) -> None:
         self.path = path
         self._stream: IO[bytes] | None = stream
         self._max = max_line_bytes
+        self._max_body = max_body_bytes
         self.source = ""
         self.target = ""
         self.count = 0
 
     @classmethod
-    def open(cls, path: str, *, max_line_bytes: int) -> ExportFile:
+    def open(
+        cls, path: str, *, max_line_bytes: int, max_body_bytes: int = 1024 * 1024
+    ) -> ExportFile:
         """A private copy of ``path``, or of standard input for ``-``; raises OSError when
         it cannot be read or copied."""
         spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed by __exit__)
@@ -61,7 +71,7 @@ class ExportFile:
         except BaseException:
             spool.close()
             raise
-        return cls(spool, path=path, max_line_bytes=max_line_bytes)
+        return cls(spool, path=path, max_line_bytes=max_line_bytes, max_body_bytes=max_body_bytes)
 
     def __enter__(self) -> ExportFile:
         return self
@@ -86,7 +96,9 @@ class ExportFile:
                     self.source = check_header(value)
                     self.target = validate_workspace(target) if target else self.source
                     continue
-                check_record(value, source=self.source, target=self.target)
+                check_record(
+                    value, source=self.source, target=self.target, max_body_bytes=self._max_body
+                )
             self.count += 1
         if not self.source:
             raise InvalidArgument("the file is empty", argument="file", line=0)
@@ -101,7 +113,9 @@ class ExportFile:
             next(values)  # the header, checked already
             for number, value in values:
                 with _at_line(number):
-                    record = check_record(value, source=self.source, target=self.target)
+                    record = check_record(
+                        value, source=self.source, target=self.target, max_body_bytes=self._max_body
+                    )
                 yield record
                 count += 1
         except InvalidArgument as exc:

@@ -24,10 +24,11 @@ import redis.asyncio as aioredis
 from . import _keys as keys
 from ._addresses import SCHEME, Address, parse_address, validate_name
 from ._delete import delete_members
-from ._errors import InvalidArgument
+from ._errors import InvalidArgument, TooLarge
 from ._links import RELATIONS
-from ._notes import KINDS
+from ._notes import KINDS, MAX_AUTHOR_CHARS, check_digest
 from ._redis_errors import mapped_redis_errors
+from ._tokencount import TokenCounter, count_as_json_string
 from ._writes import SEARCH_TEXT_BYTES
 
 FORMAT = "blackboard-mcp-export"
@@ -231,8 +232,20 @@ def _need(record: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> A
     return value
 
 
-def check_record(record: object, *, source: str, target: str) -> Imported:
-    """A note record of an export from ``source``, checked and re-addressed to ``target``."""
+# The largest integer every client reads back exactly (JavaScript's, which /board uses).
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def check_record(
+    record: object, *, source: str, target: str, max_body_bytes: int = 1024 * 1024
+) -> Imported:
+    """A note record of an export from ``source``, checked and re-addressed to ``target``.
+
+    A record is held to what a write through the tools may store: content within
+    ``max_body_bytes`` (BB_MAX_BODY_BYTES), a digest as update_state takes one, an author
+    name without control characters, whole numbers no client misreads. The stored size and
+    token counts are not taken from the file: the import computes them from the content.
+    """
     if not isinstance(record, dict):
         raise InvalidArgument("a note record must be a JSON object")
     address = parse_address(record.get("uri"))
@@ -242,6 +255,13 @@ def check_record(record: object, *, source: str, target: str) -> Imported:
     if kind not in KINDS:
         raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}", argument="kind")
     content = _need(record, "content", str).encode("utf-8")
+    if len(content) > max_body_bytes:
+        raise TooLarge(
+            f"the content has {len(content)} bytes; this board takes at most {max_body_bytes} "
+            "(BB_MAX_BODY_BYTES)",
+            argument="content",
+            hint="raise BB_MAX_BODY_BYTES to at least the exporting board's, or split the note",
+        )
     offloaded = _need(record, "offloaded", bool)
     columns = record.get("columns")
     if columns is not None and not (
@@ -262,6 +282,15 @@ def check_record(record: object, *, source: str, target: str) -> Imported:
     numbers = {name: _need(record, name, int) for name in (*_INT_FIELDS, *_TIME_FIELDS)}
     if numbers["version"] < 1:
         raise InvalidArgument("version must be 1 or more", argument="version")
+    for name, value in numbers.items():
+        if not 0 <= value <= MAX_SAFE_INTEGER:
+            raise InvalidArgument(f"{name} must be from 0 to {MAX_SAFE_INTEGER}", argument=name)
+    digest = check_digest(record.get("digest"))
+    author = _need(record, "author", str)
+    if len(author) > MAX_AUTHOR_CHARS or not author.isprintable():
+        raise InvalidArgument(
+            f"author must be at most {MAX_AUTHOR_CHARS} printable characters", argument="author"
+        )
     links = []
     for link in _need(record, "links", list):
         if not isinstance(link, dict) or link.get("rel") not in RELATIONS:
@@ -277,16 +306,19 @@ def check_record(record: object, *, source: str, target: str) -> Imported:
         "ws": target,
         "topic": moved.topic,
         "kind": kind,
-        "digest": _need(record, "digest", str),
+        "digest": digest,
         "body": "" if offloaded else content.decode(),
         "blob": blob,
         "stext": content[:SEARCH_TEXT_BYTES].decode("utf-8", "ignore") if offloaded else "",
-        "author": _need(record, "author", str),
+        "author": author,
         "sources": orjson.dumps(sources).decode(),
         "confidence": "" if confidence is None else float(confidence),
         "columns": orjson.dumps(columns).decode() if columns is not None else "",
         "origin": _need(record, "origin", str),
         **numbers,
+        # What the content is, not what the file says it is.
+        "size": len(content),
+        "nrows": content.count(b"\n") if kind == "table" else 0,
     }
     return Imported(moved, fields, content, offloaded, tuple(links))
 
@@ -314,6 +346,7 @@ async def import_notes(
     replace: bool,
     author: str,
     changelog_maxlen: int,
+    counter: TokenCounter,
     progress: Progress | None = None,
 ) -> ImportReport:
     """Write checked records into ``workspace``: an existing note is kept unless ``replace``.
@@ -346,6 +379,7 @@ async def import_notes(
             report.replaced += len(gone)
         pipe = client.pipeline(transaction=False)
         for note in batch:
+            _count_tokens(note, counter)
             _queue_import(pipe, note, author=author, changelog_maxlen=changelog_maxlen)
         async with mapped_redis_errors():
             written_seqs = await pipe.execute()
@@ -381,6 +415,15 @@ async def import_notes(
         if progress is not None:
             progress("links", index)
     return report
+
+
+def _count_tokens(note: Imported, counter: TokenCounter) -> None:
+    # As a write counts them (store/_writes.py): the budget planner trusts these.
+    digest_tokens = counter.count(str(note.fields["digest"]))
+    body_tokens = count_as_json_string(counter, note.content.decode("utf-8"))
+    note.fields["digest_tokens"] = digest_tokens
+    note.fields["body_tokens"] = body_tokens
+    note.fields["est_tokens"] = digest_tokens + body_tokens
 
 
 def _batches(records: Iterable[Imported]) -> Iterator[list[Imported]]:
