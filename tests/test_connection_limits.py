@@ -245,14 +245,15 @@ def test_second_request_on_a_kept_alive_connection_has_its_own_header_deadline(
     sock = _connect(limited_gateway)
     try:
         time.sleep(HEADER_TIMEOUT * 0.75)  # most of the first deadline spent, then a request
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        # Not /healthz: a probe's connection is closed after its answer.
+        sock.sendall(b"GET /nothing-here HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         sock.settimeout(GRACE)
         first = b""
-        while b'"ok"}' not in first:  # the whole response, headers and body
+        while b"\r\n\r\n" not in first or not first.endswith(b"Not Found"):
             chunk = sock.recv(65536)
             assert chunk, first
             first += chunk
-        assert first.startswith(b"HTTP/1.1 200 "), first
+        assert first.startswith(b"HTTP/1.1 404 "), first
         # The next request starts at once but never finishes its headers.
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         started = time.monotonic()
@@ -276,3 +277,50 @@ def test_the_protocol_module_imports_neither_the_gateway_nor_the_sdk() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == "[]", result.stdout
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> tuple[bytes, bool]:
+    """What the server sent, and whether it closed the connection within ``seconds``."""
+    sock.settimeout(seconds)
+    data = b""
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except TimeoutError:
+        return data, False
+    return data, True
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics"])
+def test_an_unauthenticated_probe_does_not_keep_its_connection(
+    gateway: GatewayProcess, path: str
+) -> None:
+    # Kept alive, a handful of probe sockets held every slot of a small BB_MAX_CONNECTIONS:
+    # what anyone may ask without a token is answered, then the connection is closed.
+    sock = _connect(gateway)
+    try:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        data, closed = _closed_within(sock, GRACE)
+    finally:
+        sock.close()
+    assert data.startswith(b"HTTP/1.1 "), data[:100]
+    assert b"connection: close" in data.lower()
+    assert closed
+
+
+def test_a_refused_token_less_post_is_closed_at_once_whatever_body_it_announced(
+    gateway: GatewayProcess,
+) -> None:
+    # A POST without a token announcing 100,000 bytes, then trickling: answered 401, and
+    # closed then, not after the body deadline.
+    sock = _connect(gateway)
+    try:
+        sock.sendall(
+            b"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{"
+        )
+        data, closed = _closed_within(sock, GRACE)
+    finally:
+        sock.close()
+    assert data.startswith(b"HTTP/1.1 401 "), data[:100]
+    assert closed

@@ -179,14 +179,14 @@ def test_pipelined_requests_are_answered_in_order_each_whole(
 ) -> None:
     wire.send(
         tool_call(token, f"bb://{workspace}/t/a", "first")
-        + request("GET", "/healthz")
+        + request("GET", "/board")
         + request("GET", "/mcp/", headers={"authorization": f"Bearer {token}"})
         + tool_call(token, f"bb://{workspace}/t/b", "second")
         + request("GET", "/no-such-page")
     )
     written(wire.answer(), "first")
-    health = wire.answer()
-    assert (health.status, orjson.loads(health.body)) == (200, {"status": "ok"})
+    page = wire.answer()
+    assert page.status == 200 and page.body.lstrip().lower().startswith(b"<!doctype html")
     refused = wire.answer()
     assert refused.status == 405 and refused.headers["allow"] == "POST"
     assert orjson.loads(refused.body)["error"]["code"] == "method_not_allowed"
@@ -199,20 +199,29 @@ def test_a_head_request_gets_its_headers_without_a_body_and_the_connection_goes_
     wire: Wire,
 ) -> None:
     # A HEAD answer writes no body: its head must go out by itself, without waiting for one.
-    wire.send(request("HEAD", "/healthz"))
+    # (The board page: a probe's connection, /healthz's, is closed after its answer.)
+    wire.send(request("HEAD", "/board"))
     head = wire.answer(head_only=True)
-    assert head.status == 200 and head.headers["content-length"] == str(len(b'{"status":"ok"}'))
-    wire.send(request("GET", "/healthz"))
-    assert orjson.loads(wire.answer().body) == {"status": "ok"}
+    wire.send(request("GET", "/board"))
+    page = wire.answer()
+    assert head.status == page.status == 200
+    assert head.headers["content-length"] == str(len(page.body))
     assert wire.buffer == b""
 
 
 def test_refusals_at_the_edge_are_whole_answers_and_keep_the_connection(
-    wire: Wire, token: str, workspace: str
+    gateway: GatewayProcess, wire: Wire, token: str, workspace: str
 ) -> None:
-    wire.send(tool_call("not-a-token", f"bb://{workspace}/t/n", "x"))
-    refused = wire.answer()
+    # A caller without a valid token is answered whole, then its connection is closed (it
+    # holds no slot: tests/test_connection_limits.py); a caller with one keeps its own.
+    anonymous = Wire(gateway)
+    try:
+        anonymous.send(tool_call("not-a-token", f"bb://{workspace}/t/n", "x"))
+        refused = anonymous.answer()
+    finally:
+        anonymous.close()
     assert refused.status == 401 and "www-authenticate" in refused.headers
+    assert refused.headers["connection"] == "close"
     assert orjson.loads(refused.body)["error"]["code"] == "unauthenticated"
     wire.send(request("POST", "/mcp/", body=b"{", headers={"authorization": f"Bearer {token}"}))
     assert wire.answer().status in (400, 406)

@@ -45,6 +45,8 @@ from ._tools import HANDLERS
 
 log = logging.getLogger(__name__)
 
+_CLOSE = {"connection": "close"}
+
 
 @dataclass(frozen=True)
 class GatewayParts:
@@ -139,17 +141,19 @@ def create_app(parts: GatewayParts) -> Starlette:
         )
     )
 
+    # What anyone may ask without a token is answered on a connection that then closes: kept
+    # alive, a few probing sockets could hold every slot of BB_MAX_CONNECTIONS.
     async def healthz(_request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "ok"}, headers=_CLOSE)
 
     async def readyz(_request: Request) -> Response:
         if await parts.board.ready():
-            return JSONResponse({"status": "ready"})
-        return JSONResponse({"status": "unavailable"}, status_code=503)
+            return JSONResponse({"status": "ready"}, headers=_CLOSE)
+        return JSONResponse({"status": "unavailable"}, status_code=503, headers=_CLOSE)
 
     async def metrics_endpoint(_request: Request) -> Response:
         metrics.observe_nodes(await parts.board.nodes())
-        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4", headers=_CLOSE)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:

@@ -219,7 +219,9 @@ class BearerAuth:
                     "hint": "ask the board's admin or your identity provider for a valid token",
                 }
             },
-            [(b"www-authenticate", challenge.encode("latin-1"))],
+            # Closed after the answer: a caller without a valid token holds no connection,
+            # however much body it announced and trickles.
+            [(b"www-authenticate", challenge.encode("latin-1")), (b"connection", b"close")],
         )
 
 
