@@ -181,3 +181,47 @@ async def test_a_jwks_sent_a_trickle_at_a_time_is_given_up_on_after_the_timeout(
         await source.key("rsa-1")
     assert await asyncio.to_thread(idp.jwks_hung_up.wait, 5)
     assert time.monotonic() - started < 4
+
+
+async def test_a_token_signed_with_a_key_the_idp_withdrew_stops_working_after_its_cache_time(
+    idp: FakeIdP,
+) -> None:
+    # Verdicts are remembered per token; the key behind a remembered external token is
+    # looked up again on each call, and the key set is refetched once it is older than its
+    # cache time: a compromised key the IdP withdraws stops working within that time, not at
+    # the token's expiry.
+    from blackboard_mcp.auth import ExternalTokens, NoRevocations, TokenVerifier, keys_from_settings
+    from blackboard_mcp.settings import Settings
+
+    clock = ManualClock()
+    source = KeySource(
+        jwks_url=idp.origin + "/jwks", cache_seconds=300, refetch_seconds=30, clock=clock
+    )
+    resource = "https://board.example/mcp/"
+    external = ExternalTokens(
+        sources={idp.issuer: source}, audiences=[resource], leeway=0, max_ttl_seconds=3600
+    )
+    _, own_keys = keys_from_settings(Settings(jwt_secret="s" * 48))
+    verifier = TokenVerifier(
+        keys=own_keys,
+        issuer="blackboard-mcp",
+        audience="blackboard-mcp",
+        leeway=0,
+        revocations=NoRevocations(),
+        external=external,
+    )
+    idp.add_rsa("rsa-leaked")
+    token = idp.token(
+        kid="rsa-leaked", scope="openid bb:ws:w bb:read:*", audience=resource, ttl=3000
+    )
+    assert (await verifier.check(token)).workspace == "w"
+    assert idp.jwks_fetches == 1
+    idp.keys["rsa-leaked"].published = False  # the IdP withdraws the key
+    clock.now += 299
+    assert (await verifier.check(token)).workspace == "w"  # within the cache time: held
+    clock.now += 2
+    with pytest.raises(UnknownKey):
+        await verifier.check(token)
+    assert idp.jwks_fetches == 2
+    with pytest.raises(UnknownKey):  # not remembered any more either
+        await verifier.check(token)

@@ -53,6 +53,16 @@ class ExternalTokens:
             return False
         return isinstance(claims.get("iss"), str) and claims["iss"] in self._sources
 
+    async def check_key(self, token: str) -> None:
+        """Raise (UnknownKey) unless the key that signed ``token`` (verified before) is still
+        in its issuer's key set; the set is fetched again when it is older than its cache
+        time, so a withdrawn key stops working within that time."""
+        header = jwt.get_unverified_header(token)
+        issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
+        source = self._sources[str(issuer)]
+        kid = header.get("kid")
+        await source.key(kid if isinstance(kid, str) else None)
+
     async def decode(self, token: str) -> Grant:
         """Signature, registered claims and scopes; raises an Unauthenticated on any doubt."""
         try:

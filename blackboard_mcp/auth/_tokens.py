@@ -142,6 +142,8 @@ class TokenVerifier:
         # and checking its signature and claims again each time was a measurable part of a
         # call's cost. Only the expiry can change a verdict later; it is checked on each hit.
         self._verified: OrderedDict[str, Grant] = OrderedDict()
+        # Which of them an external issuer signed: their key is checked again on each hit.
+        self._external_verified: set[str] = set()
 
     def decode(self, token: str) -> Grant:
         """Signature and claims of one of the board's own tokens only (no I/O)."""
@@ -156,14 +158,26 @@ class TokenVerifier:
         An external issuer's keys may have to be fetched first; see ``_jwks``.
         """
         grant = self._cached(token)
-        if grant is None:
-            if len(token) > MAX_TOKEN_CHARS:
-                raise TokenInvalid("the token is too long")
-            if self._external is not None and self._external.is_external(token):
-                grant = await self._external.decode(token)
-            else:
-                grant = self._decode_uncached(token)
-            self._remember(token, grant)
+        if grant is not None:
+            if token in self._external_verified and self._external is not None:
+                # An external issuer may withdraw the key that signed it (a compromised
+                # key): the key must still be in its published set, as last fetched.
+                try:
+                    await self._external.check_key(token)
+                except Exception:
+                    self._verified.pop(token, None)
+                    self._external_verified.discard(token)
+                    raise
+            return grant
+        if len(token) > MAX_TOKEN_CHARS:
+            raise TokenInvalid("the token is too long")
+        if self._external is not None and self._external.is_external(token):
+            grant = await self._external.decode(token)
+            if self._cache_size > 0:
+                self._external_verified.add(token)
+        else:
+            grant = self._decode_uncached(token)
+        self._remember(token, grant)
         return grant
 
     def _cached(self, token: str) -> Grant | None:
@@ -173,13 +187,15 @@ class TokenVerifier:
                 self._verified.move_to_end(token)
                 return grant
             del self._verified[token]
+            self._external_verified.discard(token)
         return None
 
     def _remember(self, token: str, grant: Grant) -> Grant:
         if self._cache_size > 0:
             self._verified[token] = grant
             if len(self._verified) > self._cache_size:
-                self._verified.popitem(last=False)
+                evicted, _ = self._verified.popitem(last=False)
+                self._external_verified.discard(evicted)
         return grant
 
     def _decode_uncached(self, token: str) -> Grant:
