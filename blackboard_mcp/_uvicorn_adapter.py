@@ -183,6 +183,10 @@ def server_options(settings: Settings) -> dict[str, Any]:
     return {
         "http": cast("type[asyncio.Protocol]", protocol),
         "timeout_keep_alive": settings.keep_alive_seconds,
+        # uvicorn believes X-Forwarded-* from 127.0.0.1 by default: any local user could then
+        # rewrite the scheme of the metadata URLs. Only the proxies the operator names.
+        "proxy_headers": bool(settings.forwarded_allow_ips),
+        "forwarded_allow_ips": settings.forwarded_allow_ips or None,
         # A stop waits for open responses, and a listen stream or a board feed never ends by
         # itself: without a bound, one open listener kept a stopping gateway up for ever.
         "timeout_graceful_shutdown": STOP_GRACE_SECONDS,

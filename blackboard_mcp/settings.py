@@ -128,6 +128,10 @@ class Settings(BaseSettings):
     listeners_per_token: int = Field(default=8, ge=1)
     listener_queue: int = Field(default=1024, ge=1)
     allowed_hosts: list[str] = Field(default_factory=list)
+    # Proxies whose X-Forwarded-For/-Proto are believed (uvicorn's forwarded_allow_ips: a
+    # comma-separated list of addresses or networks, "*" for any); empty believes none, so a
+    # local client cannot rewrite the scheme of the URLs the board derives from a request.
+    forwarded_allow_ips: str | None = None
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+import httpx
 import orjson
 import pytest
 import redis.asyncio as aioredis
@@ -318,3 +319,36 @@ async def test_each_call_is_audited_under_the_request_id_it_sent_or_a_fresh_one(
     assert ids[0] == "req-from-the-client"
     assert all(re.fullmatch("[0-9a-f]{16}", rid) for rid in ids[1:]), ids
     assert len(set(ids)) == 4
+
+
+def _challenge(gateway: GatewayProcess, headers: dict[str, str]) -> str:
+    answer = httpx.post(
+        gateway.mcp_url,
+        content=b"{}",
+        headers={"content-type": "application/json", **headers},
+        timeout=10,
+    )
+    assert answer.status_code == 401, answer.text
+    return answer.headers["www-authenticate"]
+
+
+def test_a_forwarded_scheme_from_a_local_client_does_not_rewrite_the_metadata_url(
+    gateway: GatewayProcess,
+) -> None:
+    # Without BB_PUBLIC_URL the metadata URL is built from the request; uvicorn trusted
+    # X-Forwarded-* from any loopback client, so any local user could point clients at an
+    # https:// URL of their choosing. Forwarded headers are trusted only from the addresses
+    # in BB_FORWARDED_ALLOW_IPS (none by default).
+    host = gateway.url.removeprefix("http://")
+    plain = _challenge(gateway, {"host": host})
+    forged = _challenge(gateway, {"host": host, "x-forwarded-proto": "https"})
+    assert f'resource_metadata="http://{host}/' in plain
+    assert forged == plain
+
+
+def test_a_host_header_with_an_impossible_port_names_no_metadata_url(
+    gateway: GatewayProcess,
+) -> None:
+    challenge = _challenge(gateway, {"host": "127.0.0.1:99999"})
+    assert "resource_metadata" not in challenge
+    assert "99999" not in challenge

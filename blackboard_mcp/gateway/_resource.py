@@ -137,7 +137,7 @@ class ProtectedResource:
         else:
             name, colon, port_text = host.partition(":")
             rest = colon + port_text
-        if rest and not _PORT.fullmatch(rest):
+        if rest and not (_PORT.fullmatch(rest) and 0 < int(rest[1:]) <= 65535):
             return False
         if not _HOST.fullmatch(name):
             return False
