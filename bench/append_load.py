@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 from _gateway_process import bench_token, start_gateway
 from _rawhttp import RawHttpConnection
+from cas_load import extract_revision
 
 from blackboard_mcp.store import EmbeddedRedis
 
@@ -213,16 +214,6 @@ async def _hot_cas(gw: Gateway, uri: str, seconds: float) -> tuple[int, int, flo
     await gw.close()
     p99 = statistics.quantiles(latencies, n=100)[98] if len(latencies) >= 2 else float("nan")
     return commits, conflicts, p99
-
-
-def extract_revision(rev: str, into: Path) -> None:
-    import subprocess
-
-    root = Path(__file__).resolve().parent.parent
-    archive = subprocess.run(
-        ["git", "-C", str(root), "archive", rev, "blackboard_mcp"], capture_output=True, check=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
 
 
 async def run(args: argparse.Namespace, gateways: list[Gateway]) -> None:
