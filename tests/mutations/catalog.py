@@ -372,8 +372,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="import-overwrites-existing-notes",
         why="an import without --replace overwrites notes written since the export",
         path="blackboard_mcp/store/_transfer.py",
-        original="if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end",
-        replacement="",
+        original="  return 0\nend\nlocal seq = redis.call('INCR', KEYS[2])",
+        replacement="end\nlocal seq = redis.call('INCR', KEYS[2])",
         tests=("tests/test_export_import.py",),
     ),
     Mutation(
