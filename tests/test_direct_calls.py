@@ -14,9 +14,12 @@ comparison a test of it.
 from __future__ import annotations
 
 import re
+import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
@@ -28,6 +31,7 @@ from support import GatewayProcess, agent_token, call, mcp_client
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.testing import listen_request
 
 MODERN = "2026-07-28"
 HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -36,6 +40,7 @@ CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 INFO_KEY = "io.modelcontextprotocol/clientInfo"
 READ_TOOLS = ("get_state", "list_keys", "search_keys")
 DIRECT_COUNTER = re.compile(rb"^bb_direct_tool_calls_total (\S+)$", re.MULTILINE)
+LISTEN_COUNTER = re.compile(rb"^bb_direct_listens_total (\S+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,8 @@ def post(gateway: GatewayProcess, exchange: Exchange) -> httpx.Response:
     )
 
 
-def direct_calls(gateway: GatewayProcess) -> float:
-    found = DIRECT_COUNTER.search(_http.get(gateway.url + "/metrics").content)
+def direct_calls(gateway: GatewayProcess, counter: re.Pattern[bytes] = DIRECT_COUNTER) -> float:
+    found = counter.search(_http.get(gateway.url + "/metrics").content)
     return float(found.group(1)) if found else 0.0
 
 
@@ -462,3 +467,110 @@ def test_a_foreign_host_or_origin_is_refused_between_plain_calls_with_the_same_h
         refused = _http.post(gateway.mcp_url, content=exchange.body, headers=httpx.Headers(foreign))
         assert refused.status_code == status
     assert post(gateway, exchange).status_code == 200
+
+
+# -- subscriptions/listen ----------------------------------------------------------------------
+
+
+def _header(head: bytes, name: bytes) -> str:
+    for line in head.split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        if key.strip().lower() == name:
+            return value.strip().decode()
+    return ""
+
+
+def listen_frames(
+    gateway: GatewayProcess,
+    token: str,
+    uris: list[str],
+    *,
+    until_end: bool,
+    on_ack: Callable[[], None] | None = None,
+) -> tuple[int, str, list[Any]]:
+    """One raw listen: its status, content type, and the JSON of each event it sent (or of
+    its JSON answer): the stream read to its end, or to its second event. ``on_ack`` runs
+    once the acknowledgement has come."""
+    parts = urlsplit(gateway.mcp_url)
+    assert parts.hostname is not None and parts.port is not None
+    with socket.create_connection((parts.hostname, parts.port), timeout=20) as sock:
+        sock.sendall(listen_request(parts.netloc, parts.path, token, uris, client="same"))
+        data = b""
+        while True:
+            chunk = sock.recv(65536)
+            assert chunk or until_end, data[-300:]
+            data += chunk
+            head, _, rest = data.partition(b"\r\n\r\n")
+            if not rest and not chunk:
+                raise AssertionError(data[-300:])
+            if not _:
+                continue
+            status = int(head.split(b" ", 2)[1])
+            content_type = _header(head, b"content-type")
+            if content_type == "application/json":
+                if len(rest) >= int(_header(head, b"content-length")):
+                    return status, content_type, [orjson.loads(rest)]
+                continue
+            # Chunked SSE: every event's data line is whole within its chunk.
+            events = [
+                orjson.loads(line[len(b"data: ") :])
+                for line in rest.split(b"\r\n")
+                if line.startswith(b"data: ")
+            ]
+            if events and on_ack is not None:
+                on_ack()
+                on_ack = None
+            ended = rest.endswith(b"\r\n0\r\n\r\n")
+            if ended or (not until_end and len(events) >= 2):
+                return status, content_type, events
+            assert chunk, data[-300:]
+
+
+def test_a_listen_on_the_direct_path_sends_what_the_sdk_sends(
+    gateway: GatewayProcess, sdk_gateway: GatewayProcess, issuer: TokenIssuer
+) -> None:
+    workspace = "ws-listen-" + uuid.uuid4().hex[:8]
+    writer = agent_token(issuer, workspace, sub="listen-writer")
+    follow = [f"bb://{workspace}/facts", f"bb://{workspace}/other/one"]
+    answers = {}
+    streams_before = direct_calls(gateway, LISTEN_COUNTER)
+    for name, process in (("direct", gateway), ("sdk", sdk_gateway)):
+
+        def write(name: str = name) -> None:  # once the listener is in place
+            done = post(
+                gateway,
+                plain_exchange(
+                    writer,
+                    "update_state",
+                    {"uri": f"bb://{workspace}/facts/{name}", "digest": "d"},
+                    version=MODERN,
+                ),
+            )
+            assert not done.json()["result"]["isError"]
+
+        token = agent_token(issuer, workspace, sub="listener")
+        status, content_type, events = listen_frames(
+            process, token, follow, until_end=False, on_ack=write
+        )
+        # A short-lived token: the stream ends at its expiry, with the listen's result.
+        _, _, ended = listen_frames(
+            process, agent_token(issuer, workspace, sub="brief", ttl=1), follow, until_end=True
+        )
+        refused = listen_frames(process, agent_token(issuer, "elsewhere"), follow, until_end=True)
+        answers[name] = (status, content_type, events, ended, refused)
+    # All three took the direct path: else the comparison would be of the SDK with itself.
+    assert direct_calls(gateway, LISTEN_COUNTER) - streams_before == 3
+    assert direct_calls(sdk_gateway, LISTEN_COUNTER) == 0
+    direct, sdk = answers["direct"], answers["sdk"]
+    assert direct[:2] == sdk[:2] == (200, "text/event-stream")
+    ack, updated = direct[2]
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert updated["params"]["uri"] == f"bb://{workspace}/facts/direct"
+    sdk_ack, sdk_updated = sdk[2]
+    assert ack == sdk_ack
+    sdk_updated["params"]["uri"] = updated["params"]["uri"]
+    assert updated == sdk_updated
+    assert direct[3] == sdk[3]
+    assert direct[3][-1]["id"] == "same" and "result" in direct[3][-1]
+    assert direct[4] == sdk[4]
+    assert direct[4][0] != 200 and direct[4][2][0]["error"]["data"]["code"] == "forbidden"

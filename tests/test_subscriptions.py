@@ -2,7 +2,8 @@
 
 Two real gateway processes share the session's Redis: writes go through one (A, the session
 gateway), listeners sit on the other (B), so a notification can only have come through
-Redis. B is started with small limits so that the bounds can be reached.
+Redis. B is started with small limits so that the bounds can be reached, once with streams
+written by the direct path and once by the SDK.
 """
 
 from __future__ import annotations
@@ -41,14 +42,21 @@ STOP_SECONDS = 5
 QUEUE = 128
 
 
-@pytest.fixture(scope="module")
+# Each behaviour holds on both ways a stream is written: the direct one and the SDK's.
+@pytest.fixture(scope="module", params=["direct", "sdk"])
 def gateway_b(
-    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    redis_server: EmbeddedRedis,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[GatewayProcess]:
     process = start_gateway(
         redis_server.url,
         tmp_path_factory.mktemp("gateway-b"),
-        extra_env={"BB_LISTENERS_PER_TOKEN": str(PER_TOKEN), "BB_LISTENER_QUEUE": str(QUEUE)},
+        extra_env={
+            "BB_LISTENERS_PER_TOKEN": str(PER_TOKEN),
+            "BB_LISTENER_QUEUE": str(QUEUE),
+            "BB_DIRECT_TOOL_CALLS": "true" if request.param == "direct" else "false",
+        },
     )
     yield process
     stop_gateway(process)

@@ -36,11 +36,13 @@ from ._board_page import board_routes
 from ._calls import ToolCaller
 from ._direct import DirectToolCalls
 from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly
+from ._listen_stream import DirectListen
 from ._live import ChangeHub
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
 from ._resource import ProtectedResource
 from ._retention import retention_sweeper
+from ._subscriptions import Listens
 from ._tools import HANDLERS
 
 log = logging.getLogger(__name__)
@@ -119,7 +121,8 @@ def create_app(parts: GatewayParts) -> Starlette:
         per_token=settings.listeners_per_token,
         queue_size=settings.listener_queue,
     )
-    server = build_mcp_server(caller, hub)
+    listens = Listens(caller, hub)
+    server = build_mcp_server(caller, listens)
     security = _transport_security(settings)
     resource = protected_resource(settings, security)
     sessions = StreamableHTTPSessionManager(
@@ -132,7 +135,12 @@ def create_app(parts: GatewayParts) -> Starlette:
     protocol_app: ASGIApp = StreamableHTTPASGIApp(sessions)
     if settings.direct_tool_calls:
         protocol_app = DirectToolCalls(
-            protocol_app, caller=caller, server=server, security=security, metrics=metrics
+            protocol_app,
+            caller=caller,
+            server=server,
+            security=security,
+            metrics=metrics,
+            listen=DirectListen(listens, server_info=server.server_info_stamp),
         )
     mcp_app = PostOnly(
         BodyLimit(

@@ -201,16 +201,17 @@ def board_routes(
                 yield b": listening\n\n"
                 while (left := grant.expires_at - time.time()) > 0:
                     try:
-                        change = await hub.next_change(
+                        notice = await hub.next_change(
                             listener, wait_seconds=min(KEEP_ALIVE_SECONDS, left)
                         )
                     except TokenRevoked:
                         return
-                    if change is IDLE:
+                    if notice is IDLE:
                         yield b": keep-alive\n\n"
                         continue
-                    if change is None or listener.dropped:
+                    if notice is None or listener.dropped:
                         return
+                    change = notice.change
                     yield _event(
                         {
                             "seq": change.seq,

@@ -10,9 +10,11 @@ Here a ``tools/call`` POST that passes the SDK's own checks (transport security,
 the 2026-07-28 envelope ladder, the call's parameter surface for its protocol version, all
 taken from gateway/_mcp_sdk_adapter.py) goes
 straight to the ToolCaller, and its result is written once, in the shape the SDK gives it.
-Everything else (initialize, tools/list, ping, notifications, batches, anything malformed,
-unusual or new) goes to the SDK untouched. tests/test_direct_calls.py holds the two paths
-to the same answers; ``BB_DIRECT_TOOL_CALLS=false`` sends every request through the SDK.
+A ``subscriptions/listen`` at a 2026-07-28 version that passes the same checks is streamed
+by _listen_stream.py. Everything else (initialize, tools/list, ping, notifications, batches,
+anything malformed, unusual or new) goes to the SDK untouched. tests/test_direct_calls.py
+holds the two paths to the same answers; ``BB_DIRECT_TOOL_CALLS=false`` sends every
+request through the SDK.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import orjson
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import SubscriptionsListenRequestParams
 from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -32,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
+from ._listen_stream import DirectListen
 from ._mcp_sdk_adapter import (
     DEFAULT_NEGOTIATED_VERSION,
     HANDSHAKE_PROTOCOL_VERSIONS,
@@ -52,6 +56,7 @@ log = logging.getLogger(__name__)
 
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
+_LISTEN = "subscriptions/listen"
 _VERSION_HEADER = b"mcp-protocol-version"
 # What the SDK's transport security and Accept checks read, and our content type check.
 _CHECKED = (b"content-type", b"accept", b"host", b"origin")
@@ -70,6 +75,12 @@ class _Call:
     modern: bool
 
 
+@dataclass(frozen=True)
+class _Listen:
+    request_id: int | str
+    uris: list[str]
+
+
 class DirectToolCalls:
     """ASGI app in front of the SDK's: answers plain tool calls itself, hands it the rest."""
 
@@ -81,12 +92,14 @@ class DirectToolCalls:
         server: Server[Any],
         security: TransportSecuritySettings | None,
         metrics: GatewayMetrics,
+        listen: DirectListen | None = None,
     ) -> None:
         self._sdk_app = sdk_app
         self._caller = caller
         self._metrics = metrics
         self._security = TransportSecurityMiddleware(security)
-        self._verdicts: dict[tuple[bytes | None, ...], bool] = {}
+        self._listen = listen
+        self._verdicts: dict[tuple[bytes | None, ...], tuple[bool, bool]] = {}
         self._usable = _server_is_plain(server)
         # Fixed for the server's life; serialised straight away, so never aliased.
         self._server_info = server.server_info_stamp
@@ -98,9 +111,14 @@ class DirectToolCalls:
         body = await _read_body(receive)
         if body is None:
             return  # the client left before its request was complete; nobody to answer
-        call = await self._plain_call(scope, body)
+        call = await self._plain_request(scope, body)
         if call is None:
             await self._sdk_app(scope, _replay(body, receive), send)
+            return
+        if isinstance(call, _Listen):
+            assert self._listen is not None  # never recognised otherwise
+            self._metrics.direct_listens.inc()
+            await self._listen.serve(call.request_id, call.uris, receive, send)
             return
         self._metrics.direct_calls.inc()
         outcome = await self._caller.call(
@@ -113,14 +131,16 @@ class DirectToolCalls:
         payload = orjson.dumps({"jsonrpc": "2.0", "id": call.request_id, "result": result})
         await send_json(send, payload)
 
-    async def _plain_call(self, scope: Scope, body: bytes) -> _Call | None:
-        """The call if the SDK would serve this request as a plain ``tools/call``, else None.
+    async def _plain_request(self, scope: Scope, body: bytes) -> _Call | _Listen | None:
+        """The call if the SDK would serve this request as a plain ``tools/call`` (or a
+        ``subscriptions/listen``), else None.
 
         Each check is the SDK's own, or stricter; a request failing one goes to the SDK,
         which then answers it (with its error, or by serving it) exactly as before.
         """
         found, versions = _first_values(scope)
-        if not await self._headers_pass(scope, found):
+        passes, streams = await self._headers_pass(scope, found)
+        if not passes:
             return None
         try:
             message = orjson.loads(body)
@@ -130,11 +150,16 @@ class DirectToolCalls:
             isinstance(message, dict)
             and message.keys() == _ENVELOPE_KEYS
             and message["jsonrpc"] == "2.0"
-            and message["method"] == "tools/call"
         ):
             return None
         request_id = message["id"]
         if not (type(request_id) is str or (type(request_id) is int and abs(request_id) < _MAX_ID)):
+            return None
+        if message["method"] == _LISTEN:
+            if self._listen is None or not streams or versions != 1:
+                return None
+            return _modern_listen(scope, message, request_id)
+        if message["method"] != "tools/call":
             return None
         params = message["params"]
         if not isinstance(params, dict) or not params.keys() <= _PARAM_KEYS:
@@ -165,9 +190,9 @@ class DirectToolCalls:
                 return None
         return _Call(request_id, tool, arguments, modern=False)
 
-    async def _headers_pass(self, scope: Scope, found: dict[bytes, bytes]) -> bool:
+    async def _headers_pass(self, scope: Scope, found: dict[bytes, bytes]) -> tuple[bool, bool]:
         """Whether the headers pass the SDK's transport security and Accept checks, and ours
-        on the content type.
+        on the content type; and whether they accept an event stream.
 
         Each check reads only the first value of the headers in the key, so its verdict is
         memoised by them: clients send the same few combinations on every call, and the
@@ -178,10 +203,12 @@ class DirectToolCalls:
         if verdict is None:
             request = Request(scope)
             content_type = request.headers.get("content-type", "")
+            has_json, has_sse = check_accept_headers(request)
             verdict = (
                 await self._security.validate_request(request, is_post=True) is None
                 and content_type.split(";")[0].strip() == "application/json"
-                and check_accept_headers(request)[0]
+                and has_json,
+                has_sse,
             )
             if len(self._verdicts) >= _MAX_VERDICTS:
                 self._verdicts.clear()  # varied headers cost the checks again, nothing more
@@ -217,6 +244,25 @@ def _modern_call(
     ):
         return None
     return _Call(request_id, tool, arguments, modern)
+
+
+def _modern_listen(scope: Scope, message: dict[str, Any], request_id: int | str) -> _Listen | None:
+    """The listen if the SDK would hand it to the listen handler as it is, or None."""
+    headers = Headers(scope=scope)
+    if find_duplicated_routing_header(headers.items()) is not None:
+        return None
+    route = classify_inbound_request(message, headers=dict(headers))
+    if not isinstance(route, InboundModernRoute):
+        return None
+    version = str(route.protocol_version)
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    try:
+        protocol_methods.validate_client_request(_LISTEN, version, message["params"])
+        params = SubscriptionsListenRequestParams.model_validate(message["params"])
+    except (KeyError, ValueError, ValidationError):
+        return None
+    return _Listen(request_id, list(params.notifications.resource_subscriptions or ()))
 
 
 def _first_values(scope: Scope) -> tuple[dict[bytes, bytes], int]:

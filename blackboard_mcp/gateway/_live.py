@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import orjson
+
 from blackboard_mcp.auth import Grant, RevocationList, TokenRevoked
 from blackboard_mcp.store import Board, Change, ChangeFeed, Unavailable, failure_reason
 
@@ -58,6 +60,22 @@ class Idle(enum.Enum):
 IDLE = Idle.IDLE
 
 
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A change as every listener that hears it is sent it.
+
+    ``uri_json`` is the change's part of a notification, JSON-encoded once by the pump for
+    all of this process's listeners; each stream adds only its own subscription id.
+    """
+
+    change: Change
+    uri_json: bytes
+
+    @classmethod
+    def of(cls, change: Change) -> Notice:
+        return cls(change, orjson.dumps(change.uri))
+
+
 @dataclass(eq=False)
 class Listener:
     """One open subscription: what it follows and its queue of changes not yet sent."""
@@ -66,7 +84,7 @@ class Listener:
     notes: frozenset[str]
     # None: every topic the token may read.
     topics: frozenset[str] | None
-    queue: asyncio.Queue[Change | None]
+    queue: asyncio.Queue[Notice | None]
     on_drop: Callable[[], None] = field(default=lambda: None)
     dropped: bool = False
     checked_at: float = field(default_factory=time.monotonic)
@@ -78,11 +96,11 @@ class Listener:
             return True
         return change.topic in self.topics or change.uri in self.notes
 
-    def offer(self, change: Change) -> None:
-        if self.dropped or not self.wants(change):
+    def offer(self, notice: Notice) -> None:
+        if self.dropped or not self.wants(notice.change):
             return
         try:
-            self.queue.put_nowait(change)
+            self.queue.put_nowait(notice)
         except asyncio.QueueFull:
             self.dropped = True
             log.warning(
@@ -163,13 +181,13 @@ class ChangeHub:
             if pump is not None and pump.task is not None:
                 pump.task.cancel()
 
-    async def next_change(self, listener: Listener, *, wait_seconds: float) -> Change | Idle | None:
+    async def next_change(self, listener: Listener, *, wait_seconds: float) -> Notice | Idle | None:
         """The listener's next change; ``IDLE`` after ``wait_seconds`` without one; None once
         its stream is to end. Raises TokenRevoked when its token has been revoked."""
         deadline = time.monotonic() + wait_seconds
         while True:
             step = min(RECHECK_SECONDS, deadline - time.monotonic())
-            change: Change | Idle | None
+            change: Notice | Idle | None
             try:
                 async with asyncio.timeout(max(0.0, step)):
                     change = await listener.queue.get()
@@ -186,6 +204,20 @@ class ChangeHub:
                     raise TokenRevoked("this token has been revoked")
             if change is not IDLE or now >= deadline:
                 return change
+
+    def waiting(self, listener: Listener, *, limit: int) -> tuple[list[Notice], bool]:
+        """Up to ``limit`` changes already queued for ``listener``, without waiting, and
+        whether its end mark came after them (the stream is to end once they are sent)."""
+        notices: list[Notice] = []
+        while len(notices) < limit:
+            try:
+                notice = listener.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return notices, False
+            if notice is None:
+                return notices, True
+            notices.append(notice)
+        return notices, False
 
     async def _pump(self, workspace: str, ready: asyncio.Event) -> None:
         feed = await self._board.open_feed(workspace)
@@ -215,8 +247,9 @@ class ChangeHub:
                         feed = await self._reopen(feed, workspace)
                     continue
                 for change in changes:
+                    notice = Notice.of(change)
                     for listener in list(self._listeners.get(workspace, ())):
-                        listener.offer(change)
+                        listener.offer(notice)
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(feed.close())

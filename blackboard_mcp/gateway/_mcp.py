@@ -16,10 +16,9 @@ from blackboard_mcp import __version__
 
 from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
-from ._live import ChangeHub
 from ._resources import BoardResources
 from ._schemas import HEADER_SCHEMAS, TOOLS
-from ._subscriptions import BoardListen
+from ._subscriptions import BoardListen, Listens
 
 INSTRUCTIONS = (
     "A shared board of versioned notes. Search before deriving; read digests first; "
@@ -27,7 +26,7 @@ INSTRUCTIONS = (
 )
 
 
-def build_mcp_server(caller: ToolCaller, hub: ChangeHub) -> Server[Any]:
+def build_mcp_server(caller: ToolCaller, listens: Listens) -> Server[Any]:
     async def list_tools(_ctx: Any, _params: Any) -> ListToolsResult:
         return ListToolsResult(tools=list(TOOLS))
 
@@ -52,5 +51,5 @@ def build_mcp_server(caller: ToolCaller, hub: ChangeHub) -> Server[Any]:
         on_list_resources=resources.list_resources,
         on_list_resource_templates=resources.list_templates,
         on_read_resource=resources.read_resource,
-        on_subscriptions_listen=BoardListen(caller, hub),
+        on_subscriptions_listen=BoardListen(listens),
     )

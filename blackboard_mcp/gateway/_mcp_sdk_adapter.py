@@ -1,9 +1,10 @@
 """The adapter to the MCP SDK: the parts of it the direct tool-call path uses beyond its API.
 
-gateway/_direct.py answers plain ``tools/call`` POSTs itself, and to answer them exactly as
-the SDK would it runs the SDK's own request checks: transport security, the Accept check,
-the 2026-07-28 envelope ladder (``mcp.shared.inbound``) and the protocol's parameter rules
-per version. None of these is documented API, so any release may change them. They are
+gateway/_direct.py answers plain ``tools/call`` and ``subscriptions/listen`` POSTs itself,
+and to answer them exactly as the SDK would it runs the SDK's own request checks: transport
+security, the Accept check, the 2026-07-28 envelope ladder (``mcp.shared.inbound``, whose
+table also gives a refusal its HTTP status) and the protocol's parameter rules per
+version. None of these is documented API, so any release may change them. They are
 imported here and nowhere else, and the package pins the SDK to the release this module
 was tested against (``TESTED``, the same as pyproject.toml's); ``tests/test_direct_calls.py``
 holds the direct path to the SDK's answers request for request, and
@@ -17,6 +18,7 @@ from importlib.metadata import version
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
     InboundModernRoute,
     classify_inbound_request,
     find_duplicated_routing_header,
@@ -36,6 +38,7 @@ def installed_version() -> str:
 
 __all__ = [
     "DEFAULT_NEGOTIATED_VERSION",
+    "ERROR_CODE_HTTP_STATUS",
     "HANDSHAKE_PROTOCOL_VERSIONS",
     "MODERN_PROTOCOL_VERSIONS",
     "SERVER_INFO_META_KEY",

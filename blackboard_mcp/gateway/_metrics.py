@@ -103,6 +103,11 @@ class GatewayMetrics:
             "bb_tool_calls went through the SDK).",
             registry=self.registry,
         )
+        self.direct_listens = Counter(
+            "bb_direct_listens",
+            "subscriptions/listen streams written without the SDK's per-notification machinery.",
+            registry=self.registry,
+        )
         self._nodes = _NodeGauges()
         self._node_registry = CollectorRegistry()
         self._node_registry.register(self._nodes)

@@ -12,7 +12,8 @@ Keep-alives are the transport's SSE comments, after every 15 s of silence.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types import (
     INVALID_REQUEST,
+    RequestId,
     ResourceUpdatedNotification,
     ResourceUpdatedNotificationParams,
     SubscriptionFilter,
@@ -35,7 +37,7 @@ from blackboard_mcp.store import Board, InvalidArgument, parse_address, parse_to
 from ._calls import AuditedAs, ToolCaller
 from ._context import current_grant, current_request_id
 from ._errors import tool_error
-from ._live import IDLE, ChangeHub, ListenerDropped
+from ._live import IDLE, ChangeHub, Listener, ListenerDropped, Notice
 from ._resources import raise_refusal, rpc_error
 
 # The audit records' name for a listen: the MCP method.
@@ -77,22 +79,51 @@ async def _admitted(_board: Board, _grant: Grant, _args: Mapping[str, Any]) -> d
     return {}
 
 
-class BoardListen:
-    """The handler the MCP server registers for subscriptions/listen."""
+# At most this many changes already waiting go out together in one write.
+BATCH = 64
+
+
+@dataclass
+class AdmittedListen:
+    """A listen that passed its checks: its listener (already receiving changes), the
+    subscriptions its acknowledgement lists, and how long its token still lives."""
+
+    listener: Listener
+    subscription_id: RequestId
+    honored: list[str]
+    expires_in: float
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return {SUBSCRIPTION_ID_META_KEY: self.subscription_id}
+
+    def acknowledgement(self) -> SubscriptionsAcknowledgedNotification:
+        # Only resource subscriptions are honoured: the tool and resource lists never change.
+        return SubscriptionsAcknowledgedNotification(
+            params=SubscriptionsAcknowledgedNotificationParams(
+                notifications=SubscriptionFilter(resource_subscriptions=self.honored or None),
+                _meta=self.meta,
+            )
+        )
+
+
+class Listens:
+    """The checks and the change loop of a listen, shared by the SDK's path (BoardListen)
+    and the direct one (_listen_stream.py), so both refuse, follow and end alike."""
 
     def __init__(self, caller: ToolCaller, hub: ChangeHub) -> None:
         self._caller = caller
         self._hub = hub
 
-    async def __call__(
-        self, ctx: Any, params: SubscriptionsListenRequestParams
-    ) -> SubscriptionsListenResult:
-        subscription_id = ctx.request_id
-        if subscription_id is None:
-            raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
+    @property
+    def hub(self) -> ChangeHub:
+        return self._hub
+
+    async def admit(self, subscription_id: RequestId, uris: list[str]) -> AdmittedListen:
+        """Check the listen as get_state's call and join its listener; an MCPError (with the
+        tool error as its data) if it is refused."""
         grant = current_grant.get()
         request_id = current_request_id.get()
-        uris = list(params.notifications.resource_subscriptions or ())
         try:
             notes, topics, checked, followed = _follows(uris)
         except InvalidArgument as exc:
@@ -112,37 +143,45 @@ class BoardListen:
             listener = await self._hub.join(grant, notes=notes, topics=topics)
         except Exception as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
-        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
-        # Only resource subscriptions are honoured: the tool and resource lists never change.
-        honored = SubscriptionFilter(resource_subscriptions=uris or None)
         # A stream outlives no token: at its expiry it ends, and the client listens again
         # with a fresh one.
         expires_in = max(0.0, grant.expires_at - time.time())
+        return AdmittedListen(listener, subscription_id, uris, expires_in)
+
+    async def follow(
+        self,
+        listen: AdmittedListen,
+        acknowledge: Callable[[], Awaitable[None]],
+        deliver: Callable[[list[Notice]], Awaitable[None]],
+        *,
+        idle_seconds: float | None = None,
+        on_idle: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Send the acknowledgement, then hand ``deliver`` the listener's changes (those
+        already waiting together) until the token expires or the hub ends the stream; then
+        raise the MCPError the stream ends with, if any (revoked token, listener dropped).
+        ``on_idle`` runs after each ``idle_seconds`` without a change. Leaves the hub in
+        every case."""
+        listener = listen.listener
+        request_id = current_request_id.get()
+        wait = listen.expires_in + 1 if idle_seconds is None else idle_seconds
         try:
-            with anyio.CancelScope(deadline=anyio.current_time() + expires_in) as scope:
+            with anyio.CancelScope(deadline=anyio.current_time() + listen.expires_in) as scope:
                 # A listener that fell behind is cut off here, even while this task is stuck
                 # writing to a client that stopped reading.
                 listener.on_drop = scope.cancel
-                await ctx.session.send_notification(
-                    SubscriptionsAcknowledgedNotification(
-                        params=SubscriptionsAcknowledgedNotificationParams(
-                            notifications=honored, _meta=meta
-                        )
-                    ),
-                    related_request_id=subscription_id,
-                )
-                while True:
-                    change = await self._hub.next_change(listener, wait_seconds=expires_in + 1)
-                    if change is None:
+                await acknowledge()
+                ended = False
+                while not ended:
+                    notice = await self._hub.next_change(listener, wait_seconds=wait)
+                    if notice is None:
                         break
-                    if change is IDLE:
+                    if notice is IDLE:
+                        if on_idle is not None:
+                            await on_idle()
                         continue
-                    await ctx.session.send_notification(
-                        ResourceUpdatedNotification(
-                            params=ResourceUpdatedNotificationParams(uri=change.uri, _meta=meta)
-                        ),
-                        related_request_id=subscription_id,
-                    )
+                    more, ended = self._hub.waiting(listener, limit=BATCH - 1)
+                    await deliver([notice, *more])
         except TokenRevoked as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
         finally:
@@ -152,4 +191,37 @@ class BoardListen:
                 f"listener dropped: more than {listener.queue.maxsize} changes were waiting"
             )
             raise rpc_error(tool_error(dropped, request_id)["error"])
+
+
+class BoardListen:
+    """The handler the MCP server registers for subscriptions/listen."""
+
+    def __init__(self, listens: Listens) -> None:
+        self._listens = listens
+
+    async def __call__(
+        self, ctx: Any, params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
+        subscription_id = ctx.request_id
+        if subscription_id is None:
+            raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
+        uris = list(params.notifications.resource_subscriptions or ())
+        listen = await self._listens.admit(subscription_id, uris)
+        meta = listen.meta
+
+        async def deliver(notices: list[Notice]) -> None:
+            for notice in notices:
+                await ctx.session.send_notification(
+                    ResourceUpdatedNotification(
+                        params=ResourceUpdatedNotificationParams(uri=notice.change.uri, _meta=meta)
+                    ),
+                    related_request_id=subscription_id,
+                )
+
+        async def acknowledge() -> None:
+            await ctx.session.send_notification(
+                listen.acknowledgement(), related_request_id=subscription_id
+            )
+
+        await self._listens.follow(listen, acknowledge, deliver)
         return SubscriptionsListenResult(_meta=meta)
