@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 from blackboard_mcp.auth import AuditRecord
-from blackboard_mcp.settings import Settings
+from blackboard_mcp.settings import Settings, board_limits
 from blackboard_mcp.store import Board, RedisAuditLog
 
 from ._redis import redis_failures, redis_url
@@ -29,8 +29,6 @@ def operator() -> str:
 
 @contextlib.asynccontextmanager
 async def open_board(settings: Settings) -> AsyncIterator[Board]:
-    from blackboard_mcp.gateway import board_limits
-
     board = Board.from_url(
         redis_url(settings), limits=board_limits(settings), cluster=settings.redis_cluster
     )

@@ -141,7 +141,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         ) from exc
     with export:
         # Every line is checked before anything is written (a bad line leaves the board as
-        # it was); the import then reads the file again for each of its passes.
+        # it was); the import then reads the checked records again for each of its passes.
         _checked(export, args.workspace)
         total = export.count
         bars = {"notes": _Progress("importing", total), "links": _Progress("linking", total)}
@@ -227,6 +227,10 @@ def _interrupt(_signum: int, _frame: object) -> None:
 def _checked(export: ExportFile, target: str | None) -> None:
     try:
         export.check(target)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot read {export.path}: {exc.strerror or exc}", hint="check the file's path"
+        ) from exc
     except InvalidArgument as exc:
         raise ConfigurationError(
             f"{export.path}: {exc.message}; nothing was imported",

@@ -4,7 +4,7 @@ from ._app import GatewayParts, create_app
 from ._errors import ERROR_CODES, GatewayError, RateLimited, UnknownArgument, UnknownTool
 from ._logs import JsonFormatter, configure_logging
 from ._schemas import TOOL_NAMES, TOOLS
-from ._wiring import app_from_env, board_limits, build_parts
+from ._wiring import app_from_env, build_parts
 
 __all__ = [
     "ERROR_CODES",
@@ -17,7 +17,6 @@ __all__ = [
     "UnknownArgument",
     "UnknownTool",
     "app_from_env",
-    "board_limits",
     "build_parts",
     "configure_logging",
     "create_app",

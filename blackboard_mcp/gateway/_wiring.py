@@ -14,10 +14,9 @@ from blackboard_mcp.auth import (
     external_tokens_from_settings,
     keys_from_settings,
 )
-from blackboard_mcp.settings import Settings
+from blackboard_mcp.settings import Settings, board_limits
 from blackboard_mcp.store import (
     Board,
-    BoardLimits,
     EmbeddedRedisError,
     RedisAuditLog,
     RedisRevocationList,
@@ -27,21 +26,6 @@ from ._app import GatewayParts, create_app
 from ._logs import configure_logging
 from ._metrics import MULTIPROCESS_DIR_ENV
 from ._resource import MCP_PATH
-
-
-def board_limits(settings: Settings) -> BoardLimits:
-    return BoardLimits(
-        offload_bytes=settings.offload_bytes,
-        max_body_bytes=settings.max_body_bytes,
-        changelog_maxlen=settings.changelog_maxlen,
-        cas_max_retries=settings.cas_max_retries,
-        source_root=settings.source_root,
-        source_max_bytes=settings.source_max_bytes,
-        source_read_timeout_seconds=settings.source_read_timeout_seconds,
-        source_read_threads=settings.source_read_threads,
-        wait_replicas=settings.wait_replicas,
-        wait_timeout_ms=settings.wait_replicas_timeout_ms,
-    )
 
 
 def build_parts(settings: Settings, *, metrics_dir: Path | None = None) -> GatewayParts:

@@ -361,6 +361,9 @@ async def import_notes(
     export file can be read again for each pass rather than held.
     """
     report = ImportReport()
+    # Sent by hash (EVALSHA), not as text with every note: the script is most of the bytes of
+    # a small note's command. A pipeline loads a script Redis does not have before it runs.
+    write_note, add_links = client.register_script(_IMPORT), client.register_script(_LINK)
     written = bytearray()  # bit i: the i-th record was written (not skipped)
     index = 0
     # One deadline per batch's round trip, not one for the whole import: an import of any
@@ -380,7 +383,9 @@ async def import_notes(
         pipe = client.pipeline(transaction=False)
         for note in batch:
             _count_tokens(note, counter)
-            _queue_import(pipe, note, author=author, changelog_maxlen=changelog_maxlen)
+            await _queue_import(
+                pipe, write_note, note, author=author, changelog_maxlen=changelog_maxlen
+            )
         async with mapped_redis_errors():
             written_seqs = await pipe.execute()
         for seq in written_seqs:
@@ -406,7 +411,7 @@ async def import_notes(
             index += 1
         pipe = client.pipeline(transaction=False)
         for note in chosen:
-            _queue_links(pipe, note)
+            await _queue_links(pipe, add_links, note)
         async with mapped_redis_errors():
             added_links = await pipe.execute()
         for note, added in zip(chosen, added_links, strict=True):
@@ -437,46 +442,51 @@ def _batches(records: Iterable[Imported]) -> Iterator[list[Imported]]:
         yield batch
 
 
-def _queue_import(pipe: Any, note: Imported, *, author: str, changelog_maxlen: int) -> None:
+async def _queue_import(
+    pipe: Any, script: Any, note: Imported, *, author: str, changelog_maxlen: int
+) -> None:
     ws, topic, path = note.address.workspace, note.address.topic, note.address.path
     blob = str(note.fields["blob"])
     flat = [v for pair in note.fields.items() for v in pair]
-    pipe.eval(
-        _IMPORT,
-        9,
-        keys.note(ws, note.address.member),
-        keys.sequence(ws),
-        keys.changelog(ws),
-        keys.by_name(ws, topic),
-        keys.by_version(ws, topic),
-        keys.by_kind(ws, topic, str(note.fields["kind"])),
-        keys.topics(ws),
-        keys.blob_refs(ws),
-        keys.blob(ws, blob),
-        path,
-        str(changelog_maxlen),
-        note.address.uri,
-        str(note.fields["version"]),
-        author,
-        blob,
-        topic,
-        note.content if blob else b"",
-        *flat,
+    await script(
+        keys=(
+            keys.note(ws, note.address.member),
+            keys.sequence(ws),
+            keys.changelog(ws),
+            keys.by_name(ws, topic),
+            keys.by_version(ws, topic),
+            keys.by_kind(ws, topic, str(note.fields["kind"])),
+            keys.topics(ws),
+            keys.blob_refs(ws),
+            keys.blob(ws, blob),
+        ),
+        args=(
+            path,
+            str(changelog_maxlen),
+            note.address.uri,
+            str(note.fields["version"]),
+            author,
+            blob,
+            topic,
+            note.content if blob else b"",
+            *flat,
+        ),
+        client=pipe,
     )
 
 
-def _queue_links(pipe: Any, note: Imported) -> None:
+async def _queue_links(pipe: Any, script: Any, note: Imported) -> None:
     ws, member = note.address.workspace, note.address.member
     if not note.links:
         pipe.echo(0)
         return
-    pipe.eval(
-        _LINK,
-        2,
-        keys.note(ws, member),
-        keys.links_out(ws, member),
-        member,
-        keys.note(ws, ""),
-        keys.links_in(ws, ""),
-        *[v for rel, target in note.links for v in (rel, target)],
+    await script(
+        keys=(keys.note(ws, member), keys.links_out(ws, member)),
+        args=(
+            member,
+            keys.note(ws, ""),
+            keys.links_in(ws, ""),
+            *[v for rel, target in note.links for v in (rel, target)],
+        ),
+        client=pipe,
     )
