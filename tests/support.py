@@ -30,8 +30,17 @@ TEST_JWT_SECRET = "test-secret-" + "x" * 40
 def child_process(args: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
     """``subprocess.Popen`` for a server a test starts, which the kernel stops (SIGTERM) when
     the test run ends however it ends: a pytest killed by a timeout or by SIGKILL leaves no
-    gateway, Redis or client behind holding ports."""
-    return spawn(args, **kwargs)
+    gateway, Redis or client behind holding ports.
+
+    The child hears Ctrl-C whatever this process does with it: a suite started in the
+    background of a shell ignores SIGINT, and its children would inherit that, so a test
+    that stops a command with SIGINT would wait for ever.
+    """
+    return spawn(args, also_in_child=_hear_sigint, **kwargs)
+
+
+def _hear_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @dataclass

@@ -76,3 +76,17 @@ def test_a_killed_pytest_leaves_no_serve_redis_or_worker_behind(
             inner.kill()
             inner.wait()
     assert not alive(serve_pid)
+
+
+def test_a_test_s_child_hears_ctrl_c_even_when_the_suite_was_started_ignoring_it() -> None:
+    """A suite started in the background of a shell (`cmd &`, nohup) inherits SIGINT ignored,
+    and so would every process it starts: the CLI tests that stop a command with SIGINT then
+    waited forever (`audit tail --follow`) or saw it finish (`import`)."""
+    probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        child = child_process([sys.executable, "-c", probe], stdout=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    out, _ = child.communicate(timeout=60)
+    assert out.strip() == "True"

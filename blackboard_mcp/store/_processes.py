@@ -154,11 +154,19 @@ class _Spawner:
 _SPAWNER = _Spawner()
 
 
-def spawn(args: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+def spawn(
+    args: Sequence[str], *, also_in_child: Callable[[], None] | None = None, **kwargs: Any
+) -> subprocess.Popen[bytes]:
     """``subprocess.Popen`` for a child that dies with this process, whichever thread asks.
 
     The child gets SIGTERM from the kernel when this process ends, however it ends (a
-    SIGKILL included), and not before: see :func:`die_with_parent`.
+    SIGKILL included), and not before: see :func:`die_with_parent`. ``also_in_child`` runs
+    in the child after that, before the exec.
     """
-    preexec = die_with_parent()
-    return _SPAWNER.popen(args, preexec_fn=preexec, **kwargs)
+    steps = [step for step in (die_with_parent(), also_in_child) if step is not None]
+
+    def preexec() -> None:
+        for step in steps:
+            step()
+
+    return _SPAWNER.popen(args, preexec_fn=preexec if steps else None, **kwargs)
