@@ -1,17 +1,26 @@
-"""Change notifications: latency from a write's acknowledgement to each listener's event,
-and the write path's throughput with and without listeners, in one run.
+"""Change notifications: the write path's throughput with 0, 100 and 1,000 listeners, and
+each notification's latency from its write's acknowledgement, in one run.
 
 Two gateway processes share one embedded Redis. Listeners hold 2026-07-28
-``subscriptions/listen`` streams on both (one listener: on B; a hundred: half on each), all
-in one separate process, and timestamp each ``notifications/resources/updated`` as it
-arrives. Writes go through A, one at a time, and are timestamped when their answer arrives
-(both processes read the same monotonic clock). A notification can come in before its
-write's answer, which gives a negative latency: it is counted as it is.
+``subscriptions/listen`` streams, half on each gateway, each with its own token, spread
+over several processes of their own (so that the listening side is not what bounds the
+figures) and following the two topics written. For each listener count:
 
-Throughput: writers on kept-alive connections (half to each gateway) write new notes for a
-fixed time, first with no listener, then with 100 listeners following the topic.
+- throughput: writers on kept-alive connections (half to each gateway) write new notes for
+  a fixed time;
+- latency: then single writes through A, 10 ms apart, each timestamped when its answer
+  arrives; every listener timestamps each notification as it comes (all processes read one
+  monotonic clock), so a notification can come before its write's answer: a negative
+  latency, counted as it is.
 
-    python bench/notify_latency.py [--writes 300] [--seconds 5] [--writers 16]
+A figure counts only if every listener was still listening at the end and heard of every
+write of both phases: the run says "KEPT" or how many streams ended and how many
+notifications are missing. With ``--paths direct,sdk`` the whole run is made twice, once on
+gateways that write streams on the direct path (the default) and once through the SDK
+(``BB_DIRECT_TOOL_CALLS=false``), each against its own no-listener throughput.
+
+    python bench/notify_latency.py [--listeners 0,100,1000] [--paths direct,sdk]
+        [--seconds 5] [--writes 200] [--writers 16] [--listener-procs 4]
 """
 
 from __future__ import annotations
@@ -19,11 +28,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
-import re
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import orjson
@@ -36,76 +46,107 @@ from blackboard_mcp.store import EmbeddedRedis
 from blackboard_mcp.testing import listen_request
 
 WORKSPACE = "bench-notify"
-# Only notifications/resources/updated carry a "uri" (the acknowledgement lists its
-# subscriptions under "resourceSubscriptions").
-_URI = re.compile(rb'"uri":"([^"]+)"')
+_MARK = b'"uri":"'
+_LOAD_MARK = b'"uri":"bb://' + WORKSPACE.encode() + b"/load/"
+
+
+@dataclass
+class _Heard:
+    load: int = 0  # notifications of the throughput phase (counted, not parsed)
+    lat: dict[str, float] | None = None  # first arrival of each latency-phase address
+    ended: bool = False
 
 
 async def _one_listener(
-    port: int, token: str, uris: list[str], ready: asyncio.Event, seen: list[tuple[str, float]]
-) -> bool:
-    """Record (uri, time) per event until cancelled; False if the server ended the stream."""
+    port: int, token: str, uris: list[str], ready: asyncio.Event, heard: _Heard
+) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(listen_request(f"127.0.0.1:{port}", "/mcp/", token, uris, client="bench"))
-    buffer = b""
+    heard.lat = {}
+    tail = b""
     try:
         while True:
-            chunk = await reader.read(65536)
+            chunk = await reader.read(1 << 16)
             now = time.perf_counter()
             if not chunk:
-                return False
-            buffer += chunk
-            if not ready.is_set() and b"subscriptions/acknowledged" in buffer:
+                heard.ended = True
+                return
+            if not ready.is_set() and b"subscriptions/acknowledged" in chunk:
                 ready.set()
-            for match in _URI.finditer(buffer):
-                seen.append((match.group(1).decode(), now))
-            cut = buffer.rfind(b"\n")
-            buffer = buffer[cut + 1 :] if cut >= 0 else buffer
-            if b'"error"' in chunk:
-                return False
+            data = tail + chunk
+            cut = data.rfind(b"\n")
+            whole, tail = (data[: cut + 1], data[cut + 1 :]) if cut >= 0 else (b"", data)
+            loads = whole.count(_LOAD_MARK)
+            heard.load += loads
+            if whole.count(_MARK) > loads:
+                for line in whole.split(b"\n"):
+                    at = line.find(_MARK)
+                    if at >= 0 and not line.startswith(_LOAD_MARK, at):
+                        uri = line[at + len(_MARK) : line.index(b'"', at + len(_MARK))]
+                        heard.lat.setdefault(uri.decode(), now)
+            if b'"error"' in whole or b'"result"' in whole:
+                heard.ended = True
+                return
     finally:
         writer.close()
 
 
 def _listeners_main(
-    ports: list[int], tokens: list[str], uris: list[str], conn: mp.connection.Connection
+    ports: list[int], tokens: list[str], uris: list[str], conn: Connection, offset: int
 ) -> None:
     async def run() -> None:
-        seen: list[list[tuple[str, float]]] = [[] for _ in tokens]
+        heard = [_Heard() for _ in tokens]
         readies = [asyncio.Event() for _ in tokens]
         tasks = [
             asyncio.create_task(
-                _one_listener(ports[i % len(ports)], tokens[i], uris, readies[i], seen[i])
+                _one_listener(
+                    ports[(offset + i) % len(ports)], tokens[i], uris, readies[i], heard[i]
+                )
             )
             for i in range(len(tokens))
         ]
-        await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)
+        await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 120)
         conn.send("ready")
         while not conn.poll():
             await asyncio.sleep(0.05)
         conn.recv()
-        ended = sum(1 for t in tasks if t.done() and t.result() is False)
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        conn.send({"seen": seen, "dropped": ended})
+        conn.send([(h.load, h.lat, h.ended) for h in heard])
 
     asyncio.run(run())
 
 
 class Listeners:
-    def __init__(self, ports: list[int], tokens: list[str], uris: list[str]) -> None:
-        self._conn, child = mp.Pipe()
-        self._proc = mp.Process(target=_listeners_main, args=(ports, tokens, uris, child))
-        self._proc.start()
-        if self._conn.recv() != "ready":
-            raise SystemExit("listeners did not start")
+    """``len(tokens)`` listeners over ``procs`` processes, half on each gateway."""
 
-    def stop(self) -> dict[str, object]:
-        self._conn.send("stop")
-        result: dict[str, object] = self._conn.recv()
-        self._proc.join(10)
-        return result
+    def __init__(self, ports: list[int], tokens: list[str], uris: list[str], procs: int) -> None:
+        self._children: list[tuple[Connection, mp.Process]] = []
+        if not tokens:
+            return
+        procs = max(1, min(procs, len(tokens)))
+        share = -(-len(tokens) // procs)
+        for k in range(procs):
+            part = tokens[k * share : (k + 1) * share]
+            if not part:
+                continue
+            mine, theirs = mp.Pipe()
+            proc = mp.Process(target=_listeners_main, args=(ports, part, uris, theirs, k * share))
+            proc.start()
+            self._children.append((mine, proc))
+        for mine, _ in self._children:
+            if mine.recv() != "ready":
+                raise SystemExit("listeners did not start")
+
+    def stop(self) -> list[tuple[int, dict[str, float], bool]]:
+        for mine, _ in self._children:
+            mine.send("stop")
+        heard: list[tuple[int, dict[str, float], bool]] = []
+        for mine, proc in self._children:
+            heard.extend(mine.recv())
+            proc.join(10)
+        return heard
 
 
 def _write_body(uri: str) -> bytes:
@@ -129,7 +170,7 @@ def _headers(token: str) -> dict[str, str]:
 
 
 async def _sequential_writes(
-    port: int, token: str, topic: str, n: int
+    port: int, token: str, prefix: str, n: int
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Each write's (sent, acknowledged) times, by address."""
     conn = RawHttpConnection("127.0.0.1", port, _headers(token))
@@ -137,7 +178,7 @@ async def _sequential_writes(
     acked: dict[str, float] = {}
     try:
         for i in range(n):
-            uri = f"bb://{WORKSPACE}/{topic}/w{i}"
+            uri = f"bb://{WORKSPACE}/lat/{prefix}-{i}"
             sent[uri] = time.perf_counter()
             status, body = await conn.post("/mcp/", _write_body(uri))
             acked[uri] = time.perf_counter()
@@ -150,8 +191,9 @@ async def _sequential_writes(
 
 
 async def _throughput(
-    ports: list[int], token: str, topic: str, writers: int, seconds: float
-) -> float:
+    ports: list[int], token: str, prefix: str, writers: int, seconds: float
+) -> tuple[int, float]:
+    """How many writes the writers made, and in how many seconds."""
     done = 0
     stop_at = time.perf_counter() + seconds
 
@@ -162,7 +204,7 @@ async def _throughput(
         try:
             while time.perf_counter() < stop_at:
                 status, body = await conn.post(
-                    "/mcp/", _write_body(f"bb://{WORKSPACE}/{topic}/c{k}-{i}")
+                    "/mcp/", _write_body(f"bb://{WORKSPACE}/load/{prefix}-{k}-{i}")
                 )
                 if status != 200 or b'"isError":true' in body:
                     raise SystemExit(f"write failed: {body[:300]!r}")
@@ -173,22 +215,7 @@ async def _throughput(
 
     started = time.perf_counter()
     await asyncio.gather(*(writer(k) for k in range(writers)))
-    return done / (time.perf_counter() - started)
-
-
-def _latencies(acked: dict[str, float], result: dict[str, object]) -> tuple[list[float], int]:
-    lat: list[float] = []
-    missing = 0
-    for seen in result["seen"]:  # type: ignore[attr-defined]
-        first: dict[str, float] = {}
-        for uri, at in seen:
-            first.setdefault(uri, at)
-        for uri, at in acked.items():
-            if uri in first:
-                lat.append((first[uri] - at) * 1000)
-            else:
-                missing += 1
-    return lat, missing
+    return done, time.perf_counter() - started
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -196,74 +223,81 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--writes", type=int, default=300)
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--writers", type=int, default=16)
-    args = parser.parse_args()
+def _run_path(path: str, counts: list[int], args: argparse.Namespace, redis_url: str) -> None:
     issuer = bench_issuer()
 
     def token() -> str:
         return bench_token(workspace=WORKSPACE, ttl_seconds=3600, issuer=issuer)
 
+    env = {"BB_DIRECT_TOOL_CALLS": "true" if path == "direct" else "false"}
+    a, port_a = start_gateway(redis_url, extra_env=env)
+    b, port_b = start_gateway(redis_url, extra_env=env)
+    ports = [port_a, port_b]
     writer_token = token()
+    follow = [f"bb://{WORKSPACE}/lat", f"bb://{WORKSPACE}/load"]
+    base: float | None = None
+    try:
+        for count in counts:
+            prefix = f"{path}-{count}"
+            listeners = Listeners(ports, [token() for _ in range(count)], follow, args.procs)
+            cpu = process_tree_cpu_seconds(a.pid) + process_tree_cpu_seconds(b.pid)
+            done, took = asyncio.run(
+                _throughput(ports, writer_token, prefix, args.writers, args.seconds)
+            )
+            cpu = process_tree_cpu_seconds(a.pid) + process_tree_cpu_seconds(b.pid) - cpu
+            rate = done / took
+            base = rate if base is None else base
+            _sent, acked = asyncio.run(
+                _sequential_writes(port_a, writer_token, prefix, args.writes)
+            )
+            time.sleep(1.0)  # the last notifications on their way
+            heard = listeners.stop()
+            line = (
+                f"{path:6} {count:5} listeners: {rate:6.0f} writes/s "
+                f"({100 * rate / base:3.0f}% of none), gateways' CPU "
+                f"{1000 * cpu / done:.2f} ms/write"
+            )
+            if count:
+                lat = [
+                    (lat_seen[uri] - at) * 1000
+                    for _, lat_seen, _ in heard
+                    for uri, at in acked.items()
+                    if uri in lat_seen
+                ]
+                missing = sum(done - load for load, _, _ in heard) + (count * len(acked) - len(lat))
+                ended = sum(1 for _, _, was_ended in heard if was_ended)
+                kept = "KEPT" if not missing and not ended else f"ended {ended}, missing {missing}"
+                line += (
+                    f", {count * (done + len(acked))} notifications, {kept}; from ack p50 "
+                    f"{statistics.median(lat):.2f} ms, p99 {_pct(lat, 0.99):.2f} ms"
+                )
+            print(line, flush=True)
+    finally:
+        for proc in (a, b):
+            proc.terminate()
+            proc.wait(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--listeners", default="0,100,1000")
+    parser.add_argument("--paths", default="direct")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--writes", type=int, default=200)
+    parser.add_argument("--writers", type=int, default=16)
+    parser.add_argument("--listener-procs", dest="procs", type=int, default=4)
+    args = parser.parse_args()
+    counts = [int(n) for n in args.listeners.split(",")]
+    if counts[0] != 0:
+        counts.insert(0, 0)  # every ratio is against no listener, in the same run
+    print(
+        f"# {args.writers} writers for {args.seconds:g} s (half to each gateway), then "
+        f"{args.writes} single writes through A 10 ms apart; listeners over {args.procs} "
+        "processes, half on each gateway"
+    )
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
-        a, port_a = start_gateway(server.url)
-        b, port_b = start_gateway(server.url)
-        try:
-            ports = [port_a, port_b]
-            follow = [f"bb://{WORKSPACE}/lat", f"bb://{WORKSPACE}/load"]
-            print(
-                f"# {args.writes} sequential writes through A, 10 ms apart; "
-                f"{args.writers} writers for {args.seconds:g} s (half to A, half to B)"
-            )
-
-            def gateways_cpu() -> float:
-                return process_tree_cpu_seconds(a.pid) + process_tree_cpu_seconds(b.pid)
-
-            cpu = gateways_cpu()
-            base = asyncio.run(_throughput(ports, writer_token, "load", args.writers, args.seconds))
-            cpu = gateways_cpu() - cpu
-            print(
-                f"throughput, no listener: {base:.0f} writes/s, gateways' CPU "
-                f"{1000 * cpu / (base * args.seconds):.2f} ms/write"
-            )
-            for count in (1, 100):
-                tokens = [token() for _ in range(count)]
-                listeners = Listeners([port_b] if count == 1 else ports, tokens, follow)
-                sent, acked = asyncio.run(
-                    _sequential_writes(port_a, writer_token, "lat", args.writes)
-                )
-                loaded = None
-                if count == 100:
-                    cpu = gateways_cpu()
-                    loaded = asyncio.run(
-                        _throughput(ports, writer_token, "load", args.writers, args.seconds)
-                    )
-                    cpu = gateways_cpu() - cpu
-                time.sleep(1.0)
-                result = listeners.stop()
-                lat, missing = _latencies(acked, result)
-                from_sent, _ = _latencies(sent, result)
-                print(
-                    f"latency, {count} listener(s): events {len(lat)}, missing {missing}, "
-                    f"dropped streams {result['dropped']}; from ack p50 "
-                    f"{statistics.median(lat):.2f} ms, p99 {_pct(lat, 0.99):.2f} ms; "
-                    f"from request sent p50 {statistics.median(from_sent):.2f} ms, "
-                    f"p99 {_pct(from_sent, 0.99):.2f} ms"
-                )
-                if loaded is not None:
-                    print(
-                        f"throughput, 100 listeners: {loaded:.0f} writes/s "
-                        f"({100 * loaded / base:.0f}% of no listener), gateways' CPU "
-                        f"{1000 * cpu / (loaded * args.seconds):.2f} ms/write "
-                        f"({10 * cpu / (loaded * args.seconds):.3f} ms per notification)"
-                    )
-        finally:
-            for proc in (a, b):
-                proc.terminate()
-                proc.wait(10)
+        for path in args.paths.split(","):
+            _run_path(path, counts, args, server.url)
 
 
 if __name__ == "__main__":

@@ -133,7 +133,7 @@ class Settings(BaseSettings):
     # Under a burst of changes, the writes per second this process makes to its streams in
     # all: each stream sends what came meanwhile in one write, at most every
     # listeners / listener_writes_per_second seconds (never more than 50 ms apart).
-    listener_writes_per_second: int = Field(default=5000, ge=20)
+    listener_writes_per_second: int = Field(default=1000, ge=20)
     allowed_hosts: list[str] = Field(default_factory=list)
     # Proxies whose X-Forwarded-For/-Proto are believed (uvicorn's forwarded_allow_ips: a
     # comma-separated list of addresses or networks, "*" for any); empty believes none, so a

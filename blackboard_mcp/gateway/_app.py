@@ -120,6 +120,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         revocations=parts.revocations,
         per_token=settings.listeners_per_token,
         queue_size=settings.listener_queue,
+        writes_per_second=settings.listener_writes_per_second,
     )
     listens = Listens(caller, hub)
     server = build_mcp_server(caller, listens)

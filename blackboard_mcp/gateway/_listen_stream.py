@@ -86,10 +86,11 @@ class DirectListen:
             await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
             await _send_part(send, sse_event({"jsonrpc": "2.0", **acknowledgement}))
 
+        between = _UPDATED_TAIL + head
+
         async def deliver(notices: list[Notice]) -> None:
-            await _send_part(
-                send, b"".join(head + notice.uri_json + _UPDATED_TAIL for notice in notices)
-            )
+            frames = between.join([notice.uri_json for notice in notices])
+            await _send_part(send, head + frames + _UPDATED_TAIL)
 
         async def keep_alive() -> None:
             await _send_part(send, KEEPALIVE)

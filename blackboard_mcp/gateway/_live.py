@@ -16,6 +16,7 @@ import contextlib
 import enum
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,6 +38,14 @@ _RETRY_SECONDS = 1.0
 RECHECK_SECONDS = 5.0
 # A listen that cannot start its workspace's feed (Redis down) is refused after this long.
 _START_SECONDS = 5.0
+# A socket write costs far more than the bytes in it (on loopback, tens of microseconds: the
+# receiving end's work is done in the sender's call), so under a burst of changes each stream
+# sends what came meanwhile in one write, at most once per ``listeners / writes_per_second``
+# seconds (BB_LISTENER_WRITES_PER_SECOND); a change after a quiet spell goes out at once. A
+# notification is never held for longer than this:
+MAX_WRITE_INTERVAL_SECONDS = 0.05
+# Topics whose readability a listener remembers.
+_READABLE_CACHE = 1024
 
 
 class TooManyListeners(GatewayError):
@@ -77,44 +86,99 @@ class Notice:
 
 
 @dataclass(eq=False)
-class Listener:
-    """One open subscription: what it follows and its queue of changes not yet sent."""
+class Interest:
+    """What some listeners of one workspace hear: the topics their tokens may read, and the
+    topics and notes they follow. Listeners alike share one, so the pump decides once per
+    change for all of them whether it is heard (a fleet's listeners mostly are alike)."""
 
-    grant: Grant
+    # The first listener's token: every listener here reads the topics it reads.
+    reader: Grant
     notes: frozenset[str]
     # None: every topic the token may read.
     topics: frozenset[str] | None
-    queue: asyncio.Queue[Notice | None]
-    on_drop: Callable[[], None] = field(default=lambda: None)
-    dropped: bool = False
-    checked_at: float = field(default_factory=time.monotonic)
+    # A dict for its order and its O(1) removal.
+    listeners: dict[Listener, None] = field(default_factory=dict)
+    readable: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[tuple[str, ...], frozenset[str], frozenset[str] | None]:
+        return self.reader.read_topics, self.notes, self.topics
 
     def wants(self, change: Change) -> bool:
-        if not self.grant.can_read(change.topic):
+        readable = self.readable.get(change.topic)
+        if readable is None:
+            # Scopes never change, and a topic is matched against them once.
+            if len(self.readable) >= _READABLE_CACHE:
+                self.readable.clear()
+            readable = self.readable[change.topic] = self.reader.can_read(change.topic)
+        if not readable:
             return False
         if self.topics is None:
             return True
         return change.topic in self.topics or change.uri in self.notes
 
+
+@dataclass(eq=False)
+class Listener:
+    """One open subscription: what it follows and its changes not yet sent.
+
+    The changes wait in a plain deque rather than an ``asyncio.Queue``: the pump hands every
+    change to every listener that hears it, so the hand-over is paid listeners times per
+    write, and a deque append with a wake-up only for a stream that is waiting costs a tenth
+    of a queue's put. At most ``limit`` changes wait; one more drops the listener.
+    """
+
+    grant: Grant
+    notes: frozenset[str]
+    # None: every topic the token may read.
+    topics: frozenset[str] | None
+    limit: int
+    pending: deque[Notice | None] = field(default_factory=deque)  # None is the end mark
+    waiter: asyncio.Future[None] | None = None
+    on_drop: Callable[[], None] = field(default=lambda: None)
+    dropped: bool = False
+    checked_at: float = field(default_factory=time.monotonic)
+    interest: Interest | None = None
+
     def offer(self, notice: Notice) -> None:
-        if self.dropped or not self.wants(notice.change):
+        """Queue a change this listener hears (its interest decided that)."""
+        if self.dropped:
             return
-        try:
-            self.queue.put_nowait(notice)
-        except asyncio.QueueFull:
+        if len(self.pending) >= self.limit:
             self.dropped = True
             log.warning(
                 "listener of %s in %s dropped (overloaded): %d changes waiting",
                 self.grant.subject,
                 self.grant.workspace,
-                self.queue.maxsize,
+                self.limit,
             )
             self.on_drop()
+            return
+        self._put(notice)
 
     def close(self) -> None:
-        """End the stream after what is queued (None is the end mark)."""
-        with contextlib.suppress(asyncio.QueueFull):
-            self.queue.put_nowait(None)
+        """End the stream after what is waiting."""
+        self._put(None)
+
+    def _put(self, item: Notice | None) -> None:
+        self.pending.append(item)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for something to send; False if nothing came."""
+        if self.pending:
+            return True
+        waiter = self.waiter = asyncio.get_running_loop().create_future()
+        try:
+            async with asyncio.timeout(max(0.0, seconds)):
+                await waiter
+        except TimeoutError:
+            return bool(self.pending)
+        finally:
+            self.waiter = None
+        return True
 
 
 class ChangeHub:
@@ -127,14 +191,18 @@ class ChangeHub:
         revocations: RevocationList,
         per_token: int,
         queue_size: int,
+        writes_per_second: int = 1000,
     ) -> None:
         self._board = board
         self._revocations = revocations
         self._per_token = per_token
         self._queue_size = queue_size
-        self._listeners: dict[str, set[Listener]] = {}
+        self._writes_per_second = writes_per_second
+        # Each workspace's listeners, grouped by what they hear.
+        self._interests: dict[str, dict[object, Interest]] = {}
         self._pumps: dict[str, _Pump] = {}
         self._per_token_count: dict[str, int] = {}
+        self._count = 0
 
     async def join(
         self, grant: Grant, *, notes: frozenset[str], topics: frozenset[str] | None
@@ -146,9 +214,13 @@ class ChangeHub:
                 f"this token already has {held} open listeners on this gateway process",
                 limit=self._per_token,
             )
-        listener = Listener(grant, notes, topics, asyncio.Queue(self._queue_size))
+        listener = Listener(grant, notes, topics, self._queue_size)
         self._per_token_count[grant.token_id] = held + 1
-        self._listeners.setdefault(grant.workspace, set()).add(listener)
+        self._count += 1
+        interests = self._interests.setdefault(grant.workspace, {})
+        probe = Interest(grant, notes, topics)
+        interest = listener.interest = interests.setdefault(probe.key, probe)
+        interest.listeners[listener] = None
         pump = self._pumps.get(grant.workspace)
         if pump is None:
             pump = _Pump(asyncio.Event())
@@ -167,16 +239,20 @@ class ChangeHub:
 
     def leave(self, listener: Listener) -> None:
         ws = listener.grant.workspace
-        group = self._listeners.get(ws)
-        if group is None or listener not in group:
+        interest = listener.interest
+        if interest is None or listener not in interest.listeners:
             return
-        group.discard(listener)
+        del interest.listeners[listener]
+        self._count -= 1
         token_id = listener.grant.token_id
         self._per_token_count[token_id] -= 1
         if not self._per_token_count[token_id]:
             del self._per_token_count[token_id]
-        if not group:
-            del self._listeners[ws]
+        interests = self._interests[ws]
+        if not interest.listeners:
+            del interests[interest.key]
+        if not interests:
+            del self._interests[ws]
             pump = self._pumps.pop(ws, None)
             if pump is not None and pump.task is not None:
                 pump.task.cancel()
@@ -187,12 +263,9 @@ class ChangeHub:
         deadline = time.monotonic() + wait_seconds
         while True:
             step = min(RECHECK_SECONDS, deadline - time.monotonic())
-            change: Notice | Idle | None
-            try:
-                async with asyncio.timeout(max(0.0, step)):
-                    change = await listener.queue.get()
-            except TimeoutError:
-                change = IDLE
+            change: Notice | Idle | None = IDLE
+            if await listener.wait(step):
+                change = listener.pending.popleft()
             now = time.monotonic()
             if now - listener.checked_at >= RECHECK_SECONDS:
                 listener.checked_at = now
@@ -205,15 +278,17 @@ class ChangeHub:
             if change is not IDLE or now >= deadline:
                 return change
 
+    def write_interval(self) -> float:
+        """The least time between two writes to one stream, for this many listeners."""
+        return min(MAX_WRITE_INTERVAL_SECONDS, self._count / self._writes_per_second)
+
     def waiting(self, listener: Listener, *, limit: int) -> tuple[list[Notice], bool]:
         """Up to ``limit`` changes already queued for ``listener``, without waiting, and
         whether its end mark came after them (the stream is to end once they are sent)."""
         notices: list[Notice] = []
-        while len(notices) < limit:
-            try:
-                notice = listener.queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return notices, False
+        pending = listener.pending
+        while pending and len(notices) < limit:
+            notice = pending.popleft()
             if notice is None:
                 return notices, True
             notices.append(notice)
@@ -246,10 +321,17 @@ class ChangeHub:
                         # read on there, from the same entry.
                         feed = await self._reopen(feed, workspace)
                     continue
+                interests = list(self._interests.get(workspace, {}).values())
                 for change in changes:
                     notice = Notice.of(change)
-                    for listener in list(self._listeners.get(workspace, ())):
-                        listener.offer(notice)
+                    for interest in interests:
+                        if interest.wants(change):
+                            for listener in list(interest.listeners):
+                                listener.offer(notice)
+                if changes:
+                    # Under a burst, one read a while carries many entries rather than one
+                    # read an entry: the streams send no faster than that anyway.
+                    await asyncio.sleep(self.write_interval() / 2)
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(feed.close())
@@ -274,9 +356,10 @@ class ChangeHub:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
-        for group in self._listeners.values():
-            for listener in group:
-                listener.close()
+        for interests in self._interests.values():
+            for interest in interests.values():
+                for listener in interest.listeners:
+                    listener.close()
 
 
 @dataclass

@@ -80,7 +80,7 @@ async def _admitted(_board: Board, _grant: Grant, _args: Mapping[str, Any]) -> d
 
 
 # At most this many changes already waiting go out together in one write.
-BATCH = 64
+BATCH = 256
 
 
 @dataclass
@@ -172,6 +172,7 @@ class Listens:
                 listener.on_drop = scope.cancel
                 await acknowledge()
                 ended = False
+                sent_at = -1.0
                 while not ended:
                     notice = await self._hub.next_change(listener, wait_seconds=wait)
                     if notice is None:
@@ -180,15 +181,19 @@ class Listens:
                         if on_idle is not None:
                             await on_idle()
                         continue
+                    linger = sent_at + self._hub.write_interval() - anyio.current_time()
+                    if linger > 0:
+                        await anyio.sleep(linger)
                     more, ended = self._hub.waiting(listener, limit=BATCH - 1)
                     await deliver([notice, *more])
+                    sent_at = anyio.current_time()
         except TokenRevoked as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
         finally:
             self._hub.leave(listener)
         if listener.dropped:
             dropped = ListenerDropped(
-                f"listener dropped: more than {listener.queue.maxsize} changes were waiting"
+                f"listener dropped: more than {listener.limit} changes were waiting"
             )
             raise rpc_error(tool_error(dropped, request_id)["error"])
 
