@@ -106,8 +106,9 @@ class Settings(BaseSettings):
 
     # Gateway
     host: str = "127.0.0.1"
-    port: int = 8765
-    workers: int = 1
+    # 0: any free port (serve prints the one it got).
+    port: int = Field(default=8765, ge=0, le=65535)
+    workers: int = Field(default=1, ge=1)
     max_request_bytes: int = 2 * 1024 * 1024
     rate_limit_per_minute: int = 6000
     # The HTTP server's own limits (_uvicorn_adapter.py), per worker process: a request's

@@ -301,6 +301,21 @@ def test_readiness_names_the_lost_redis_in_one_line_without_its_password(
     assert all(f"127.0.0.1:{private_redis.port}" in line for line in probe_lines), text
 
 
+@pytest.mark.parametrize("how", ["flag", "setting"])
+def test_a_port_out_of_range_is_a_usage_error_before_anything_starts(
+    home: Path, tmp_path: Path, how: str
+) -> None:
+    data_dir = tmp_path / "d"
+    if how == "flag":
+        result = run_cli("serve", "--port", "99999", env=cli_env(home, BB_DATA_DIR=str(data_dir)))
+    else:
+        result = run_cli("serve", env=cli_env(home, BB_PORT="99999", BB_DATA_DIR=str(data_dir)))
+    text = output_of(result)
+    assert result.returncode == 2, text
+    assert "Traceback" not in text and "OverflowError" not in text and "99999" in text
+    assert not data_dir.exists()
+
+
 def test_a_port_that_is_not_a_number_is_a_usage_error(home: Path, tmp_path: Path) -> None:
     result = run_cli("serve", env=cli_env(home, BB_PORT="http", BB_DATA_DIR=str(tmp_path / "d")))
     text = output_of(result)

@@ -43,8 +43,8 @@ def test_every_settings_field_is_listed() -> None:
 
 
 def test_every_bb_variable_named_in_the_code_is_listed() -> None:
-    # Names in the package's source: the settings' own, and those read directly (cli.py reads
-    # BB_PORT and BB_WORKERS before any Settings exists; auth reads BB_SECRET_<handle>).
+    # Names in the package's source: the settings' own, and those read directly (auth reads
+    # BB_SECRET_<handle>).
     named: set[str] = set()
     for path in (ROOT / "blackboard_mcp").rglob("*.py"):
         named |= set(re.findall(r"\bBB_[A-Z][A-Z0-9_]*", path.read_text()))

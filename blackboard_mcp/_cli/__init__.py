@@ -1,12 +1,12 @@
-"""What the ``blackboard-mcp`` commands share (their failures, Redis, keys and probes), and the
-operator's data commands: audit, delete, retention, export and import."""
+"""The ``blackboard-mcp`` commands, one module each (serve, health, token, audit, delete,
+retention, export and import), and what they share: their failures, Redis, keys."""
 
 from ._audit import add_audit_commands, iso
 from ._delete import add_delete_command
 from ._durations import FORMAT as DURATION_FORMAT
 from ._durations import parse_duration
 from ._errors import CliError, ConfigurationError, RedisUnreachable, run_command
-from ._health import probe_gateway
+from ._health import add_health_command, probe_gateway
 from ._keys import DEFAULT_SECRET_FILE, with_signing_key
 from ._redis import (
     EMBEDDED_URL_FILE,
@@ -17,6 +17,8 @@ from ._redis import (
     require_embedded_binaries,
 )
 from ._retention import add_retention_commands
+from ._serve import add_serve_command
+from ._tokens import add_token_commands
 from ._transfer import add_transfer_commands
 
 __all__ = [
@@ -28,7 +30,10 @@ __all__ = [
     "RedisUnreachable",
     "add_audit_commands",
     "add_delete_command",
+    "add_health_command",
     "add_retention_commands",
+    "add_serve_command",
+    "add_token_commands",
     "add_transfer_commands",
     "check_redis_reachable",
     "checked_redis_url",

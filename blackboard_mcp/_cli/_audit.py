@@ -64,13 +64,12 @@ def table(rows: Sequence[tuple[str, ...]], widths: list[int]) -> list[str]:
     ]
 
 
-def cmd_audit_tail(args: argparse.Namespace) -> int:
+def cmd_audit_tail(args: argparse.Namespace, settings: Settings) -> int:
     if not is_valid_name(args.workspace):
         raise ConfigurationError(
             f"{args.workspace!r} is not a workspace name",
             hint="a workspace is 1-64 of a-z 0-9 . _ -, starting with a letter or digit",
         )
-    settings = Settings()
 
     async def newest(board: Board) -> tuple[list[tuple[str, AuditRecord]], bool]:
         log = RedisAuditLog(client=board.client, maxlen=settings.audit_maxlen)

@@ -23,9 +23,7 @@ def _show(report: DeleteReport, verb: str) -> None:
         print(f"  ... and {report.count - _SHOWN} more")
 
 
-def cmd_delete(args: argparse.Namespace) -> int:
-    settings = Settings()
-
+def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     async def run(board: Board) -> DeleteReport:
         if not args.yes:
             return await board.plan_delete(workspace=args.workspace, topic=args.topic, uri=args.uri)

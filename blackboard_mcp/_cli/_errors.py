@@ -19,6 +19,7 @@ from typing import ClassVar
 from pydantic import ValidationError
 
 from blackboard_mcp.auth import AuthError
+from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import StoreError, failure_reason
 
 PROG = "blackboard-mcp"
@@ -53,9 +54,12 @@ def _describe(exc: BaseException) -> tuple[str, str, int]:
         return exc.message, exc.hint, exc.exit_code
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
-        name = "BB_" + "_".join(str(part) for part in first["loc"]).upper()
+        field = "_".join(str(part) for part in first["loc"])
+        name = f"BB_{field.upper()}"
+        # The value as given, unless the setting holds a secret.
+        given = "" if _secret(field) else f" ({str(first.get('input'))[:80]!r})"
         return (
-            f"the setting {name} is invalid: {first['msg']}",
+            f"the setting {name}{given} is invalid: {first['msg']}",
             f"fix or unset {name} (docs/operations.md lists every setting)",
             CONFIGURATION_FAILURE,
         )
@@ -68,16 +72,27 @@ def _describe(exc: BaseException) -> tuple[str, str, int]:
     )
 
 
+def _secret(field: str) -> bool:
+    """Whether a setting's value may hold a secret (a key, a password in a URL)."""
+    declared = Settings.model_fields.get(field)
+    if declared is None or "Secret" in str(declared.annotation):
+        return True
+    return any(word in field for word in ("secret", "password", "key", "url", "token"))
+
+
 def _debugging(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "debug", False)) or (
         os.environ.get("BB_LOG_LEVEL", "").upper() == "DEBUG"
     )
 
 
-def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run one command; a failure prints two lines on stderr (a traceback only when debugging)."""
+def run_command(
+    func: Callable[[argparse.Namespace, Settings], int], args: argparse.Namespace
+) -> int:
+    """Read the settings, then run one command with them; a failure (a malformed setting
+    included) prints two lines on stderr, a traceback only when debugging."""
     try:
-        return func(args)
+        return func(args, Settings())
     except KeyboardInterrupt:
         return 130
     except Exception as exc:

@@ -1,4 +1,5 @@
-"""A gateway's probes over plain HTTP, with the standard library.
+"""``blackboard-mcp health``: the board's Redis and index, and a gateway's probes over plain
+HTTP, with the standard library.
 
 `blackboard-mcp health` runs where operators are (a container, a bastion), where only the
 package's own dependencies are installed; httpx is a test dependency.
@@ -6,8 +7,16 @@ package's own dependencies are installed; httpx is a test dependency.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
 import urllib.error
 import urllib.request
+
+from blackboard_mcp.settings import Settings
+
+from ._errors import ConfigurationError, RedisUnreachable
+from ._redis import redis_failures, redis_url
 
 PROBES = ("/healthz", "/readyz")
 _TIMEOUT_SECONDS = 5.0
@@ -29,3 +38,44 @@ def probe_gateway(base_url: str) -> list[tuple[str, str, bool]]:
     """(probe path, what it answered, healthy) for each of the gateway's probes."""
     base = base_url.rstrip("/")
     return [(path, *_status(base + path)) for path in PROBES]
+
+
+def cmd_health(args: argparse.Namespace, settings: Settings) -> int:
+    """Board health for a human: exits 1 when anything is unhealthy."""
+    healthy = True
+    if args.url:
+        for path, answer, ok in probe_gateway(args.url):
+            print(f"gateway {path}: {answer}")
+            healthy = healthy and ok
+    try:
+        url = redis_url(settings)
+    except ConfigurationError:
+        if not args.url:
+            raise
+        return 0 if healthy else 1  # the gateway alone was asked about
+    try:
+        with redis_failures(url):
+            report = asyncio.run(_board_health(url, settings))
+    except RedisUnreachable as exc:
+        # Still a report, on one line: what is down and what to check.
+        print(json.dumps({"redis": "unavailable", "error": exc.message, "hint": exc.hint}))
+        return 1
+    print(json.dumps(report, indent=2))
+    healthy = healthy and report.get("redis") == "ok" and report.get("index") == "ready"
+    return 0 if healthy else 1
+
+
+async def _board_health(url: str, settings: Settings) -> dict[str, object]:
+    from blackboard_mcp.store import Board
+
+    board = Board.from_url(url, cluster=settings.redis_cluster)
+    try:
+        return await board.health()
+    finally:
+        await board.close()
+
+
+def add_health_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    health = sub.add_parser("health", help="print board health; non-zero exit when unhealthy")
+    health.add_argument("--url", help="also check a gateway, e.g. http://127.0.0.1:8765")
+    health.set_defaults(func=cmd_health)

@@ -41,15 +41,13 @@ def _show(workspace: str, policy: RetentionPolicy) -> None:
         print(f"  topic {topic}: {_age(seconds)}")
 
 
-def cmd_retention_show(args: argparse.Namespace) -> int:
-    policy = on_board(Settings(), lambda board: board.retention(args.workspace))
+def cmd_retention_show(args: argparse.Namespace, settings: Settings) -> int:
+    policy = on_board(settings, lambda board: board.retention(args.workspace))
     _show(args.workspace, policy)
     return 0
 
 
-def cmd_retention_set(args: argparse.Namespace) -> int:
-    settings = Settings()
-
+def cmd_retention_set(args: argparse.Namespace, settings: Settings) -> int:
     async def run(board: Board) -> RetentionPolicy:
         policy = await board.set_retention(
             workspace=args.workspace, topic=args.topic, max_age_seconds=args.max_age

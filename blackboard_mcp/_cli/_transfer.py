@@ -49,8 +49,7 @@ class _Progress:
             self._shown = False  # once
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    settings = Settings()
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     workspace = validate_workspace(args.workspace)
     out_path: Path | None = args.out
 
@@ -127,8 +126,7 @@ class _output:
             self._temp.unlink(missing_ok=True)
 
 
-def cmd_import(args: argparse.Namespace) -> int:
-    settings = Settings()
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     try:
         export = ExportFile.open(
             args.file,

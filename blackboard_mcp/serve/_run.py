@@ -30,13 +30,11 @@ from ._datadir import DataDirLock
 from ._exits import ExitCode, ServeFailure
 from ._listen import bind_listener
 from ._supervisor import RedisSupervisor, RestartPolicy
-from ._worker import SERVE_PID_ENV
+from ._worker import app_factory
 
 log = logging.getLogger(__name__)
 
 EMBEDDED_URL_FILE = "redis.url"
-APP = "blackboard_mcp.gateway:app_from_env"
-WORKER_APP = "blackboard_mcp.serve._worker:app_for_worker"
 # SIGHUP too: a closed terminal should stop `serve` cleanly, not leave its Redis behind.
 # With --workers > 1 uvicorn's own supervisor takes SIGHUP to mean "restart the workers".
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -46,13 +44,16 @@ _Handler = Callable[[int, FrameType | None], Any] | int | None
 
 class Serving:
     """Context manager around one `serve`: entered, it owns the data dir, the port and a
-    running embedded Redis (unless ``BB_REDIS_URL`` names one); :meth:`run` runs the gateway."""
+    running embedded Redis (unless ``BB_REDIS_URL`` names one); :meth:`run` runs the gateway.
 
-    def __init__(self, settings: Settings, *, host: str, port: int, workers: int) -> None:
+    Where and how many: ``settings.host``, ``settings.port``, ``settings.workers``.
+    """
+
+    def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._host = host
-        self._port = port
-        self._workers = workers
+        self._host = settings.host
+        self._port = settings.port
+        self._workers = settings.workers
         self._lock: DataDirLock | None = None
         self._listener: socket.socket | None = None
         self._supervisor: RedisSupervisor | None = None
@@ -97,10 +98,6 @@ class Serving:
             self._previous[sig] = signal.signal(sig, self._on_signal)
         if self.embedded:
             self._start_redis()
-        # uvicorn workers are separate processes that build their settings from the
-        # environment, so everything decided here travels through it.
-        os.environ["BB_REDIS_URL"] = self.redis_url
-        os.environ["BB_HOST"] = self._host
 
     def _start_redis(self) -> None:
         settings = self._settings
@@ -134,8 +131,12 @@ class Serving:
         self._exit_code = ExitCode.REDIS_FAILED
         self._request_stop()
 
-    def run(self) -> int:
-        """Run the gateway until a stop signal or a lost Redis; returns the exit status."""
+    def run(self, settings: Settings | None = None) -> int:
+        """Run the gateway until a stop signal or a lost Redis; returns the exit status.
+
+        ``settings``: the gateway's, if the caller has decided more since (a signing key);
+        the Redis this `serve` started is filled in either way.
+        """
         if self._signalled is not None or self._exit_code != ExitCode.STOPPED:
             return int(self._exit_code)
         import uvicorn
@@ -144,21 +145,27 @@ class Serving:
         from blackboard_mcp._uvicorn_adapter import server_options
 
         assert self._listener is not None
-        settings = self._settings
-        json_logs = settings.log_format == "json"
-        os.environ[SERVE_PID_ENV] = str(os.getpid())
+        gateway_settings = (settings or self._settings).model_copy(
+            update={"redis_url": self.redis_url, "host": self._host}
+        )
+        json_logs = gateway_settings.log_format == "json"
+        metrics_dir = self._share_metrics() if self._workers > 1 else None
+        app = app_factory(
+            gateway_settings,
+            serve_pid=os.getpid() if self._workers > 1 else None,
+            metrics_dir=metrics_dir,
+        )
         config = uvicorn.Config(
-            WORKER_APP if self._workers > 1 else APP,
+            app,
             factory=True,
             workers=self._workers,
-            log_level=settings.log_level.lower(),
+            log_level=gateway_settings.log_level.lower(),
             # uvicorn's own lines go through the same JSON handler rather than its text one.
             log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG,
             access_log=False,
-            **server_options(settings),
+            **server_options(gateway_settings),
         )
         if self._workers > 1:
-            self._share_metrics()
             supervisor = Multiprocess(config, sockets=[self._listener])
             # Multiprocess takes over SIGINT, SIGTERM and SIGHUP and returns on the first two.
             self._request_stop = supervisor.should_exit.set
@@ -190,15 +197,15 @@ class Serving:
     ) -> None:
         self._cleanup()
 
-    def _share_metrics(self) -> None:
+    def _share_metrics(self) -> Path:
         # The workers count their metrics into one directory, which every scrape adds up
-        # (gateway/_metrics.py); prometheus_client finds it through this variable. Files of
-        # a previous run would be counted again: the directory starts empty.
+        # (gateway/_metrics.py). Files of a previous run would be counted again: the
+        # directory starts empty.
         directory = self._settings.data_dir / "metrics"
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(mode=0o700, parents=True)
         self._metrics_dir = directory
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+        return directory
 
     def _cleanup(self) -> None:
         if self._metrics_dir is not None:

@@ -249,8 +249,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="metrics-per-worker",
         why="with several workers each scrape counts one worker's calls: counters seem to reset",
-        path="blackboard_mcp/serve/_run.py",
-        original='os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)',
+        path="blackboard_mcp/serve/_worker.py",
+        original="os.environ[MULTIPROCESS_DIR_ENV] = str(metrics_dir)",
         replacement="pass",
         tests=(
             "tests/test_metrics.py::test_every_scrape_of_a_gateway_with_two_workers_counts_every_workers_calls",
