@@ -19,8 +19,10 @@ notifications are missing. With ``--paths direct,sdk`` the whole run is made twi
 gateways that write streams on the direct path (the default) and once through the SDK
 (``BB_DIRECT_TOOL_CALLS=false``), each against its own no-listener throughput.
 
+``--against REV`` makes the same run with gateways of git revision REV, on the same Redis.
+
     python bench/notify_latency.py [--listeners 0,100,1000] [--paths direct,sdk]
-        [--seconds 5] [--writes 200] [--writers 16] [--listener-procs 4]
+        [--seconds 5] [--writes 200] [--writers 16] [--listener-procs 4] [--against REV]
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).parent))
 from _gateway_process import bench_issuer, bench_token, start_gateway
 from _rawhttp import RawHttpConnection, process_tree_cpu_seconds
+from cas_load import extract_revision
 
 from blackboard_mcp.store import EmbeddedRedis
 from blackboard_mcp.testing import listen_request
@@ -223,22 +226,29 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _run_path(path: str, counts: list[int], args: argparse.Namespace, redis_url: str) -> None:
+def _run_path(
+    path: str,
+    counts: list[int],
+    args: argparse.Namespace,
+    redis_url: str,
+    tree: tuple[str, Path | None],
+) -> None:
+    label, package_root = tree
     issuer = bench_issuer()
 
     def token() -> str:
         return bench_token(workspace=WORKSPACE, ttl_seconds=3600, issuer=issuer)
 
     env = {"BB_DIRECT_TOOL_CALLS": "true" if path == "direct" else "false"}
-    a, port_a = start_gateway(redis_url, extra_env=env)
-    b, port_b = start_gateway(redis_url, extra_env=env)
+    a, port_a = start_gateway(redis_url, extra_env=env, package_root=package_root)
+    b, port_b = start_gateway(redis_url, extra_env=env, package_root=package_root)
     ports = [port_a, port_b]
     writer_token = token()
     follow = [f"bb://{WORKSPACE}/lat", f"bb://{WORKSPACE}/load"]
     base: float | None = None
     try:
         for count in counts:
-            prefix = f"{path}-{count}"
+            prefix = f"{label}-{path}-{count}".replace(" ", "-")
             listeners = Listeners(ports, [token() for _ in range(count)], follow, args.procs)
             cpu = process_tree_cpu_seconds(a.pid) + process_tree_cpu_seconds(b.pid)
             done, took = asyncio.run(
@@ -253,7 +263,7 @@ def _run_path(path: str, counts: list[int], args: argparse.Namespace, redis_url:
             time.sleep(1.0)  # the last notifications on their way
             heard = listeners.stop()
             line = (
-                f"{path:6} {count:5} listeners: {rate:6.0f} writes/s "
+                f"{label:<14} {path:6} {count:5} listeners: {rate:6.0f} writes/s "
                 f"({100 * rate / base:3.0f}% of none), gateways' CPU "
                 f"{1000 * cpu / done:.2f} ms/write"
             )
@@ -286,6 +296,9 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=200)
     parser.add_argument("--writers", type=int, default=16)
     parser.add_argument("--listener-procs", dest="procs", type=int, default=4)
+    parser.add_argument(
+        "--against", action="append", default=[], help="also the gateway of this git revision"
+    )
     args = parser.parse_args()
     counts = [int(n) for n in args.listeners.split(",")]
     if counts[0] != 0:
@@ -295,9 +308,20 @@ def main() -> None:
         f"{args.writes} single writes through A 10 ms apart; listeners over {args.procs} "
         "processes, half on each gateway"
     )
-    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
+    with (
+        tempfile.TemporaryDirectory() as data,
+        EmbeddedRedis(data_dir=Path(data)) as server,
+        tempfile.TemporaryDirectory() as trees_dir,
+    ):
+        trees: list[tuple[str, Path | None]] = [("this checkout", None)]
+        for rev in args.against:
+            root = Path(trees_dir) / rev
+            root.mkdir()
+            extract_revision(rev, root)
+            trees.append((rev, root))
         for path in args.paths.split(","):
-            _run_path(path, counts, args, server.url)
+            for tree in trees:
+                _run_path(path, counts, args, server.url, tree)
 
 
 if __name__ == "__main__":

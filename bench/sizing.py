@@ -18,8 +18,24 @@ emptied Redis in turn, in one run:
 The old layouts' notes are written by this version's store, plus the per-topic sets by
 recency that the earlier versions also kept (this version merges the sets by kind instead).
 
+``--layouts`` loads only the layouts named (``--layouts now`` for a large board). After the
+``now`` layout the board is read through the store's public calls, as the gateway's tools
+call them, one call at a time (``--no-reads`` skips this):
+
+- ``search_keys`` with the default limit, ``--queries`` times each, for a rare word (one
+  note's digest holds it) and a common word (the vocabulary's most frequent searchable word,
+  in many notes): p50 and p99 ms, and how many notes each matches;
+- ``list_keys`` of the topic ``big`` (else ``t0``), default order and limit (or
+  ``--page-limit``), page after page through ``next`` until the topic is done: p50 and p99 ms
+  per page, the pages, the whole walk's time, and a check that every note came exactly once.
+
+``--big-topic-notes B`` puts B notes, spread evenly through the load, into the topic ``big``
+and the others over ``--topics`` topics; without it, every note goes to one of ``--topics``
+topics in turn, as before. Progress goes to stderr every 30 s.
+
     python bench/sizing.py [--notes 3000] [--body-bytes 1024] [--options]
-    python bench/sizing.py --notes 100000      # the issue's size; about 10 minutes here
+    python bench/sizing.py --notes 100000      # the issue's size; about 12 minutes here
+    python bench/sizing.py --notes 1000000 --layouts now --big-topic-notes 100000
 """
 
 from __future__ import annotations
@@ -27,20 +43,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import statistics
 import string
+import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 import redis.asyncio as aioredis
+from redis.commands.search.query import Query
 
 from blackboard_mcp.store import Board, EmbeddedRedis, board_client
 from blackboard_mcp.store._embedded import NOTE_LISTPACK_VALUE_BYTES
 from blackboard_mcp.store._index import ensure_index
-from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX, by_kind, by_recent
+from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX, by_kind, by_recent, digest_index
 from blackboard_mcp.store._notes import KINDS
+from blackboard_mcp.store._search import query_terms
 
 # The fields of the single index of the first two releases: the digest weighted 5, the update
 # time sortable.
@@ -61,6 +83,7 @@ class Layout:
 NOW = Layout("now", NOTE_LISTPACK_VALUE_BYTES, None)
 V2 = Layout("v2", NOTE_LISTPACK_VALUE_BYTES, ("NOOFFSETS",))
 BEFORE = Layout("before", 64, ())
+LAYOUTS = {layout.name: layout for layout in (NOW, V2, BEFORE)}
 OPTIONS = [
     Layout("v2 + NOFREQS", NOTE_LISTPACK_VALUE_BYTES, ("NOOFFSETS", "NOFREQS")),
     Layout(
@@ -75,7 +98,38 @@ def _words(rng: random.Random) -> list[str]:
     return ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))) for _ in range(2000)]
 
 
-async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
+@dataclass(frozen=True)
+class Topics:
+    """Which topic each note goes to: ``big`` notes of ``notes`` (spread evenly through the
+    load) into the topic ``big``, the others in turn over ``spread`` topics ``t0``, ``t1``..."""
+
+    notes: int
+    big: int
+    spread: int
+
+    def is_big(self, i: int) -> bool:
+        return (i + 1) * self.big // self.notes > i * self.big // self.notes
+
+    def of(self, i: int) -> str:
+        if self.is_big(i):
+            return "big"
+        # The big notes before note i are i * big // notes; the others are numbered on.
+        return f"t{(i - i * self.big // self.notes) % self.spread}"
+
+    def walked(self) -> tuple[str, int]:
+        """The topic list_keys walks, and its notes: ``big`` if there is one, else ``t0``."""
+        if self.big:
+            return "big", self.big
+        return "t0", -(-self.notes // self.spread)
+
+
+def _progress(message: str) -> None:
+    print(f"  [{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+async def load(
+    url: str, layout: Layout, notes: int, body_bytes: int, topics: Topics, reads: Reads | None
+) -> None:
     sync = redis.Redis.from_url(url)
     sync.flushall()
     sync.config_set("hash-max-listpack-value", layout.listpack_value)
@@ -92,6 +146,7 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
     before = int(sync.info("memory")["used_memory"])
     rng = random.Random(7)
     words = _words(rng)
+    drawn: Counter[str] = Counter()
 
     def text(size: int) -> str:
         out: list[str] = []
@@ -99,32 +154,55 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
         while length < size:
             out.append(rng.choice(words))
             length += len(out[-1]) + 1
+        drawn.update(out)
         return " ".join(out)[:size]
 
     # Not started: start() would add this version's indexes to an old layout.
     board = Board(client=board_client(url))
     started = time.monotonic()
-    # The same notes for every layout: the generator is seeded and drawn in order.
-    batch = [(f"n{i}", text(80), text(body_bytes)) for i in range(notes)]
-    # One note carries a word of its own in its digest and another in its body.
-    name, digest, body = batch[notes // 2]
-    batch[notes // 2] = (name, digest[:60] + " walrusdigest", body[:-12] + " walrusbody")
     probe_digest, probe_body = "walrusdigest", "walrusbody"
-    payload = sum(len(d) + len(b) for _, d, b in batch)
-    queue = iter(batch)
+    payload = 0
+    written = 0
+
+    def batch() -> Iterator[tuple[str, str, str, str]]:
+        # The same notes for every layout: the generator is seeded and drawn in order (one
+        # note at a time, so that a large board is not held in memory twice).
+        nonlocal payload
+        for i in range(notes):
+            digest, body = text(80), text(body_bytes)
+            if i == notes // 2:
+                # One note carries a word of its own in its digest and another in its body.
+                digest, body = digest[:60] + " " + probe_digest, body[:-12] + " " + probe_body
+            payload += len(digest) + len(body)
+            yield topics.of(i), f"n{i}", digest, body
+
+    queue = batch()
 
     async def writer() -> None:
-        for name, digest, body in queue:
-            topic = f"t{int(name[1:]) % 5}"
+        nonlocal written
+        for topic, name, digest, body in queue:
             await board.update_state(
                 author="sizer", uri=f"bb://size/{topic}/{name}", digest=digest, body=body
             )
+            written += 1
 
+    async def reporter() -> None:
+        while True:
+            await asyncio.sleep(30)
+            elapsed = time.monotonic() - started
+            used = int(sync.info("memory")["used_memory"]) - before
+            _progress(
+                f"{layout.name}: {written:,} of {notes:,} notes written in {elapsed:.0f} s"
+                f" ({written / elapsed:.0f}/s), used_memory +{used / 2**20:,.0f} MiB"
+            )
+
+    report = asyncio.create_task(reporter())
     await asyncio.gather(*(writer() for _ in range(16)))
+    report.cancel()
     if layout.index_options is not None:
         # The earlier versions also kept each topic's notes in one set by recency: the union
         # of its sets by kind, which this version's store no longer writes.
-        for topic in {f"t{i % 5}" for i in range(notes)}:
+        for topic in {topics.of(i) for i in range(notes)}:
             kinds = [by_kind("size", topic, kind) for kind in KINDS]
             sync.zunionstore(by_recent("size", topic), kinds, aggregate="MAX")
     load_s = time.monotonic() - started
@@ -134,12 +212,15 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
     await asyncio.sleep(0.5)
     after = int(sync.info("memory")["used_memory"])
     index_bytes = sum(float(sync.ft(n).info()["total_index_memory_sz_mb"]) * 1e6 for n in indexes)
-    notes_bytes = sum(
-        sync.memory_usage(key, samples=0) or 0
-        for key in sync.scan_iter(match=f"{NOTE_PREFIX}*", count=10_000)
-    )
+    notes_bytes = 0
+    pipe = sync.pipeline(transaction=False)
+    for key in sync.scan_iter(match=f"{NOTE_PREFIX}*", count=10_000):
+        pipe.memory_usage(key, samples=0)
+        if len(pipe) == 10_000:
+            notes_bytes += sum(n or 0 for n in pipe.execute())
+    notes_bytes += sum(n or 0 for n in pipe.execute())
     other = after - before - index_bytes - notes_bytes
-    uri = f"bb://size/t{(notes // 2) % 5}/n{notes // 2}"
+    uri = f"bb://size/{topics.of(notes // 2)}/n{notes // 2}"
     found_digest = any(
         i["uri"] == uri
         for i in (await board.search_keys(workspace="size", q=probe_digest, limit=50))["items"]
@@ -148,8 +229,6 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
         i["uri"] == uri
         for i in (await board.search_keys(workspace="size", q=probe_body, limit=50))["items"]
     )
-    await board.close()
-    sync.close()
     ratio = (after - before) / payload
     print(
         f"{layout.name:<26} {ratio:5.2f}x   notes {notes_bytes / payload:4.2f}x"
@@ -159,15 +238,102 @@ async def load(url: str, layout: Layout, notes: int, body_bytes: int) -> None:
         f" a body word {'yes' if found_body else 'NO'}",
         flush=True,
     )
+    if reads is not None and layout is NOW:
+        searchable = (w for w, _ in drawn.most_common() if query_terms(w) == [w])
+        await measure_reads(sync, board, reads, topics, probe_digest, next(searchable))
+    await board.close()
+    sync.close()
 
 
-async def run(notes: int, body_bytes: int, options: bool) -> None:
-    layouts = [BEFORE, V2, NOW, *(OPTIONS if options else [])]
+@dataclass(frozen=True)
+class Reads:
+    queries: int
+    page_limit: int | None
+
+
+def _ms(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return f"p50 {statistics.median(ordered) * 1e3:6.2f} ms  p99 {p99 * 1e3:6.2f} ms"
+
+
+async def _timed(call: Callable[[], Awaitable[object]], times: int) -> list[float]:
+    samples = []
+    for _ in range(times):
+        t0 = time.perf_counter()
+        await call()
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
+async def measure_reads(
+    sync: redis.Redis, board: Board, reads: Reads, topics: Topics, rare: str, common: str
+) -> None:
+    """Search and list_keys through the board, one call at a time, each call timed whole."""
+    for label, word in (("rare", rare), ("common", common)):
+        # How many notes hold the word (what the query must score), asked of Redis directly.
+        query = Query(f"@ws:{{size}} ({word})").no_content().paging(0, 0).dialect(2)
+        matches = [
+            sync.ft(index).search(query).total for index in (INDEX_NAME, digest_index(INDEX_NAME))
+        ]
+
+        async def search(word: str = word) -> object:
+            return await board.search_keys(workspace="size", q=word)
+
+        await _timed(search, 5)  # warm-up
+        samples = await _timed(search, reads.queries)
+        print(
+            f"search_keys {label:<6} word {word!r:<12} {matches[0]:>9,} notes"
+            f" ({matches[1]:,} digests), default limit, {reads.queries} calls:  {_ms(samples)}",
+            flush=True,
+        )
+    topic, expected = topics.walked()
+    seen: Counter[str] = Counter()
+    pages: list[float] = []
+    after: str | None = None
+    walk_started = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        page = await board.list_keys(
+            workspace="size", topic=topic, limit=reads.page_limit, after=after
+        )
+        pages.append(time.perf_counter() - t0)
+        seen.update(item["uri"] for item in page["items"])
+        after = page.get("next")
+        if after is None:
+            break
+        if len(pages) % 1000 == 0:
+            _progress(f"list_keys: {len(pages):,} pages, {len(seen):,} notes")
+    walk_s = time.perf_counter() - walk_started
+    once = len(seen) == expected and all(n == 1 for n in seen.values())
+    prefix = f"bb://size/{topic}/"
+    print(
+        f"list_keys topic {topic!r} ({expected:,} notes), limit {reads.page_limit or 'default'}:"
+        f" {len(pages):,} pages,  {_ms(pages)} per page,  whole walk {walk_s:.1f} s;"
+        f" every note once: {'yes' if once and all(u.startswith(prefix) for u in seen) else 'NO'}"
+        f" ({len(seen):,} distinct, {sum(seen.values()):,} items)",
+        flush=True,
+    )
+
+
+async def run(
+    notes: int,
+    body_bytes: int,
+    layouts: list[Layout],
+    topics: Topics,
+    reads: Reads | None,
+) -> None:
     with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
         redis.Redis.from_url(server.url).config_set("appendonly", "no")
         print(f"{notes:,} notes, body {body_bytes} B, digest 80 B; Redis used_memory / payload")
+        if topics.big:
+            print(
+                f"topic 'big' holds {topics.big:,} notes, the other {notes - topics.big:,}"
+                f" are spread over {topics.spread} topics",
+                flush=True,
+            )
         for layout in layouts:
-            await load(server.url, layout, notes, body_bytes)
+            await load(server.url, layout, notes, body_bytes, topics, reads)
 
 
 def main() -> None:
@@ -175,8 +341,36 @@ def main() -> None:
     parser.add_argument("--notes", type=int, default=3000)
     parser.add_argument("--body-bytes", type=int, default=1024)
     parser.add_argument("--options", action="store_true", help="also each further index option")
+    parser.add_argument(
+        "--layouts",
+        default="before,v2,now",
+        help="the layouts to load, in order, comma-separated (of: now, v2, before)",
+    )
+    parser.add_argument("--topics", type=int, default=5, help="topics the notes go to in turn")
+    parser.add_argument(
+        "--big-topic-notes", type=int, default=0, help="notes of the one topic 'big' (0: none)"
+    )
+    parser.add_argument("--queries", type=int, default=200, help="search calls per word")
+    parser.add_argument("--page-limit", type=int, default=None, help="list_keys limit per page")
+    parser.add_argument("--no-reads", action="store_true", help="skip search and list_keys")
     args = parser.parse_args()
-    asyncio.run(run(args.notes, args.body_bytes, args.options))
+    try:
+        layouts = [LAYOUTS[name.strip()] for name in args.layouts.split(",")]
+    except KeyError as exc:
+        parser.error(f"unknown layout {exc}; the layouts are {', '.join(LAYOUTS)}")
+    if not 0 <= args.big_topic_notes <= args.notes:
+        parser.error("--big-topic-notes must be from 0 to --notes")
+    topics = Topics(args.notes, args.big_topic_notes, args.topics)
+    reads = None if args.no_reads else Reads(args.queries, args.page_limit)
+    asyncio.run(
+        run(
+            args.notes,
+            args.body_bytes,
+            [*layouts, *(OPTIONS if args.options else [])],
+            topics,
+            reads,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,5 @@
 """Import and export of large workspaces through the real CLI: notes/s and the CLI's peak RSS.
 
-    python bench/transfer.py [--notes 25000,100000]
-
 For each size, an export file is written the way ``blackboard-mcp export`` writes one: text
 notes of a few hundred bytes, every 20th a table, every 50th an offloaded body of 24 KB, each
 note citing the one before it. Then, against a fresh embedded Redis: ``blackboard-mcp import``
@@ -9,6 +7,11 @@ of that file, and ``blackboard-mcp export --out`` of the imported workspace, eac
 process, timed from start to exit, its peak resident memory read from the kernel
 (``wait4``). The two sizes side by side show whether memory grows with the file. Targets:
 import >= 2,000 notes/s, export >= 5,000 notes/s, RSS flat in the file size.
+
+``--against REV`` runs the same import and export with the CLI as it was at git revision REV
+too, each size against a Redis of its own, side by side in the same run.
+
+    python bench/transfer.py [--notes 25000,100000] [--against REV]
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from cas_load import extract_revision
 
 from blackboard_mcp.store import EmbeddedRedis
 
@@ -71,10 +76,14 @@ def write_export(path: Path, notes: int) -> None:
             out.write(json.dumps(record) + "\n")
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+def timed(
+    command: list[str], env: dict[str, str], cwd: str | None = None
+) -> tuple[float, float, str]:
     """(seconds, peak RSS in MiB, stdout+stderr) of one CLI process."""
     started = time.perf_counter()
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     assert proc.stdout is not None
     output = proc.stdout.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -85,48 +94,63 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     return seconds, usage.ru_maxrss / 1024, output
 
 
+def measure(
+    notes: int, dump: Path, work: Path, pythonpath: str | None
+) -> tuple[float, float, float, float]:
+    """(import notes/s, its RSS, export notes/s, its RSS) of the CLI at ``pythonpath``
+    (None: this checkout), against a fresh Redis."""
+    cli = [sys.executable, "-m", "blackboard_mcp.cli"]
+    with EmbeddedRedis(data_dir=work / "redis") as server:
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("BB_")},
+            "BB_REDIS_URL": server.url,
+            "BB_DATA_DIR": str(work / "data"),
+            "BB_LOG_LEVEL": "WARNING",
+        }
+        if pythonpath is not None:
+            # `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH.
+            env["PYTHONPATH"] = pythonpath
+        cwd = pythonpath or str(work)
+        imp_s, imp_rss, imp_out = timed([*cli, "import", str(dump)], env, cwd)
+        out = work / "out.jsonl"
+        exp_s, exp_rss, _ = timed(
+            [*cli, "export", "--workspace", WORKSPACE, "--out", str(out)], env, cwd
+        )
+        exported = sum(1 for _ in out.open(encoding="utf-8")) - 1
+        if exported != notes or f"imported {notes} notes" not in imp_out:
+            raise SystemExit(f"{notes} notes: imported {imp_out!r}, exported {exported}")
+    return notes / imp_s, imp_rss, notes / exp_s, exp_rss
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", default="25000,100000")
+    parser.add_argument("--against", help="also the CLI of this git revision")
     args = parser.parse_args()
     sizes = [int(n) for n in args.notes.split(",")]
-    cli = [sys.executable, "-m", "blackboard_mcp.cli"]
-    rows = []
-    for notes in sizes:
-        with tempfile.TemporaryDirectory() as work_dir:
-            work = Path(work_dir)
-            dump = work / "in.jsonl"
-            write_export(dump, notes)
-            with EmbeddedRedis(data_dir=work / "redis") as server:
-                env = {
-                    **{k: v for k, v in os.environ.items() if not k.startswith("BB_")},
-                    "BB_REDIS_URL": server.url,
-                    "BB_DATA_DIR": str(work / "data"),
-                    "BB_LOG_LEVEL": "WARNING",
-                }
-                imp_s, imp_rss, imp_out = timed([*cli, "import", str(dump)], env)
-                out = work / "out.jsonl"
-                exp_s, exp_rss, _ = timed(
-                    [*cli, "export", "--workspace", WORKSPACE, "--out", str(out)], env
-                )
-                exported = sum(1 for _ in out.open(encoding="utf-8")) - 1
-                if exported != notes or f"imported {notes} notes" not in imp_out:
-                    raise SystemExit(f"{notes} notes: imported {imp_out!r}, exported {exported}")
-                rows.append(
-                    (
-                        notes,
-                        dump.stat().st_size / 2**20,
-                        notes / imp_s,
-                        imp_rss,
-                        notes / exp_s,
-                        exp_rss,
-                    )
-                )
+    rows: list[tuple[str, int, float, float, float, float, float]] = []
+    with tempfile.TemporaryDirectory() as tree_dir:
+        trees: list[tuple[str, str | None]] = [("this checkout", None)]
+        if args.against:
+            extract_revision(args.against, Path(tree_dir))
+            trees.append((args.against, tree_dir))
+        for notes in sizes:
+            for label, pythonpath in trees:
+                with tempfile.TemporaryDirectory() as work_dir:
+                    work = Path(work_dir)
+                    dump = work / "in.jsonl"
+                    write_export(dump, notes)
+                    figures = measure(notes, dump, work, pythonpath)
+                    rows.append((label, notes, dump.stat().st_size / 2**20, *figures))
     print(
-        f"{'notes':>8}{'file MiB':>10}{'import/s':>10}{'RSS MiB':>9}{'export/s':>10}{'RSS MiB':>9}"
+        f"{'CLI':<16}{'notes':>8}{'file MiB':>10}{'import/s':>10}{'RSS MiB':>9}"
+        f"{'export/s':>10}{'RSS MiB':>9}"
     )
-    for notes, mib, imp, imp_rss, exp, exp_rss in rows:
-        print(f"{notes:>8}{mib:>10.0f}{imp:>10.0f}{imp_rss:>9.0f}{exp:>10.0f}{exp_rss:>9.0f}")
+    for label, notes, mib, imp, imp_rss, exp, exp_rss in rows:
+        print(
+            f"{label:<16}{notes:>8}{mib:>10.0f}{imp:>10.0f}{imp_rss:>9.0f}{exp:>10.0f}"
+            f"{exp_rss:>9.0f}"
+        )
     return 0
 
 
