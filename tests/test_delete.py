@@ -367,3 +367,20 @@ async def test_a_note_written_during_a_delete_is_deleted_whole_or_kept_whole(
     finally:
         for board in boards:
             await board.close()
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["bb://{ws}/research/nope", "bb://other-{ws}/research/x"],
+    ids=["missing note", "another workspace"],
+)
+def test_the_cli_names_a_missing_or_misplaced_note_without_blaming_redis(
+    redis_server: EmbeddedRedis, tmp_path: Path, workspace: str, uri: str
+) -> None:
+    result = run_cli(
+        "delete", "--workspace", workspace, "--uri", uri.format(ws=workspace), "--yes",
+        env=on_redis(tmp_path, redis_server.url),
+    )  # fmt: skip
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0 and len(lines) == 2, result.stderr
+    assert "cannot reach Redis" not in result.stderr and "Traceback" not in result.stderr

@@ -18,9 +18,9 @@ from typing import ClassVar
 
 from pydantic import ValidationError
 
-from blackboard_mcp.auth import AuthError
+from blackboard_mcp.errors import BoardError, StartupError
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import StoreError, failure_reason
+from blackboard_mcp.store import failure_reason
 
 PROG = "blackboard-mcp"
 RUNTIME_FAILURE = 1
@@ -63,7 +63,7 @@ def _describe(exc: BaseException) -> tuple[str, str, int]:
             f"fix or unset {name} (docs/operations.md lists every setting)",
             CONFIGURATION_FAILURE,
         )
-    if isinstance(exc, StoreError | AuthError):
+    if isinstance(exc, BoardError | StartupError):
         return exc.message, exc.hint, RUNTIME_FAILURE
     return (
         f"unexpected error: {failure_reason(exc)}",

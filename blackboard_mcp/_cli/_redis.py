@@ -13,7 +13,7 @@ from redis.retry import Retry
 from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import (
     EmbeddedRedisError,
-    StoreError,
+    Unavailable,
     failure_reason,
     find_binaries,
     redacted_url,
@@ -74,10 +74,14 @@ def _unreachable(url: str, exc: BaseException) -> RedisUnreachable:
 
 @contextlib.contextmanager
 def redis_failures(url: str) -> Iterator[None]:
-    """Turn anything Redis raises inside the block into one error naming ``url``."""
+    """Turn a Redis that cannot be reached inside the block into one error naming ``url``.
+
+    Only that: the board's other refusals (no such note, a note of another workspace) say
+    what they are, as the store words them.
+    """
     try:
         yield
-    except (StoreError, redis.RedisError, OSError) as exc:
+    except (Unavailable, redis.RedisError, OSError) as exc:
         raise _unreachable(url, exc) from exc
 
 

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
+
+from blackboard_mcp.errors import BoardError, ErrorCode
 
 
-class AuthError(Exception):
+class AuthError(BoardError):
     """Root of everything auth raises on purpose."""
 
-    code: ClassVar[str] = "forbidden"
+    code: ClassVar[ErrorCode] = "forbidden"
     hint: ClassVar[str] = "ask the board's admin for a token that grants this"
-
-    def __init__(self, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details
 
 
 class Unauthenticated(AuthError):

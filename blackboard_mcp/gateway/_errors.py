@@ -5,37 +5,19 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-from blackboard_mcp.auth import AuthError
-from blackboard_mcp.store import StoreError
+from blackboard_mcp.errors import BoardError, ErrorCode, Overloaded, error_codes
 
 log = logging.getLogger(__name__)
 
 # Every code a tool error can carry; documented in the README's error table.
-ERROR_CODES = (
-    "invalid_argument",
-    "too_large",
-    "not_found",
-    "conflict",
-    "forbidden",
-    "unauthenticated",
-    "rate_limited",
-    "overloaded",
-    "unavailable",
-    "unconfirmed",
-    "internal",
-)
+ERROR_CODES = error_codes()
 
 
-class GatewayError(Exception):
+class GatewayError(BoardError):
     """Root of the gateway's own refusals."""
 
-    code: ClassVar[str] = "invalid_argument"
+    code: ClassVar[ErrorCode] = "invalid_argument"
     hint: ClassVar[str] = "fix the call and try again"
-
-    def __init__(self, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details
 
 
 class UnknownTool(GatewayError):
@@ -57,20 +39,17 @@ class RateLimited(GatewayError):
     hint = "slow down; retry after the number of seconds in retry_after"
 
 
-class TooManyInFlight(GatewayError):
+class TooManyInFlight(Overloaded):
     """This gateway process already has its limit of calls in hand (BB_MAX_IN_FLIGHT)."""
-
-    code = "overloaded"
-    hint = "the board is busy; retry after the number of seconds in retry_after"
 
 
 def tool_error(exc: BaseException, request_id: str) -> dict[str, Any]:
     """The structured error body for ``exc``; unexpected errors are logged, never shown."""
-    if isinstance(exc, StoreError | AuthError | GatewayError):
-        code = exc.code
-        message = getattr(exc, "message", None) or str(exc)
+    if isinstance(exc, BoardError):
+        code: str = exc.code
+        message = exc.message or str(exc)
         hint = exc.hint
-        details = {k: v for k, v in getattr(exc, "details", {}).items() if _is_plain(v)}
+        details = {k: v for k, v in exc.details.items() if _is_plain(v)}
     else:
         log.error("unexpected error in request %s", request_id, exc_info=exc)
         code = "internal"

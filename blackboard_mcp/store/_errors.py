@@ -4,26 +4,19 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from blackboard_mcp.errors import BoardError, ErrorCode, StartupError
+from blackboard_mcp.errors import Overloaded as _Overloaded
 
-class StoreError(Exception):
+
+class StoreError(BoardError):
     """Root of everything the store raises on purpose."""
-
-    code: ClassVar[str] = "internal"
-    hint: ClassVar[str] = "retry later; report it if it persists"
-
-    def __init__(self, message: str, *, hint: str | None = None, **details: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details
-        if hint is not None:
-            self.hint = hint  # type: ignore[misc]
 
 
 class InvalidArgument(StoreError):
     """An argument is malformed: bad address, missing digest, wrong table shape, ..."""
 
-    code = "invalid_argument"
-    hint = "fix the named argument and call again"
+    code: ClassVar[ErrorCode] = "invalid_argument"
+    hint: ClassVar[str] = "fix the named argument and call again"
 
 
 class TooLarge(InvalidArgument):
@@ -80,17 +73,11 @@ class Unconfirmed(StoreError):
     )
 
 
-class Overloaded(StoreError):
+class Overloaded(_Overloaded, StoreError):
     """No Redis connection came free in time: this gateway is busy, Redis itself is fine."""
 
-    code = "overloaded"
-    hint = "the board is busy; retry after the number of seconds in retry_after"
 
-    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
-        super().__init__(message, retry_after=retry_after)
-
-
-class EmbeddedRedisError(Unavailable):
+class EmbeddedRedisError(StartupError):
     """The embedded Redis could not be found or started."""
 
     hint = "install blackboard-mcp[embedded] or set BB_REDIS_URL"
