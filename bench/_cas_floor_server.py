@@ -4,8 +4,8 @@ An ASGI app on uvicorn (uvloop, httptools, one worker: the gateway's server sett
 answers a JSON-RPC ``tools/call`` of update_state by sending Redis exactly the commands the
 store sends for it, in the same two round trips: WATCH, the note's HMGET and the call's
 admission script; then MULTI, the topic and order indexes, the commit script with the note's
-fields, EXEC; on the connection kind the store's transactions use (store/_wire.py), lent by
-the board's pool. It checks ``expect_version`` against what it read, as the store does. It does
+fields, EXEC; on the connection kind the store's transactions use (store/connection/_wire.py), lent
+by the board's pool. It checks ``expect_version`` against what it read, as the store does. It does
 not verify a token, validate arguments, count tokens, authorise, audit or measure anything:
 no gateway that keeps those can cost less per write than this.
 
@@ -23,10 +23,10 @@ import uvicorn
 from hiredis import pack_command
 
 from blackboard_mcp.gateway._direct import send_json
-from blackboard_mcp.store import _keys as keys
 from blackboard_mcp.store import board_client
-from blackboard_mcp.store._admission import _ADMIT
-from blackboard_mcp.store._commit import _SCRIPT as _COMMIT
+from blackboard_mcp.store.access._admission import _ADMIT
+from blackboard_mcp.store.connection import _keys as keys
+from blackboard_mcp.store.notes._commit import _SCRIPT as _COMMIT
 
 
 class FloorApp:

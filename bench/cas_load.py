@@ -14,7 +14,7 @@ uvicorn worker) runs on it as installed; each ``--against REV`` adds a gateway r
 package as it was at git revision REV (extracted with ``git archive`` and run from there), so
 a change's before and after are measured in one run (the gateways' order alternates round by
 round); ``--pure-parser`` adds the bare arm with redis-py's pure-Python RESP parser. (A
-gateway without hiredis no longer exists: the store's own connection, ``store/_wire.py``,
+gateway without hiredis no longer exists: the store's own connection, ``store/connection/_wire.py``,
 parses with ``hiredis.Reader``, so hiredis is a hard dependency.) The cells are interleaved
 round by round, since this shared machine drifts.
 

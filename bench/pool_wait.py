@@ -24,7 +24,7 @@ import redis.asyncio as aioredis
 import uvloop
 
 from blackboard_mcp.store import EmbeddedRedis
-from blackboard_mcp.store._pool import WaitingConnectionPool
+from blackboard_mcp.store.connection._pool import WaitingConnectionPool
 
 POOL_SIZE = 64
 

@@ -58,11 +58,17 @@ import redis.asyncio as aioredis
 from redis.commands.search.query import Query
 
 from blackboard_mcp.store import Board, EmbeddedRedis, board_client
-from blackboard_mcp.store._embedded import NOTE_LISTPACK_VALUE_BYTES
-from blackboard_mcp.store._index import ensure_index
-from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX, by_kind, by_recent, digest_index
-from blackboard_mcp.store._notes import KINDS
-from blackboard_mcp.store._search import query_terms
+from blackboard_mcp.store.connection._keys import (
+    INDEX_NAME,
+    NOTE_PREFIX,
+    by_kind,
+    by_recent,
+    digest_index,
+)
+from blackboard_mcp.store.embedded._embedded import NOTE_LISTPACK_VALUE_BYTES
+from blackboard_mcp.store.notes._notes import KINDS
+from blackboard_mcp.store.search._index import ensure_index
+from blackboard_mcp.store.search._search import query_terms
 
 # The fields of the single index of the first two releases: the digest weighted 5, the update
 # time sortable.
@@ -76,7 +82,7 @@ OLD_SCHEMA = (
 class Layout:
     name: str
     listpack_value: int
-    # The old single index's options; None: this version's indexes (store/_index.py).
+    # The old single index's options; None: this version's indexes (store/search/_index.py).
     index_options: tuple[str, ...] | None
 
 

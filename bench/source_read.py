@@ -1,6 +1,6 @@
 """What the worker thread costs a source_path read (issue 12).
 
-Since the file is now opened and read off the event loop (store/_source_reader.py: one
+Since the file is now opened and read off the event loop (store/sources/_source_reader.py: one
 daemon thread per read, a deadline, at most N at once), each read pays for a thread start
 and two hops between the loop and the thread. This measures, for one small and one larger
 file under a source root, the time per ``summarize_source`` called directly on the loop
@@ -24,8 +24,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from blackboard_mcp.store._source import summarize_source
-from blackboard_mcp.store._source_reader import SourceReader
+from blackboard_mcp.store.sources._source import summarize_source
+from blackboard_mcp.store.sources._source_reader import SourceReader
 
 MAX_BYTES = 5 * 1024 * 1024
 CONCURRENCY = 8

@@ -46,16 +46,16 @@ class Settings(BaseSettings):
     import_max_line_bytes: int = Field(default=8 * 1024 * 1024, ge=4096)
     source_root: Path | None = None
     source_max_bytes: int = 5 * 1024 * 1024
-    # source_path files are read on worker threads (store/_source_reader.py): at most this
+    # source_path files are read on worker threads (store/sources/_source_reader.py): at most this
     # many at once per process, each given this long before the call answers `unavailable`.
     source_read_timeout_seconds: float = Field(default=10.0, gt=0)
     source_read_threads: int = Field(default=4, ge=1)
     cas_max_retries: int = 16
     # How often a gateway process tries to sweep notes past their workspace's retention
-    # (store/_retention.py); one process at a time sweeps, holding a lease for 3 periods.
+    # (store/lifecycle/_retention.py); one process at a time sweeps, holding a lease for 3 periods.
     retention_sweep_seconds: float = Field(default=60.0, gt=0)
     # Connections per gateway process, and how long a call waits for one when all are busy
-    # before it is answered `overloaded` (store/_pool.py).
+    # before it is answered `overloaded` (store/connection/_pool.py).
     redis_pool_size: int = Field(default=64, ge=1)
     redis_pool_timeout: float = Field(default=5.0, gt=0)
     # A write is acknowledged once this many replicas have it (WAIT after EXEC, at most

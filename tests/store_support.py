@@ -10,8 +10,8 @@ import redis
 import redis.asyncio as aioredis
 
 from blackboard_mcp.store import Board, board_client
-from blackboard_mcp.store._appends import _APPEND
-from blackboard_mcp.store._wire import WireConnection
+from blackboard_mcp.store.connection._wire import WireConnection
+from blackboard_mcp.store.notes._appends import _APPEND
 
 WS = "ws"
 
@@ -69,9 +69,9 @@ class ReadGate:
 
 
 # The store reads a note in its WATCH's own round trip, then sends either MULTI..EXEC or,
-# refused (a stale expect_version), UNWATCH (store/_tx.py). Holding both at the connection
-# holds every task that has read under WATCH, before any commits. An append reads the
-# note's blob name, then sends its script (store/_appends.py): held there likewise.
+# refused (a stale expect_version), UNWATCH (store/connection/_tx.py). Holding both at the
+# connection holds every task that has read under WATCH, before any commits. An append reads the
+# note's blob name, then sends its script (store/notes/_appends.py): held there likewise.
 _AFTER_READ = (b"*1\r\n$5\r\nMULTI\r\n", b"*1\r\n$7\r\nUNWATCH\r\n")
 _APPEND_SCRIPT = _APPEND.encode()
 

@@ -19,7 +19,7 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from blackboard_mcp.store import free_port
-from blackboard_mcp.store._processes import spawn
+from blackboard_mcp.store.embedded._processes import spawn
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import TokenIssuer

@@ -146,7 +146,7 @@ def test_is_valid_name(name: str, ok: bool) -> None:
 
 
 def test_remembered_addresses_answer_as_parsing_them_would() -> None:
-    # Valid addresses are remembered (store/_addresses.py), under a bound: thousands of
+    # Valid addresses are remembered (store/notes/_addresses.py), under a bound: thousands of
     # distinct ones later, each still parses to its parts, and a malformed neighbour of a
     # remembered one is still refused with the argument it came in.
     for round_ in range(2):

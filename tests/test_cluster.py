@@ -27,7 +27,7 @@ from support import (
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, BoardLimits, Unconfirmed
-from blackboard_mcp.store._keys import INDEX_NAME, digest_index
+from blackboard_mcp.store.connection._keys import INDEX_NAME, digest_index
 from blackboard_mcp.testing import LocalCluster
 
 

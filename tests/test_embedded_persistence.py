@@ -13,7 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from blackboard_mcp.store import Board, EmbeddedRedis, EmbeddedRedisError, board_client
-from blackboard_mcp.store import _embedded as embedded
+from blackboard_mcp.store.embedded import _embedded as embedded
 
 
 async def _write(url: str, count: int) -> None:

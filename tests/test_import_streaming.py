@@ -19,8 +19,9 @@ import redis
 from lifecycle_support import on_redis, run_cli
 from support import child_process
 
-from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile, _redis_errors
-from blackboard_mcp.store._transfer import _BATCH, Imported, check_record
+from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile
+from blackboard_mcp.store.connection import _redis_errors
+from blackboard_mcp.store.lifecycle._transfer import _BATCH, Imported, check_record
 
 # Runs the real CLI in a process of its own and reports the peak of what Python allocated
 # during the command (after the imports, which are the same for every file).

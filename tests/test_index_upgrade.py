@@ -1,7 +1,7 @@
 """A board written under an earlier search index still searches after the upgrade.
 
-The index has a versioned name (store/_keys.py). A release that changes its options names a
-new index; starting a board builds it from the notes already there and drops the old one,
+The index has a versioned name (store/connection/_keys.py). A release that changes its options
+names a new index; starting a board builds it from the notes already there and drops the old one,
 keeping the notes.
 """
 
@@ -12,8 +12,8 @@ import redis
 from store_support import raw
 
 from blackboard_mcp.store import Board, board_client
-from blackboard_mcp.store._index import wait_until_indexed
-from blackboard_mcp.store._keys import INDEX_NAME, NOTE_PREFIX, digest_index
+from blackboard_mcp.store.connection._keys import INDEX_NAME, NOTE_PREFIX, digest_index
+from blackboard_mcp.store.search._index import wait_until_indexed
 
 # The first index as its release created it: the same fields, term offsets kept.
 V1_CREATE = [

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 
 from blackboard_mcp import _uvicorn_adapter
 from blackboard_mcp.gateway import _mcp_sdk_adapter
-from blackboard_mcp.store import _redis_py_adapter
+from blackboard_mcp.store.connection import _redis_py_adapter
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTERS: dict[str, ModuleType] = {

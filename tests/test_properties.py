@@ -18,8 +18,8 @@ expect_version ends where a model kept here says it must.
 Each example is one raw JSON-RPC ``tools/call`` POST (stateless mode needs no initialize), so
 the HTTP status is visible. Generation is derandomized so CI runs the same examples each time;
 ``--hypothesis-show-statistics`` shows how often each outcome came up. The board is checked
-in Redis directly (key names from blackboard_mcp.store._keys): what an API read would show is
-not enough to prove that nothing else was written.
+in Redis directly (key names from blackboard_mcp.store.connection._keys): what an API read would
+show is not enough to prove that nothing else was written.
 """
 
 from __future__ import annotations

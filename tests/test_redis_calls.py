@@ -16,8 +16,9 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import DataError
 
-from blackboard_mcp.store import Board, Overloaded, Unavailable, _redis_errors
-from blackboard_mcp.store._wire import pack
+from blackboard_mcp.store import Board, Overloaded, Unavailable
+from blackboard_mcp.store.connection import _redis_errors
+from blackboard_mcp.store.connection._wire import pack
 
 
 @pytest.fixture
@@ -81,8 +82,8 @@ async def test_a_deadline_that_runs_out_waiting_for_a_connection_is_overloaded(
 async def test_every_one_of_many_operations_at_once_gets_its_own_deadline(
     hung_board: Board,
 ) -> None:
-    # One timer checks every running operation's deadline (store/_redis_errors.py): each of
-    # them, started at different times, still ends `unavailable` near its own deadline.
+    # One timer checks every running operation's deadline (store/connection/_redis_errors.py): each
+    # of them, started at different times, still ends `unavailable` near its own deadline.
     async def timed(delay: float) -> float:
         await asyncio.sleep(delay)
         started = time.monotonic()
@@ -143,7 +144,8 @@ async def test_a_task_whose_operation_ran_out_of_time_goes_on_uncancelled(
 def test_the_stores_own_commands_are_packed_byte_for_byte_as_redis_py_packs_them(
     args: tuple[object, ...],
 ) -> None:
-    # What the store's own connection sends (store/_wire.py): one buffer, each command whole.
+    # What the store's own connection sends (store/connection/_wire.py): one buffer, each command
+    # whole.
     plain = aioredis.Connection()
     expected = b"".join(plain.pack_commands([("MULTI",), args, ("EXEC",)]))
     assert pack([("MULTI",), args, ("EXEC",)]) == expected

@@ -1,5 +1,5 @@
 """A board on a ``rediss://`` URL: both kinds of the store's Redis connections (redis-py's and
-its own, store/_wire.py) speak TLS, checking the server's certificate.
+its own, store/connection/_wire.py) speak TLS, checking the server's certificate.
 
 The embedded Redis is built without TLS, so a TLS-terminating proxy in front of it plays a
 managed Redis that only takes TLS: a connection that did not speak TLS would fail there.

@@ -1,5 +1,5 @@
 """A board on a ``unix://`` URL: both kinds of the store's Redis connections (redis-py's and
-its own, store/_wire.py) reach a Redis that listens on a Unix socket only."""
+its own, store/connection/_wire.py) reach a Redis that listens on a Unix socket only."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import redis
 from store_support import write_read_list_and_search
 from support import child_process
 
-from blackboard_mcp.store._embedded import find_binaries
+from blackboard_mcp.store.embedded._embedded import find_binaries
 
 PASSWORD = "unix-socket-test"
 

@@ -6,7 +6,7 @@ import pytest
 from store_support import WS, uri
 
 from blackboard_mcp.store import Board, InvalidArgument, StoreError, TooLarge
-from blackboard_mcp.store._keys import INDEX_NAME, digest_index
+from blackboard_mcp.store.connection._keys import INDEX_NAME, digest_index
 
 AUTHOR = "agent"
 

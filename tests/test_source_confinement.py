@@ -24,7 +24,7 @@ import pytest
 from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.store import Board, StoreError, Unavailable
-from blackboard_mcp.store._source_reader import SourceReader
+from blackboard_mcp.store.sources._source_reader import SourceReader
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import TokenIssuer

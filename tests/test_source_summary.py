@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from blackboard_mcp.store._errors import InvalidArgument, NotFound, TooLarge
-from blackboard_mcp.store._source import SourceSummary, summarize_source
+from blackboard_mcp.store.sources._source import SourceSummary, summarize_source
 
 LIMIT = 100_000
 

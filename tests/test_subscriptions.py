@@ -9,6 +9,7 @@ written by the direct path and once by the SDK.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import socket
 import time
@@ -331,3 +332,43 @@ async def test_a_listen_is_audited_as_a_listen_of_the_addresses_it_names(
         ("subscriptions/listen", "ok", tuple(follows)),
         ("subscriptions/listen", "forbidden", (addr(workspace, "secret"),)),
     ]
+
+
+async def _feed_uris(lines: AsyncIterator[str], until: str) -> list[str]:
+    """The addresses of the board page's feed events, read until one names ``until``."""
+    seen: list[str] = []
+    async for line in lines:
+        if line.startswith("data: "):
+            seen.append(json.loads(line[len("data: ") :])["uri"])
+            if seen[-1] == until:
+                return seen
+    return seen
+
+
+async def test_feeds_of_tokens_that_read_different_topics_each_hear_only_their_own(
+    gateway: GatewayProcess, gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    # Alike listeners share one match of each change; tokens that read other topics must not,
+    # whichever of them joined first.
+    wide = admin_token(issuer, workspace)
+    narrow = agent_token(issuer, workspace, read=["pub"], write=[], caps=["board_read"])
+    url = gateway_b.url + "/board/api/events"
+    async with (
+        mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer,
+        httpx.AsyncClient(timeout=30) as http,
+        http.stream("GET", url, headers={"authorization": f"Bearer {wide}"}) as wide_feed,
+        http.stream("GET", url, headers={"authorization": f"Bearer {narrow}"}) as narrow_feed,
+    ):
+        assert wide_feed.status_code == narrow_feed.status_code == 200
+        wide_lines, narrow_lines = wide_feed.aiter_lines(), narrow_feed.aiter_lines()
+        # Both are listening once their first line came.
+        for lines in (wide_lines, narrow_lines):
+            with anyio.fail_after(10):
+                await lines.__anext__()
+        await call(writer, "update_state", uri=addr(workspace, "secret/x"), digest="S.")
+        await call(writer, "update_state", uri=addr(workspace, "pub/y"), digest="Y.")
+        with anyio.fail_after(10):
+            heard_wide = await _feed_uris(wide_lines, addr(workspace, "pub/y"))
+            heard_narrow = await _feed_uris(narrow_lines, addr(workspace, "pub/y"))
+    assert heard_wide == [addr(workspace, "secret/x"), addr(workspace, "pub/y")]
+    assert heard_narrow == [addr(workspace, "pub/y")]

@@ -1,5 +1,5 @@
-"""The connections transactions run on (store/_wire.py), against a real Redis: they connect
-as the URL says, survive Redis closing them, never hand a late reply to the next caller, and
+"""The connections transactions run on (store/connection/_wire.py), against a real Redis: they
+connect as the URL says, survive Redis closing them, never hand a late reply to the next caller, and
 count against the pool's bound."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import redis
 import redis.asyncio as aioredis
 
 from blackboard_mcp.store import Board, Unavailable, board_client, every_topic
-from blackboard_mcp.store._tx import Transaction, run_transaction
+from blackboard_mcp.store.connection._tx import Transaction, run_transaction
 
 
 def writes(key: str, value: bytes) -> Callable[[Transaction, list[Any]], Any]:

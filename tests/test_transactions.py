@@ -10,8 +10,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from blackboard_mcp.store import Contended, Unavailable
-from blackboard_mcp.store._pool import WaitingConnectionPool
-from blackboard_mcp.store._tx import Gate, Transaction, run_transaction
+from blackboard_mcp.store.connection._pool import WaitingConnectionPool
+from blackboard_mcp.store.connection._tx import Gate, Transaction, run_transaction
 
 
 class Refused(Exception):

@@ -100,7 +100,7 @@ Handler = Callable[[Board, Grant, Mapping[str, Any]], Awaitable[Mapping[str, Any
 
 
 # The writes and get_state take the call's admission (revocation and rate limit) as a gate
-# that rides their first round trip to Redis (store/_tx.py), judged before anything is
+# that rides their first round trip to Redis (store/connection/_tx.py), judged before anything is
 # written or anything read is used; ToolCaller passes it. list_keys and search_keys are
 # admitted in a round trip of their own before their handler runs.
 GATED = frozenset({"update_state", "link_state", "get_state"})

@@ -1,26 +1,15 @@
-"""The board's store: notes, versions, links and search on Redis with RediSearch."""
+"""The board's store: notes, versions, links and search on Redis with RediSearch.
 
-from ._addresses import (
-    CATCH_UP_PATH,
-    Address,
-    catch_up_address,
-    is_valid_name,
-    parse_address,
-    parse_topic_address,
-    validate_workspace,
-)
-from ._admission import Admission, RedisCallAdmission
-from ._audit_log import RedisAuditLog
+``Board`` (``_board.py``) is its face: the five tools' operations and the operators' ones.
+Its parts, one subpackage each: ``notes`` (addresses, notes, the compare-and-swap write,
+appends, links), ``reads`` (get_state and list_keys under the token budget, the change
+feed), ``search``, ``sources`` (server-side files), ``lifecycle`` (retention, delete,
+export and import), ``access`` (the Redis side of auth's checks), ``connection`` (placement,
+pool, the store's own connection, transactions, key names, Redis errors mapped once) and
+``embedded`` (the embedded Redis process). Only what this module exports is for callers.
+"""
+
 from ._board import Board, BoardLimits
-from ._delete import DeleteReport
-from ._embedded import (
-    EmbeddedBinaries,
-    EmbeddedRedis,
-    find_binaries,
-    free_port,
-    make_private_dir,
-    write_private,
-)
 from ._errors import (
     Conflict,
     Contended,
@@ -33,17 +22,26 @@ from ._errors import (
     Unavailable,
     Unconfirmed,
 )
-from ._export_file import ExportFile
-from ._links import RELATIONS
-from ._live import Change, ChangeFeed, NoteContent
-from ._location import client_location, failure_reason, redacted_url
-from ._placement import ClusterMode, NodeReport, board_client, open_client
-from ._processes import set_parent_death_signal
-from ._ratelimit import RedisRateLimiter
-from ._retention import RetentionPolicy, Swept
-from ._revocations import RedisRevocationList
-from ._tokencount import TiktokenCounter, TokenCounter
-from ._transfer import (
+from .access._admission import Admission, RedisCallAdmission
+from .access._audit_log import RedisAuditLog
+from .access._ratelimit import RedisRateLimiter
+from .access._revocations import RedisRevocationList
+from .connection._location import client_location, failure_reason, redacted_url
+from .connection._placement import ClusterMode, NodeReport, board_client, open_client
+from .connection._tx import Gate
+from .embedded._embedded import (
+    EmbeddedBinaries,
+    EmbeddedRedis,
+    find_binaries,
+    free_port,
+    make_private_dir,
+    write_private,
+)
+from .embedded._processes import set_parent_death_signal
+from .lifecycle._delete import DeleteReport
+from .lifecycle._export_file import ExportFile
+from .lifecycle._retention import RetentionPolicy, Swept
+from .lifecycle._transfer import (
     FORMAT,
     FORMAT_VERSION,
     Imported,
@@ -52,8 +50,19 @@ from ._transfer import (
     check_record,
     export_header,
 )
-from ._tx import Gate
-from ._views import Readable, every_topic
+from .notes._addresses import (
+    CATCH_UP_PATH,
+    Address,
+    catch_up_address,
+    is_valid_name,
+    parse_address,
+    parse_topic_address,
+    validate_workspace,
+)
+from .notes._links import RELATIONS
+from .notes._tokencount import TiktokenCounter, TokenCounter
+from .reads._live import Change, ChangeFeed, NoteContent
+from .reads._views import Readable, every_topic
 
 __all__ = [
     "CATCH_UP_PATH",

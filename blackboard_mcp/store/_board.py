@@ -12,23 +12,21 @@ from typing import Any, TypeVar
 import redis.asyncio as aioredis
 from redis.exceptions import MovedError
 
-from . import _keys as keys
-from ._addresses import parse_address, validate_workspace
-from ._appends import append_note
-from ._delete import DeleteReport, delete_notes, delete_target, forget_workspace, plan_delete
 from ._errors import StoreError, Unavailable
-from ._links import LinkResult, check_link, write_links
-from ._live import ChangeFeed, NoteContent, note_content, open_feed, readable_topics
-from ._location import failure_reason
-from ._notes import NoteWrite, build_write, check_digest
-from ._placement import ClusterMode, NodeReport, Placement, SingleRedis, open_placement
-from ._reads import get_state, list_keys
-from ._redis_errors import mapped_redis_errors
-from ._retention import RetentionPolicy, Swept, read_policy, sweep, write_policy
-from ._search import search_keys
-from ._source_reader import SourceReader
-from ._tokencount import TiktokenCounter, TokenCounter
-from ._transfer import (
+from .connection import _keys as keys
+from .connection._location import failure_reason
+from .connection._placement import ClusterMode, NodeReport, Placement, SingleRedis, open_placement
+from .connection._redis_errors import mapped_redis_errors
+from .connection._tx import Gate, ReplicaWait, pass_gate
+from .lifecycle._delete import (
+    DeleteReport,
+    delete_notes,
+    delete_target,
+    forget_workspace,
+    plan_delete,
+)
+from .lifecycle._retention import RetentionPolicy, Swept, read_policy, sweep, write_policy
+from .lifecycle._transfer import (
     Imported,
     ImportReport,
     Progress,
@@ -36,9 +34,17 @@ from ._transfer import (
     export_notes,
     import_notes,
 )
-from ._tx import Gate, ReplicaWait, pass_gate
-from ._views import Readable, every_topic
-from ._writes import WriteLimits, WriteResult, write_note
+from .notes._addresses import parse_address, validate_workspace
+from .notes._appends import append_note
+from .notes._links import LinkResult, check_link, write_links
+from .notes._notes import NoteWrite, build_write, check_digest
+from .notes._tokencount import TiktokenCounter, TokenCounter
+from .notes._writes import WriteLimits, WriteResult, write_note
+from .reads._live import ChangeFeed, NoteContent, note_content, open_feed, readable_topics
+from .reads._reads import get_state, list_keys
+from .reads._views import Readable, every_topic
+from .search._search import search_keys
+from .sources._source_reader import SourceReader
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -122,7 +122,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="watch-removed",
         why="a write based on a stale read commits over a concurrent one",
-        path="blackboard_mcp/store/_tx.py",
+        path="blackboard_mcp/store/connection/_tx.py",
         original='[("WATCH", *watch), *reads]',
         # The first round trip without the WATCH: the reads still run, nothing guards them.
         replacement='[("PING",), *reads]',
@@ -131,7 +131,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="watch-on-an-unrelated-key",
         why="update_state watches a key no writer touches, so races go unseen",
-        path="blackboard_mcp/store/_writes.py",
+        path="blackboard_mcp/store/notes/_writes.py",
         original="        [note_key],\n        body,",
         replacement='        [note_key + ":unrelated"],\n        body,',
         tests=_CAS,
@@ -139,7 +139,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="cas-version-comparison-inverted",
         why="expect_version accepts exactly the stale versions",
-        path="blackboard_mcp/store/_writes.py",
+        path="blackboard_mcp/store/notes/_writes.py",
         original="write.expect_version != old_version",
         replacement="write.expect_version == old_version",
         tests=_CAS,
@@ -147,7 +147,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="budget-loosened-by-40-tokens",
         why="a read spends 40 tokens more than the caller's budget",
-        path="blackboard_mcp/store/_budget.py",
+        path="blackboard_mcp/store/reads/_budget.py",
         original="    fitted: dict[str, Any] | None = None\n",
         replacement="    fitted: dict[str, Any] | None = None\n    budget += 40\n",
         tests=_BUDGET,
@@ -155,7 +155,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="aof-never-fsynced",
         why="with appendfsync always configured, Redis leaves its AOF to the kernel's writeback",
-        path="blackboard_mcp/store/_embedded.py",
+        path="blackboard_mcp/store/embedded/_embedded.py",
         original='f"appendfsync {self.appendfsync}",',
         replacement='"appendfsync no",',
         tests=("tests/test_embedded_persistence.py",),
@@ -163,9 +163,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="serve-ignores-workers",
         why="--workers N starts one worker and nobody notices",
-        path="blackboard_mcp/cli.py",
-        original="workers=args.workers) as serving",
-        replacement="workers=1) as serving",
+        path="blackboard_mcp/serve/_run.py",
+        original="self._workers = settings.workers",
+        replacement="self._workers = 1",
         tests=(
             "tests/test_gateway_e2e.py::test_several_workers_serve_one_board_with_no_session_affinity",
         ),
@@ -201,7 +201,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="read-admission-not-judged",
         why="get_state's admission check runs in its first round trip and its verdict is ignored",
-        path="blackboard_mcp/store/_reads.py",
+        path="blackboard_mcp/store/reads/_reads.py",
         original="gate.judge(replies.pop(0))",
         replacement="replies.pop(0)",
         tests=(_READ_REVOKED,),
@@ -209,7 +209,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="write-admission-not-judged",
         why="a write's admission check runs in its first round trip and its verdict is ignored",
-        path="blackboard_mcp/store/_tx.py",
+        path="blackboard_mcp/store/connection/_tx.py",
         original="gate.judge(_raise_error(replies[-1]))",
         replacement="_raise_error(replies[-1])",
         tests=(_WRITE_REVOKED,),
@@ -233,7 +233,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="offloaded-blob-not-freed",
         why="a replaced large body stays in Redis forever",
-        path="blackboard_mcp/store/_writes.py",
+        path="blackboard_mcp/store/notes/_writes.py",
         original='tx.queue("DEL", keys.blob(ws, old_blob))',
         replacement='tx.queue("EXISTS", keys.blob(ws, old_blob))',
         tests=("tests/test_offload.py", "tests/test_append.py"),
@@ -241,7 +241,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="append-log-not-extended",
         why="an append to a note in its log blob is acknowledged and its text lost",
-        path="blackboard_mcp/store/_appends.py",
+        path="blackboard_mcp/store/notes/_appends.py",
         original="  redis.call('APPEND', KEYS[10], text)\n",
         replacement="",
         tests=("tests/test_append.py",),
@@ -259,7 +259,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="search-without-topic-filter",
         why="search_keys finds notes in topics the token may not read",
-        path="blackboard_mcp/store/_search.py",
+        path="blackboard_mcp/store/search/_search.py",
         original="@topic:{{{topic_filter}}} ({words})",
         replacement="({words})",
         tests=("tests/test_search.py", "tests/test_properties.py"),
@@ -316,14 +316,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="change-feed-scope-check-removed",
         why="the board page's live feed names notes in topics the token may not read",
         path="blackboard_mcp/gateway/_live.py",
-        original="if not self.grant.can_read(change.topic):",
-        replacement="if False:",
+        original="readable = self.readable[change.topic] = self.reader.can_read(change.topic)",
+        replacement="readable = self.readable[change.topic] = True",
         tests=("tests/test_board_page.py",),
+    ),
+    Mutation(
+        name="listeners-of-other-scopes-share-an-interest",
+        why="a listener whose token reads fewer topics hears the changes another's token may read",
+        path="blackboard_mcp/gateway/_live.py",
+        original="return self.reader.read_topics, self.notes, self.topics",
+        replacement="return (), self.notes, self.topics",
+        tests=("tests/test_subscriptions.py",),
     ),
     Mutation(
         name="delete-leaves-the-other-ends-links",
         why="a note linked from a deleted one still lists (and warns about) the deleted note",
-        path="blackboard_mcp/store/_delete.py",
+        path="blackboard_mcp/store/lifecycle/_delete.py",
         original="    unlink(p_out .. member, p_in, member)\n",
         replacement="",
         tests=("tests/test_delete.py",),
@@ -331,7 +339,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="deleted-blob-never-freed",
         why="an offloaded body no note refers to any more stays in Redis forever",
-        path="blackboard_mcp/store/_delete.py",
+        path="blackboard_mcp/store/lifecycle/_delete.py",
         original="redis.call('DEL', p_blob .. f[3])",
         replacement="redis.call('EXISTS', p_blob .. f[3])",
         tests=("tests/test_delete.py",),
@@ -339,7 +347,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="cursor-readers-not-told-of-deletions",
         why="an agent following the change feed keeps acting on notes that were deleted",
-        path="blackboard_mcp/store/_reads.py",
+        path="blackboard_mcp/store/reads/_reads.py",
         original='warnings = [*_deleted_notice(workspace, gone, out["cursor"]), *warnings]',
         replacement="warnings = list(warnings)",
         tests=("tests/test_delete.py",),
@@ -347,7 +355,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="retention-ignores-topic-overrides",
         why="a topic set to keep its notes forever is swept with the workspace's age",
-        path="blackboard_mcp/store/_retention.py",
+        path="blackboard_mcp/store/lifecycle/_retention.py",
         original="age = policy.max_age(topic)",
         replacement="age = policy.max_age_seconds",
         tests=("tests/test_retention.py",),
@@ -355,7 +363,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="deleted-workspace-stays-registered",
         why="a workspace deleted whole is still reported by health and swept for retention",
-        path="blackboard_mcp/store/_delete.py",
+        path="blackboard_mcp/store/lifecycle/_delete.py",
         original="await client.srem(keys.workspaces(), ws)",
         replacement="pass",
         tests=(_WORKSPACE_GONE,),
@@ -363,7 +371,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="deleted-workspace-keeps-retention",
         why="a workspace written again after its delete inherits the old retention settings",
-        path="blackboard_mcp/store/_delete.py",
+        path="blackboard_mcp/store/lifecycle/_delete.py",
         original="await client.delete(keys.retention(ws))",
         replacement="pass",
         tests=(_WORKSPACE_GONE,),
@@ -371,7 +379,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="import-overwrites-existing-notes",
         why="an import without --replace overwrites notes written since the export",
-        path="blackboard_mcp/store/_transfer.py",
+        path="blackboard_mcp/store/lifecycle/_transfer.py",
         original="  return 0\nend\nlocal seq = redis.call('INCR', KEYS[2])",
         replacement="end\nlocal seq = redis.call('INCR', KEYS[2])",
         tests=("tests/test_export_import.py",),
@@ -379,7 +387,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="import-line-unbounded",
         why="an import reads a line of any length, so one giant line can exhaust its memory",
-        path="blackboard_mcp/store/_export_file.py",
+        path="blackboard_mcp/store/lifecycle/_export_file.py",
         original="if len(line) > self._max:",
         replacement="if False:",
         tests=("tests/test_import_streaming.py",),
@@ -387,7 +395,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="wire-kept-after-cancel",
         why="a transaction cancelled mid round trip leaves its late reply for the next caller",
-        path="blackboard_mcp/store/_wire.py",
+        path="blackboard_mcp/store/connection/_wire.py",
         original="replies may still come.\n            self.close()",
         replacement="replies may still come.\n            pass",
         tests=(_WIRE_CANCELLED,),
@@ -395,7 +403,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="wire-speaks-resp3",
         why="the store reads RESP3 replies in RESP2's shapes (links and deletions go wrong)",
-        path="blackboard_mcp/store/_wire.py",
+        path="blackboard_mcp/store/connection/_wire.py",
         original='if username else ("AUTH", password))',
         replacement='if username else ("HELLO", 3, "AUTH", "default", password))',
         tests=(_WIRE_RESP3,),
@@ -403,7 +411,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="wire-slot-never-freed",
         why="each transaction keeps a pool slot, so the gateway answers overloaded for good",
-        path="blackboard_mcp/store/_pool.py",
+        path="blackboard_mcp/store/connection/_pool.py",
         original="if self._wires.give_back(wire):\n            self._free.release()",
         replacement="self._wires.give_back(wire)",
         tests=(_WIRE_BOUND,),
@@ -411,7 +419,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="wire-ignores-tls",
         why="on a rediss:// URL the store's own connections speak plain text (or fail)",
-        path="blackboard_mcp/store/_wire.py",
+        path="blackboard_mcp/store/connection/_wire.py",
         original="ssl_context = tls_context(probe)",
         replacement="ssl_context = None",
         tests=("tests/test_redis_tls.py",),
@@ -419,7 +427,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="deadline-leaves-task-cancelled",
         why="a call whose Redis operation ran out of time leaves its task marked cancelled",
-        path="blackboard_mcp/store/_redis_errors.py",
+        path="blackboard_mcp/store/connection/_redis_errors.py",
         original="and self._task.uncancel() <= self._cancelling",
         replacement="and self._task.cancelling() <= self._cancelling + 1",
         tests=(
@@ -429,7 +437,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="listing-admission-ignored",
         why="a revoked or over-limit token still lists and searches the board",
-        path="blackboard_mcp/store/_admission.py",
+        path="blackboard_mcp/store/access/_admission.py",
         original="        return self._verdict(int(reply))\n",
         replacement="        return self._verdict(0)\n",
         tests=(

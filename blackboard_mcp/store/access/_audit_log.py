@@ -1,0 +1,100 @@
+"""The per-workspace audit stream (capped), written by the gateway for every call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+import redis.asyncio as aioredis
+
+from blackboard_mcp.auth import AuditRecord
+
+from ..connection._pool import wire_pool
+from ..connection._redis_errors import mapped_redis_errors
+
+
+def _key(workspace: str) -> str:
+    return f"bbau:{{{workspace}}}"
+
+
+def _fields(record: AuditRecord) -> dict[Any, Any]:
+    return {
+        "at": record.at,
+        "sub": record.subject,
+        "tool": record.tool,
+        "addresses": orjson.dumps(list(record.addresses)),
+        "outcome": record.outcome,
+        "ms": record.duration_ms,
+        "rid": record.request_id,
+    }
+
+
+class RedisAuditLog:
+    def __init__(self, *, client: aioredis.Redis[bytes], maxlen: int) -> None:
+        self._client = client
+        self._maxlen = maxlen
+
+    async def record(self, record: AuditRecord) -> None:
+        await self.record_many([record])
+
+    async def record_many(self, records: Sequence[AuditRecord]) -> None:
+        if not records:
+            return
+        async with mapped_redis_errors():
+            pool = wire_pool(self._client)
+            if pool is not None:
+                # A single Redis: the batch as plain commands in one wire round trip.
+                await pool.round_trip([self._xadd(record) for record in records])
+                return
+            # A cluster's client routes each workspace's stream to the node of its slot.
+            pipe = self._client.pipeline(transaction=False)
+            for record in records:
+                pipe.xadd(
+                    _key(record.workspace),
+                    _fields(record),
+                    maxlen=self._maxlen,
+                    approximate=True,
+                )
+            await pipe.execute()
+
+    def _xadd(self, record: AuditRecord) -> tuple[Any, ...]:
+        fields = [v for pair in _fields(record).items() for v in pair]
+        return ("XADD", _key(record.workspace), "MAXLEN", "~", self._maxlen, "*", *fields)
+
+    async def tail(self, workspace: str, count: int) -> list[AuditRecord]:
+        """The newest ``count`` records, newest first."""
+        return [record for _id, record in await self.newest(workspace, count)]
+
+    async def newest(self, workspace: str, count: int) -> list[tuple[str, AuditRecord]]:
+        """The newest ``count`` records with their stream ids, newest first."""
+        async with mapped_redis_errors():
+            entries = await self._client.xrevrange(_key(workspace), count=count)
+        return [(i.decode(), _record(workspace, fields)) for i, fields in entries]
+
+    async def after(
+        self, workspace: str, last_id: str, *, block_ms: int
+    ) -> list[tuple[str, AuditRecord]]:
+        """Records added after ``last_id`` (``$``: from now), oldest first, waiting up to
+        ``block_ms`` for the first."""
+        async with mapped_redis_errors():
+            replies = await self._client.xread({_key(workspace): last_id}, block=block_ms)
+        return [
+            (i.decode(), _record(workspace, fields))
+            for _stream, entries in replies or []
+            for i, fields in entries
+        ]
+
+
+def _record(workspace: str, fields: dict[bytes, bytes]) -> AuditRecord:
+    f = {k.decode(): v for k, v in fields.items()}
+    return AuditRecord(
+        at=float(f["at"]),
+        workspace=workspace,
+        subject=f["sub"].decode(),
+        tool=f["tool"].decode(),
+        addresses=tuple(orjson.loads(f["addresses"])),
+        outcome=f["outcome"].decode(),
+        duration_ms=float(f["ms"]),
+        request_id=f["rid"].decode(),
+    )

@@ -1,0 +1,1 @@
+"""The embedded Redis: launched from PyPI wheels, dying with its parent, its orphans stopped."""

@@ -1,0 +1,1 @@
+"""A workspace's data over time: retention, delete, export and import."""

@@ -1,0 +1,218 @@
+"""Retention: a maximum age since a note's last write, per workspace with per-topic overrides.
+
+Off by default. The policy lives in Redis (one hash per workspace), so every gateway process
+enforces the same one; one of them at a time sweeps, the holder of a lease key that expires
+when it stops renewing it (a process that dies hands the sweep to another within the lease).
+
+A topic's expired notes are found by their last-write time in the search index (``updated``
+is a sortable numeric field there), a batch at a time, so a pass costs one query per topic
+plus one per batch of notes it deletes. Write order would not do: an imported note keeps its
+old time but takes a new place in that order, behind notes that are still fresh. The delete
+itself checks the note's time again, atomically: a note written again after the sweep found
+it is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.commands.search.query import Query
+
+from .._errors import InvalidArgument
+from ..connection import _keys as keys
+from ..connection._redis_errors import mapped_redis_errors
+from ..notes._addresses import validate_name
+from ..search._search import escape_tag
+from ._delete import BATCH, delete_members
+
+# Where a workspace's notes are searched: its home Redis and the index name there.
+Locate = Callable[[str], Awaitable[tuple["aioredis.Redis[bytes]", str]]]
+
+WORKSPACE_FIELD = "*"
+# Renews the lease only while this process still holds it; takes it when it is free.
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """Maximum ages in seconds; ``None`` keeps notes forever, as does a topic's 0."""
+
+    max_age_seconds: int | None = None
+    topics: dict[str, int] = field(default_factory=dict)
+
+    def max_age(self, topic: str) -> int | None:
+        age = self.topics.get(topic, self.max_age_seconds)
+        return age or None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.max_age_seconds) or any(self.topics.values())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "max_age_seconds": self.max_age_seconds,
+            "topics": dict(sorted(self.topics.items())),
+        }
+
+
+@dataclass(frozen=True)
+class Swept:
+    """What one sweep deleted in one topic."""
+
+    workspace: str
+    topic: str
+    members: list[str]
+
+
+def _policy(raw: dict[bytes, bytes]) -> RetentionPolicy:
+    values = {k.decode(): int(v) for k, v in raw.items()}
+    return RetentionPolicy(max_age_seconds=values.pop(WORKSPACE_FIELD, None) or None, topics=values)
+
+
+async def read_policy(client: aioredis.Redis[bytes], workspace: object) -> RetentionPolicy:
+    ws = validate_name(workspace, "workspace")
+    async with mapped_redis_errors():
+        return _policy(await client.hgetall(keys.retention(ws)))
+
+
+async def write_policy(
+    client: aioredis.Redis[bytes],
+    workspace: object,
+    *,
+    topic: object = None,
+    max_age_seconds: object,
+) -> RetentionPolicy:
+    """Set (or, with ``None``, clear) the workspace's maximum age or one topic's override."""
+    ws = validate_name(workspace, "workspace")
+    name = WORKSPACE_FIELD if topic is None else validate_name(topic, "topic")
+    if max_age_seconds is not None and (
+        isinstance(max_age_seconds, bool) or not isinstance(max_age_seconds, int)
+    ):
+        raise InvalidArgument("max_age_seconds must be a whole number", argument="max_age")
+    if isinstance(max_age_seconds, int) and max_age_seconds < 0:
+        raise InvalidArgument("max_age_seconds cannot be negative", argument="max_age")
+    key = keys.retention(ws)
+    async with mapped_redis_errors():
+        if max_age_seconds is None:
+            await client.hdel(key, name)
+        else:
+            await client.hset(key, name, str(max_age_seconds))
+        return _policy(await client.hgetall(key))
+
+
+async def hold_lease(client: aioredis.Redis[bytes], owner: str, seconds: float) -> bool:
+    """Take or renew the sweeper's lease for ``seconds``; False while another process holds it."""
+    async with mapped_redis_errors():
+        held = await client.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+            _LEASE, 1, keys.retention_lease(), owner, str(max(1, int(seconds * 1000)))
+        )
+    return bool(held)
+
+
+async def sweep(
+    client: aioredis.Redis[bytes],
+    *,
+    locate: Locate,
+    owner: str,
+    lease_seconds: float,
+    changelog_maxlen: int,
+    author: str = "retention",
+    now_ms: int | None = None,
+) -> list[Swept] | None:
+    """Delete every note older than its topic's maximum age; None when another holds the lease.
+
+    Ages are counted to ``now_ms``, by default the Redis server's clock (the one every note's
+    time comes from), so gateways whose clocks disagree sweep alike.
+    """
+    if not await hold_lease(client, owner, lease_seconds):
+        return None
+    out: list[Swept] = []
+    async with mapped_redis_errors():
+        workspaces = sorted(w.decode() for w in await client.smembers(keys.workspaces()))
+    for ws in workspaces:
+        policy = await read_policy(client, ws)
+        if not policy.enabled:
+            continue
+        async with mapped_redis_errors():
+            topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
+            seconds, micros = await client.time()
+        cutoff_at = int(seconds) * 1000 + int(micros) // 1000 if now_ms is None else now_ms
+        for topic in topics:
+            age = policy.max_age(topic)
+            if age is None:
+                continue
+            home, index = await locate(ws)
+            gone = await _sweep_topic(
+                home,
+                index,
+                ws,
+                topic,
+                cutoff_ms=cutoff_at - age * 1000,
+                author=author,
+                changelog_maxlen=changelog_maxlen,
+            )
+            if gone:
+                out.append(Swept(ws, topic, gone))
+            if not await hold_lease(client, owner, lease_seconds):
+                return out  # lost the lease mid-sweep (a long pause): the holder carries on
+    return out
+
+
+def _expired_query(ws: str, topic: str, cutoff_ms: int) -> Query:
+    """The topic's notes last written before the cutoff, oldest first, one batch of keys."""
+    query: Query = (
+        Query(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+            f"@ws:{{{escape_tag(ws)}}} @topic:{{{escape_tag(topic)}}} @updated:[-inf ({cutoff_ms}]"
+        )
+        .no_content()
+        .sort_by("updated", asc=True)
+        .paging(0, BATCH)
+        .dialect(2)
+    )
+    return query
+
+
+async def _sweep_topic(
+    client: aioredis.Redis[bytes],
+    index: str,
+    ws: str,
+    topic: str,
+    *,
+    cutoff_ms: int,
+    author: str,
+    changelog_maxlen: int,
+) -> list[str]:
+    gone: list[str] = []
+    prefix = keys.note(ws, "")
+    query = _expired_query(ws, topic, cutoff_ms)
+    while True:
+        async with mapped_redis_errors():
+            result = await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
+        expired = [str(doc.id).removeprefix(prefix) for doc in result.docs]
+        deleted = await delete_members(
+            client,
+            ws,
+            expired,
+            author=author,
+            changelog_maxlen=changelog_maxlen,
+            written_before_ms=cutoff_ms,
+        )
+        gone.extend(deleted)
+        # A short batch was the last; a batch of which nothing went (every note written again
+        # meanwhile, or the index behind) is left to the next pass rather than asked again.
+        if len(expired) < BATCH or not deleted:
+            return gone

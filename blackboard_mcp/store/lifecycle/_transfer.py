@@ -1,0 +1,492 @@
+"""Export and import: a workspace's notes and links as records, to back it up or move it.
+
+A record holds everything a read can show of a note (version, digest, content in full, with
+an offloaded body inlined, table columns, sources, confidence, author, times, token counts)
+and its outgoing links; incoming links are the other notes' outgoing ones, so each link is in
+the export once. Records come oldest write first, so an import gives them sequence numbers in
+the same order and ``order=recent`` lists them as before.
+
+An import writes each note in one server-side script that refuses to overwrite (a replace
+deletes the old note first), with the workspace's next sequence number and an ``import``
+entry in the change log; links are added afterwards, each only if both of its notes exist.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import redis.asyncio as aioredis
+
+from .._errors import InvalidArgument, TooLarge
+from ..connection import _keys as keys
+from ..connection._redis_errors import mapped_redis_errors
+from ..notes._addresses import SCHEME, Address, parse_address, validate_name
+from ..notes._links import RELATIONS
+from ..notes._notes import KINDS, MAX_AUTHOR_CHARS, check_digest
+from ..notes._tokencount import TokenCounter, count_as_json_string
+from ..notes._writes import SEARCH_TEXT_BYTES
+from ._delete import delete_members
+
+FORMAT = "blackboard-mcp-export"
+FORMAT_VERSION = 1
+_BATCH = 100
+_INT_FIELDS = ("version", "size", "est_tokens", "digest_tokens", "body_tokens", "nrows")
+_TIME_FIELDS = ("created", "updated")
+
+# Returns the note's new sequence number; for a note already there, -1 when it is this
+# record (same version and digest: written by an earlier run of the same import, which this
+# run completes) and 0 when it is another note (kept, and its links from the file left out).
+_IMPORT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local digest = ''
+  for i = 9, #ARGV, 2 do
+    if ARGV[i] == 'digest' then digest = ARGV[i + 1] end
+  end
+  local stored = redis.call('HMGET', KEYS[1], 'version', 'digest')
+  if stored[1] == ARGV[4] and stored[2] == digest then return -1 end
+  return 0
+end
+local seq = redis.call('INCR', KEYS[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local fields = {'seq', seq}
+for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('ZADD', KEYS[4], 0, ARGV[1])
+redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
+redis.call('ZADD', KEYS[6], seq, ARGV[1])
+redis.call('SADD', KEYS[7], ARGV[7])
+if ARGV[6] ~= '' then
+  redis.call('SET', KEYS[9], ARGV[8], 'NX')
+  redis.call('HINCRBY', KEYS[8], ARGV[6], 1)
+end
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'seq', seq, 'op', 'import',
+  'uri', ARGV[3], 'version', ARGV[4], 'author', ARGV[5], 'at', now)
+return seq
+"""
+
+# Adds links from one note only if it and each target still exist (a delete may be running).
+# KEYS: the note, its outgoing links. ARGV: its member, the prefixes of notes and of incoming
+# links (completed with a target, in the same slot), then rel, target pairs.
+_LINK = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local member, p_note, p_in = ARGV[1], ARGV[2], ARGV[3]
+local added = 0
+for i = 4, #ARGV, 2 do
+  local rel, target = ARGV[i], ARGV[i + 1]
+  if redis.call('EXISTS', p_note .. target) == 1 then
+    redis.call('SADD', KEYS[2], rel .. '\\t' .. target)
+    redis.call('SADD', p_in .. target, rel .. '\\t' .. member)
+    added = added + 1
+  end
+end
+return added
+"""
+
+
+def export_header(workspace: str, count: int, exported_at: str) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "workspace": workspace,
+        "notes": count,
+        "exported_at": exported_at,
+    }
+
+
+def _to_record(
+    workspace: str, member: str, note: dict[str, str], content: str, links: set[bytes]
+) -> dict[str, Any]:
+    confidence = note.get("confidence", "")
+    return {
+        "uri": f"{SCHEME}{workspace}/{member}",
+        "kind": note.get("kind", "text"),
+        "version": int(note["version"]),
+        "digest": note.get("digest", ""),
+        "content": content,
+        "offloaded": bool(note.get("blob")),
+        "columns": orjson.loads(note["columns"]) if note.get("columns") else None,
+        "sources": orjson.loads(note["sources"]) if note.get("sources") else [],
+        "confidence": float(confidence) if confidence else None,
+        "author": note.get("author", ""),
+        "origin": note.get("origin", ""),
+        **{name: int(note.get(name) or 0) for name in (*_INT_FIELDS[1:], *_TIME_FIELDS)},
+        "links": [
+            {"rel": rel, "to": f"{SCHEME}{workspace}/{target}"}
+            for rel, target in sorted(raw.decode().split("\t", 1) for raw in links)
+        ],
+    }
+
+
+async def count_notes(client: aioredis.Redis[bytes], workspace: object) -> int:
+    ws = validate_name(workspace, "workspace")
+    async with mapped_redis_errors():
+        topics = [t.decode() for t in await client.smembers(keys.topics(ws))]
+        pipe = client.pipeline(transaction=False)
+        for topic in topics:
+            pipe.zcard(keys.by_name(ws, topic))
+        return sum(await pipe.execute())
+
+
+async def export_notes(
+    client: aioredis.Redis[bytes], workspace: object
+) -> AsyncIterator[dict[str, Any]]:
+    """Every note of ``workspace`` as a record, oldest write first."""
+    ws = validate_name(workspace, "workspace")
+    async with mapped_redis_errors():
+        topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
+        pipe = client.pipeline(transaction=False)
+        sets = [(topic, kind) for topic in topics for kind in KINDS]
+        for topic, kind in sets:
+            pipe.zrange(keys.by_kind(ws, topic, kind), 0, -1, withscores=True)
+        # Every note is in exactly one of its topic's sets by kind, scored by its last write.
+        ranked = sorted(
+            (int(seq), f"{topic}/{path.decode()}")
+            for (topic, _kind), rows in zip(sets, await pipe.execute(), strict=True)
+            for path, seq in rows
+        )
+    members = [member for _seq, member in ranked]
+    for start in range(0, len(members), _BATCH):
+        for record in await _read_batch(client, ws, members[start : start + _BATCH]):
+            yield record
+
+
+async def _read_batch(
+    client: aioredis.Redis[bytes], ws: str, members: Sequence[str]
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    pending = list(members)
+    for _attempt in range(8):
+        async with mapped_redis_errors():
+            pipe = client.pipeline(transaction=True)
+            for member in pending:
+                pipe.hgetall(keys.note(ws, member))
+                pipe.smembers(keys.links_out(ws, member))
+            replies = await pipe.execute()
+            notes = [
+                ({k.decode(): v.decode() for k, v in raw.items()}, links)
+                for raw, links in zip(replies[::2], replies[1::2], strict=True)
+            ]
+            pipe = client.pipeline(transaction=False)
+            for note, _links in notes:
+                if note.get("blob"):
+                    # Up to the size read with it: a log blob may have grown since.
+                    end = int(note.get("size") or 0) - 1
+                    pipe.getrange(keys.blob(ws, note["blob"]), 0, end)
+            blobs = iter(await pipe.execute())
+        retry = []
+        for member, (note, links) in zip(pending, notes, strict=True):
+            if not note:
+                continue  # deleted since it was listed
+            content = note.get("body", "")
+            if note.get("blob"):
+                data = next(blobs) or b""
+                if len(data) < int(note.get("size") or 0):
+                    # Rewritten between the two reads, and its old blob freed: read it again.
+                    retry.append(member)
+                    continue
+                content = data.decode()
+            out.append(_to_record(ws, member, note, content, links))
+        if not retry:
+            break
+        pending = retry
+    return out
+
+
+@dataclass(frozen=True)
+class Imported:
+    """A checked record, ready to write into ``address``'s workspace."""
+
+    address: Address
+    fields: dict[str, str | int | float]
+    content: bytes
+    offloaded: bool
+    links: tuple[tuple[str, str], ...]  # (rel, target member)
+
+
+def check_header(value: object) -> str:
+    """The workspace an export came from, once its first line proves it is an export we read."""
+    if not isinstance(value, dict) or value.get("format") != FORMAT:
+        raise InvalidArgument(
+            f"the first line is not a {FORMAT} header", argument="file",
+            hint="give a file written by `blackboard-mcp export`",
+        )  # fmt: skip
+    if value.get("version") != FORMAT_VERSION:
+        raise InvalidArgument(
+            f"export format version {value.get('version')!r}; this release reads version "
+            f"{FORMAT_VERSION}",
+            argument="file",
+            hint="import with the release that exported it, or a newer one",
+        )
+    return validate_name(value.get("workspace"), "workspace")
+
+
+def _need(record: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    value = record.get(name)
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+        raise InvalidArgument(f"{name} is missing or not a {getattr(kind, '__name__', kind)}")
+    return value
+
+
+# The largest integer every client reads back exactly (JavaScript's, which /board uses).
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def check_record(
+    record: object, *, source: str, target: str, max_body_bytes: int = 1024 * 1024
+) -> Imported:
+    """A note record of an export from ``source``, checked and re-addressed to ``target``.
+
+    A record is held to what a write through the tools may store: content within
+    ``max_body_bytes`` (BB_MAX_BODY_BYTES), a digest as update_state takes one, an author
+    name without control characters, whole numbers no client misreads. The stored size and
+    token counts are not taken from the file: the import computes them from the content.
+    """
+    if not isinstance(record, dict):
+        raise InvalidArgument("a note record must be a JSON object")
+    address = parse_address(record.get("uri"))
+    if address.workspace != source:
+        raise InvalidArgument(f"{address.uri} is not in workspace {source}", argument="uri")
+    kind = _need(record, "kind", str)
+    if kind not in KINDS:
+        raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}", argument="kind")
+    content = _need(record, "content", str).encode("utf-8")
+    if len(content) > max_body_bytes:
+        raise TooLarge(
+            f"the content has {len(content)} bytes; this board takes at most {max_body_bytes} "
+            "(BB_MAX_BODY_BYTES)",
+            argument="content",
+            hint="raise BB_MAX_BODY_BYTES to at least the exporting board's, or split the note",
+        )
+    offloaded = _need(record, "offloaded", bool)
+    columns = record.get("columns")
+    if columns is not None and not (
+        isinstance(columns, list) and all(isinstance(c, str) for c in columns)
+    ):
+        raise InvalidArgument("columns must be a list of names or null", argument="columns")
+    sources = _need(record, "sources", list)
+    if not all(isinstance(s, str) for s in sources):
+        raise InvalidArgument("sources must be a list of addresses", argument="sources")
+    # A source in the exported workspace moves with it, as links do.
+    old, new = f"{SCHEME}{source}/", f"{SCHEME}{target}/"
+    sources = [new + s[len(old) :] if s.startswith(old) else s for s in sources]
+    confidence = record.get("confidence")
+    if confidence is not None and (
+        isinstance(confidence, bool) or not isinstance(confidence, int | float)
+    ):
+        raise InvalidArgument("confidence must be a number or null", argument="confidence")
+    numbers = {name: _need(record, name, int) for name in (*_INT_FIELDS, *_TIME_FIELDS)}
+    if numbers["version"] < 1:
+        raise InvalidArgument("version must be 1 or more", argument="version")
+    for name, value in numbers.items():
+        if not 0 <= value <= MAX_SAFE_INTEGER:
+            raise InvalidArgument(f"{name} must be from 0 to {MAX_SAFE_INTEGER}", argument=name)
+    digest = check_digest(record.get("digest"))
+    author = _need(record, "author", str)
+    if len(author) > MAX_AUTHOR_CHARS or not author.isprintable():
+        raise InvalidArgument(
+            f"author must be at most {MAX_AUTHOR_CHARS} printable characters", argument="author"
+        )
+    links = []
+    for link in _need(record, "links", list):
+        if not isinstance(link, dict) or link.get("rel") not in RELATIONS:
+            raise InvalidArgument("each link is {rel, to} with a known rel", argument="links")
+        to = parse_address(link.get("to"), argument="links")
+        if to.workspace != source:
+            raise InvalidArgument(f"{to.uri} is in another workspace", argument="links")
+        links.append((str(link["rel"]), to.member))
+    moved = Address(target, address.topic, address.path)
+    blob = hashlib.sha256(content).hexdigest() if offloaded else ""
+    fields: dict[str, str | int | float] = {
+        "uri": moved.uri,
+        "ws": target,
+        "topic": moved.topic,
+        "kind": kind,
+        "digest": digest,
+        "body": "" if offloaded else content.decode(),
+        "blob": blob,
+        "stext": content[:SEARCH_TEXT_BYTES].decode("utf-8", "ignore") if offloaded else "",
+        "author": author,
+        "sources": orjson.dumps(sources).decode(),
+        "confidence": "" if confidence is None else float(confidence),
+        "columns": orjson.dumps(columns).decode() if columns is not None else "",
+        "origin": _need(record, "origin", str),
+        **numbers,
+        # What the content is, not what the file says it is.
+        "size": len(content),
+        "nrows": content.count(b"\n") if kind == "table" else 0,
+    }
+    return Imported(moved, fields, content, offloaded, tuple(links))
+
+
+@dataclass
+class ImportReport:
+    imported: int = 0
+    replaced: int = 0
+    skipped: int = 0
+    # Notes an earlier, interrupted run of the same import wrote: kept, their links added.
+    resumed: int = 0
+    links: int = 0
+    links_skipped: int = 0
+
+
+# (pass, records done in it): "notes" first, then "links", after every batch.
+Progress = Callable[[str, int], None]
+
+
+async def import_notes(
+    client: aioredis.Redis[bytes],
+    records: Callable[[], Iterable[Imported]],
+    *,
+    workspace: str,
+    replace: bool,
+    author: str,
+    changelog_maxlen: int,
+    counter: TokenCounter,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Write checked records into ``workspace``: an existing note is kept unless ``replace``.
+
+    Running the same import again after an interruption completes it: a note already there
+    with the record's version and digest is taken as written by the earlier run, and gets
+    its links in the second pass like the notes written now.
+
+    ``records()`` is called once per pass and must give the same records each time: the notes
+    are written first, then their links (a link's target may come later in the file). Only a
+    batch of records is held at a time, and one bit per record (written or skipped), so an
+    export file can be read again for each pass rather than held.
+    """
+    report = ImportReport()
+    # Sent by hash (EVALSHA), not as text with every note: the script is most of the bytes of
+    # a small note's command. A pipeline loads a script Redis does not have before it runs.
+    write_note, add_links = client.register_script(_IMPORT), client.register_script(_LINK)
+    written = bytearray()  # bit i: the i-th record was written (not skipped)
+    index = 0
+    # One deadline per batch's round trip, not one for the whole import: an import of any
+    # size (or read from a slow source) is bounded by how long Redis takes per batch. The
+    # workspace registry is the caller's (Board.import_notes): on a cluster it is another
+    # slot's key.
+    for batch in _batches(records()):
+        if replace:
+            gone = await delete_members(
+                client,
+                workspace,
+                [n.address.member for n in batch],
+                author=author,
+                changelog_maxlen=changelog_maxlen,
+            )
+            report.replaced += len(gone)
+        pipe = client.pipeline(transaction=False)
+        for note in batch:
+            _count_tokens(note, counter)
+            await _queue_import(
+                pipe, write_note, note, author=author, changelog_maxlen=changelog_maxlen
+            )
+        async with mapped_redis_errors():
+            written_seqs = await pipe.execute()
+        for seq in written_seqs:
+            if index % 8 == 0:
+                written.append(0)
+            if seq:
+                written[index // 8] |= 1 << index % 8
+                if seq > 0:
+                    report.imported += 1
+                else:
+                    report.resumed += 1
+            else:
+                report.skipped += 1
+            index += 1
+        if progress is not None:
+            progress("notes", index)
+    index = 0
+    for batch in _batches(records()):
+        chosen = []
+        for note in batch:
+            if index < 8 * len(written) and written[index // 8] >> index % 8 & 1:
+                chosen.append(note)
+            index += 1
+        pipe = client.pipeline(transaction=False)
+        for note in chosen:
+            await _queue_links(pipe, add_links, note)
+        async with mapped_redis_errors():
+            added_links = await pipe.execute()
+        for note, added in zip(chosen, added_links, strict=True):
+            report.links += int(added)
+            report.links_skipped += len(note.links) - int(added)
+        if progress is not None:
+            progress("links", index)
+    return report
+
+
+def _count_tokens(note: Imported, counter: TokenCounter) -> None:
+    # As a write counts them (store/notes/_writes.py): the budget planner trusts these.
+    digest_tokens = counter.count(str(note.fields["digest"]))
+    body_tokens = count_as_json_string(counter, note.content.decode("utf-8"))
+    note.fields["digest_tokens"] = digest_tokens
+    note.fields["body_tokens"] = body_tokens
+    note.fields["est_tokens"] = digest_tokens + body_tokens
+
+
+def _batches(records: Iterable[Imported]) -> Iterator[list[Imported]]:
+    batch: list[Imported] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+async def _queue_import(
+    pipe: Any, script: Any, note: Imported, *, author: str, changelog_maxlen: int
+) -> None:
+    ws, topic, path = note.address.workspace, note.address.topic, note.address.path
+    blob = str(note.fields["blob"])
+    flat = [v for pair in note.fields.items() for v in pair]
+    await script(
+        keys=(
+            keys.note(ws, note.address.member),
+            keys.sequence(ws),
+            keys.changelog(ws),
+            keys.by_name(ws, topic),
+            keys.by_version(ws, topic),
+            keys.by_kind(ws, topic, str(note.fields["kind"])),
+            keys.topics(ws),
+            keys.blob_refs(ws),
+            keys.blob(ws, blob),
+        ),
+        args=(
+            path,
+            str(changelog_maxlen),
+            note.address.uri,
+            str(note.fields["version"]),
+            author,
+            blob,
+            topic,
+            note.content if blob else b"",
+            *flat,
+        ),
+        client=pipe,
+    )
+
+
+async def _queue_links(pipe: Any, script: Any, note: Imported) -> None:
+    ws, member = note.address.workspace, note.address.member
+    if not note.links:
+        pipe.echo(0)
+        return
+    await script(
+        keys=(keys.note(ws, member), keys.links_out(ws, member)),
+        args=(
+            member,
+            keys.note(ws, ""),
+            keys.links_in(ws, ""),
+            *[v for rel, target in note.links for v in (rel, target)],
+        ),
+        client=pipe,
+    )

@@ -1,0 +1,133 @@
+"""Board addresses: ``bb://<workspace>/<topic>/<key path>``, validated strictly."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .._errors import InvalidArgument
+
+SCHEME = "bb://"
+MAX_URI_LENGTH = 512
+MAX_DEPTH = 16
+# Workspaces and topics are lower-case names so that scopes and hash tags cannot be
+# confused by case; key path segments may mix case.
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_SEGMENT = re.compile(r"[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,127}")
+
+CATCH_UP_PATH = "run/state/current"
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """A parsed note address."""
+
+    workspace: str
+    topic: str
+    path: str  # the key path below the topic, e.g. "state/current"
+    # Both are read several times per call: made once, with the address.
+    uri: str = field(init=False, repr=False, compare=False)
+    member: str = field(init=False, repr=False, compare=False)
+    """The note's name inside its workspace: ``<topic>/<path>``."""
+
+    def __post_init__(self) -> None:
+        member = f"{self.topic}/{self.path}"
+        object.__setattr__(self, "member", member)
+        object.__setattr__(self, "uri", f"{SCHEME}{self.workspace}/{member}")
+
+    def __str__(self) -> str:
+        return self.uri
+
+
+def is_valid_name(name: str) -> bool:
+    return _NAME.fullmatch(name) is not None
+
+
+def validate_name(name: object, what: str) -> str:
+    if not isinstance(name, str) or not is_valid_name(name):
+        raise InvalidArgument(
+            f"{what} {name!r} is not a valid name: use 1-64 of a-z 0-9 . _ -, "
+            "starting with a letter or digit",
+            argument=what,
+        )
+    return name
+
+
+# Agents send the same few addresses call after call: a valid one is parsed once. Bounded;
+# past the bound the cache starts again (an invalid address is never kept).
+_MAX_PARSED = 4096
+_parsed: dict[str, Address] = {}
+
+
+def parse_address(uri: object, *, argument: str = "uri") -> Address:
+    """Parse and validate ``uri``; raise InvalidArgument naming what is wrong."""
+    if type(uri) is str:
+        known = _parsed.get(uri)
+        if known is not None:
+            return known
+    address = _parse_address(uri, argument)
+    if len(_parsed) >= _MAX_PARSED:
+        _parsed.clear()
+    _parsed[address.uri] = address
+    return address
+
+
+def _parse_address(uri: object, argument: str) -> Address:
+    if not isinstance(uri, str):
+        raise InvalidArgument(
+            f"{argument} must be a string like bb://ws/topic/key", argument=argument
+        )
+    if len(uri) > MAX_URI_LENGTH:
+        raise InvalidArgument(
+            f"{argument} is {len(uri)} characters; the limit is {MAX_URI_LENGTH}", argument=argument
+        )
+    if not uri.startswith(SCHEME):
+        raise InvalidArgument(
+            f"{argument} {uri!r} must start with {SCHEME} (bb://<workspace>/<topic>/<key>)",
+            argument=argument,
+        )
+    parts = uri[len(SCHEME) :].split("/")
+    if len(parts) < 3:
+        raise InvalidArgument(
+            f"{argument} {uri!r} needs a workspace, a topic and a key: bb://<workspace>/<topic>/<key>",
+            argument=argument,
+        )
+    if len(parts) - 2 > MAX_DEPTH:
+        raise InvalidArgument(
+            f"{argument} {uri!r} has more than {MAX_DEPTH} key segments", argument=argument
+        )
+    workspace, topic, *segments = parts
+    validate_name(workspace, "workspace")
+    validate_name(topic, "topic")
+    for segment in segments:
+        if segment in ("", ".", ".."):
+            raise InvalidArgument(
+                f"{argument} {uri!r} has an empty, '.' or '..' segment", argument=argument
+            )
+        if _SEGMENT.fullmatch(segment) is None:
+            raise InvalidArgument(
+                f"{argument} {uri!r}: segment {segment!r} may only use A-Z a-z 0-9 . _ ~ - "
+                "(1-128 characters)",
+                argument=argument,
+            )
+    return Address(workspace, topic, "/".join(segments))
+
+
+def catch_up_address(workspace: str) -> Address:
+    """The well-known note an agent reads first: ``bb://<workspace>/run/state/current``."""
+    return Address(validate_name(workspace, "workspace"), "run", "state/current")
+
+
+def parse_topic_address(uri: object, *, argument: str = "uri") -> tuple[str, str] | None:
+    """``(workspace, topic)`` for a topic's address ``bb://<workspace>/<topic>``, or None
+    when ``uri`` is not one (it may still be a note's address)."""
+    if not isinstance(uri, str) or not uri.startswith(SCHEME) or len(uri) > MAX_URI_LENGTH:
+        return None
+    parts = uri[len(SCHEME) :].split("/")
+    if len(parts) != 2:
+        return None
+    return validate_name(parts[0], "workspace"), validate_name(parts[1], argument)
+
+
+def validate_workspace(name: object) -> str:
+    return validate_name(name, "workspace")

@@ -1,0 +1,192 @@
+"""update_state: compare-and-swap writes and large-content offload, in one transaction.
+
+Appends have their own path (store/notes/_appends.py): they take no expected version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import orjson
+import redis.asyncio as aioredis
+
+from .._errors import Conflict
+from ..connection import _keys as keys
+from ..connection._tx import Gate, ReplicaWait, Transaction, run_transaction
+from ._commit import queue_commit
+from ._notes import NoteWrite
+from ._tokencount import TokenCounter, count_as_json_string
+
+# An offloaded body keeps this much of its text beside the note for the search index, so
+# large notes stay findable without every read of the note carrying the whole body.
+# RediSearch indexes a note's hash whole on every change to it, so this bounds what each
+# write (an append to a long log included) costs Redis to index (bench/append_load.py).
+SEARCH_TEXT_BYTES = 16 * 1024
+
+
+class WriteResult(TypedDict):
+    version: int
+    digest: str
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class WriteLimits:
+    offload_bytes: int
+    max_body_bytes: int
+    changelog_maxlen: int
+    max_retries: int
+    wait: ReplicaWait | None = None
+
+
+def _decode(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+async def write_note(
+    client: aioredis.Redis[bytes],
+    write: NoteWrite,
+    *,
+    counter: TokenCounter,
+    limits: WriteLimits,
+    may_read: bool = True,
+    gate: Gate | None = None,
+) -> WriteResult:
+    """Apply one validated write; raise Conflict (nothing written) on a stale expect_version.
+
+    ``may_read`` says whether the writer may read the note's topic. A writer that may not
+    learns the note's version (it needs it for expect_version) but nothing of its content:
+    no digest in a conflict, no stored size or kind in a refused append.
+    """
+    if write.append is not None:
+        raise ValueError("an append is written by append_note (store/notes/_appends.py)")
+    ws = write.address.workspace
+    member = write.address.member
+    note_key = keys.note(ws, member)
+    refs_key = keys.blob_refs(ws)
+    warnings = list(write.warnings)
+    if write.expect_version is None:
+        warnings.append(
+            "written without expect_version: a concurrent write could have been overwritten; "
+            "pass the version you read"
+        )
+    digest_tokens = counter.count(write.digest)
+    # Token counting happens once here, outside the transaction.
+    content = _content(write)
+    content_tokens = count_as_json_string(counter, content)
+
+    async def body(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], WriteResult]:
+        old = first[0]
+        old_version = int(old[0]) if old[0] is not None else 0
+        old_blob = _decode(old[2])
+        old_kind = _decode(old[3]) or write.kind
+        if write.expect_version is not None and write.expect_version != old_version:
+            current = _decode(old[1])
+            if write.expect_version == 0:
+                message = f"{write.address.uri} already exists at version {old_version}"
+            elif old_version == 0:
+                message = (
+                    f"{write.address.uri} does not exist (expected version {write.expect_version})"
+                )
+            else:
+                message = (
+                    f"{write.address.uri} is at version {old_version}, not {write.expect_version}"
+                )
+            raise Conflict(
+                message, current_version=old_version, current_digest=current if may_read else None
+            )
+
+        kind = write.kind
+        encoded = content.encode("utf-8")
+        new_blob = ""
+        if len(encoded) > limits.offload_bytes:
+            new_blob = hashlib.sha256(encoded).hexdigest()
+        blob_counts: list[int] = []
+        if old_blob or new_blob:
+            # The reference counts decide whether a blob can be deleted, so they are part
+            # of what this transaction depends on.
+            await tx.watch(refs_key)
+            names = [n for n in (old_blob, new_blob) if n]
+            blob_counts = [int(c or 0) for c in await tx.read("HMGET", refs_key, *names)]
+
+        version = old_version + 1
+        record: dict[str, bytes | float | int | str] = {
+            "uri": write.address.uri,
+            "ws": ws,
+            "topic": write.address.topic,
+            "kind": kind,
+            "digest": write.digest,
+            "body": "" if new_blob else content,
+            "blob": new_blob,
+            "stext": encoded[:SEARCH_TEXT_BYTES].decode("utf-8", "ignore") if new_blob else "",
+            "size": len(encoded),
+            "version": version,
+            "author": write.author,
+            "sources": orjson.dumps([s.uri for s in write.sources]).decode(),
+            "confidence": "" if write.confidence is None else write.confidence,
+            "est_tokens": digest_tokens + content_tokens,
+            "digest_tokens": digest_tokens,
+            "body_tokens": content_tokens,
+            "columns": orjson.dumps(list(write.table.columns)).decode() if write.table else "",
+            "nrows": len(write.table.rows) if write.table else 0,
+            "origin": write.origin,
+        }
+        tx.multi()
+        if new_blob != old_blob:
+            if new_blob:
+                tx.queue("SET", keys.blob(ws, new_blob), encoded, "NX")
+                tx.queue("HINCRBY", refs_key, new_blob, 1)
+            if old_blob:
+                if blob_counts and blob_counts[0] <= 1:
+                    tx.queue("DEL", keys.blob(ws, old_blob))
+                    tx.queue("HDEL", refs_key, old_blob)
+                else:
+                    tx.queue("HINCRBY", refs_key, old_blob, -1)
+        topic = write.address.topic
+        path = write.address.path
+        if old_version and old_kind != kind:
+            tx.queue("ZREM", keys.by_kind(ws, topic, old_kind), path)
+        tx.queue("SADD", keys.topics(ws), topic)
+        tx.queue("ZADD", keys.by_name(ws, topic), 0, path)
+        tx.queue("ZADD", keys.by_version(ws, topic), version, path)
+        queue_commit(
+            tx,
+            workspace=ws,
+            topic=topic,
+            member=member,
+            kind=kind,
+            op="create" if not old_version else "update",
+            uri=write.address.uri,
+            version=version,
+            author=write.author,
+            changelog_maxlen=limits.changelog_maxlen,
+            note_fields=record,
+            is_new=not old_version,
+        )
+
+        def finish(_replies: list[Any]) -> WriteResult:
+            return {"version": version, "digest": write.digest, "warnings": warnings}
+
+        return finish
+
+    return await run_transaction(
+        client,
+        [note_key],
+        body,
+        max_retries=limits.max_retries,
+        # Read with the WATCH, in its round trip (store/connection/_tx.py).
+        first_reads=[("HMGET", note_key, "version", "digest", "blob", "kind")],
+        gate=gate,
+        wait=limits.wait,
+    )
+
+
+def _content(write: NoteWrite) -> str:
+    if write.table is not None:
+        return write.table.to_tsv()
+    return write.body or ""

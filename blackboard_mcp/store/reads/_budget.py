@@ -1,0 +1,263 @@
+"""The honest token budget every read applies: the whole answer fits, and says what it left out.
+
+A read's answer is the JSON object the client receives as the tool result (its text content
+is exactly ``orjson.dumps`` of it). ``spent_tokens`` is the cl100k token count of that text,
+``spent_tokens`` itself included, and it never exceeds ``budget_tokens``. Items are chosen
+from estimates (content by the token count stored at write time), then the finished answer
+is counted exactly and trimmed until it fits; so the ceiling holds whatever the estimates
+got wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .._errors import InvalidArgument
+from ..notes._tokencount import TokenCounter, count_as_json_string, count_json
+
+# The smallest budget a read accepts: room for the empty envelope of any read (flags, counts,
+# a cursor, the no-topic warning of list_keys, ``need_budget``) with some to spare.
+MIN_BUDGET = 100
+MAX_BUDGET = 100_000
+DEFAULT_BUDGET = 2000
+# The breaks a cut prefers, best first: a paragraph, a line, a sentence, a word.
+_BOUNDARIES = ("\n\n", "\n", ". ", " ")
+# A lone item's content is cut only if at least this many of its tokens can be shown.
+MIN_CUT_TOKENS = 8
+
+
+def check_budget(value: object) -> int:
+    if value is None:
+        return DEFAULT_BUDGET
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument("budget_tokens must be a whole number", argument="budget_tokens")
+    if not MIN_BUDGET <= value <= MAX_BUDGET:
+        raise InvalidArgument(
+            f"budget_tokens must be from {MIN_BUDGET} to {MAX_BUDGET}", argument="budget_tokens"
+        )
+    return value
+
+
+def clean_cut(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The longest prefix within ``max_tokens`` that ends at a paragraph, line, sentence or word."""
+    head = counter.cut(text, max_tokens)
+    if len(head) >= len(text):
+        return text
+    for boundary in _BOUNDARIES:
+        at = head.rfind(boundary)
+        # Accept a boundary only if it keeps at least half of what fits.
+        if at >= len(head) // 2:
+            return head[: at + (1 if boundary == ". " else 0)].rstrip()
+    return head
+
+
+def finish(counter: TokenCounter, response: dict[str, Any]) -> int:
+    """Set ``spent_tokens`` to the exact token count of ``response`` as serialized; return it.
+
+    The count includes the number itself, so it is found as a fixed point: the digits of a
+    number are tokens of their own (groups of up to three), so this settles in a step or two.
+    """
+    spent = int(response.get("spent_tokens") or 0)
+    response["spent_tokens"] = spent
+    real = count_json(counter, orjson.dumps(response).decode())
+    if real == spent:
+        return spent
+    # The number's own tokens are its digits in groups of up to three (cl100k's split
+    # pattern); predict the fixed point from that, then check it by counting.
+    guess = real
+    for _ in range(4):
+        step = real - _digit_tokens(spent) + _digit_tokens(guess)
+        if step == guess:
+            break
+        guess = step
+    spent = guess
+    for _ in range(8):
+        response["spent_tokens"] = spent
+        real = count_json(counter, orjson.dumps(response).decode())
+        if real == spent:
+            return spent
+        spent = real
+    # Oscillating between two widths (999 <-> 1000): the larger one, padded, is honest enough
+    # only if it is exact, so settle on the wider number and count once more.
+    response["spent_tokens"] = spent
+    real = count_json(counter, orjson.dumps(response).decode())
+    response["spent_tokens"] = real
+    return real
+
+
+def _digit_tokens(number: int) -> int:
+    return (len(str(number)) + 2) // 3
+
+
+@dataclass
+class Entry:
+    """One item a read may show.
+
+    ``item`` is complete except for its content field ``big`` (``body`` or ``table``), whose
+    stored token count is ``big_tokens``; ``content`` is that text once it has been fetched.
+    ``warnings`` are about this item and are shown only if it is.
+    """
+
+    uri: str
+    item: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    big: str | None = None
+    big_tokens: int = 0
+    content: str | None = None
+    columns: tuple[str, ...] | None = None  # a table's columns to show, if not all
+    partial: bool = False  # ``content`` is only the start of the text: show it cut or not at all
+
+    def estimate(self, counter: TokenCounter) -> int:
+        cost = count_json(counter, orjson.dumps(self.item).decode()) + 1
+        if self.big is not None:
+            # ``,"body":""`` plus the content as it was counted at write time.
+            cost += 4 + self.big_tokens
+        return cost + sum(counter.count(w) + 2 for w in self.warnings)
+
+    def shown(self, cut: str | None = None) -> dict[str, Any]:
+        if self.big is None:
+            return self.item
+        item = dict(self.item)
+        if cut is None:
+            item[self.big] = self.content or ""
+        else:
+            item[self.big] = cut
+        return item
+
+
+# render(shown items, their warnings, how many entries were shown) -> the response, unfinished.
+Render = Callable[[list[dict[str, Any]], list[str], int], dict[str, Any]]
+
+
+def plan(counter: TokenCounter, budget: int, entries: Sequence[Entry], base: int) -> int:
+    """How many entries, in order, the estimates say fit beside an answer that costs ``base``.
+
+    Order is kept: once one does not fit, the rest are left out too (a caller reading the
+    omitted positions or the next page then continues where this read stopped).
+    """
+    total = base
+    for shown, entry in enumerate(entries):
+        total += entry.estimate(counter)
+        if total > budget:
+            return shown
+    return len(entries)
+
+
+@dataclass
+class Fitted:
+    response: dict[str, Any]
+    shown: int  # entries shown, the cut one included
+    cut: bool
+
+
+def fit(
+    counter: TokenCounter,
+    budget: int,
+    entries: Sequence[Entry],
+    count: int,
+    render: Render,
+) -> Fitted:
+    """The answer with the first ``count`` entries, trimmed until its exact cost fits ``budget``.
+
+    Entries must hold their content (if they have any) for the first ``count`` of them, and for
+    the first entry even when ``count`` is 0: a lone item too big for the budget is cut at a
+    clean boundary instead, marked with ``cut: {shown_tokens, total_tokens}``.
+    """
+    fitted: dict[str, Any] | None = None
+    while count > 0:
+        response = _render(render, entries, count)
+        if finish(counter, response) <= budget:
+            fitted = response
+            break
+        count -= 1
+    # Estimates err both ways: grow while the next entry (its content at hand) fits exactly.
+    while count < len(entries) and _ready(entries[count]):
+        response = _render(render, entries, count + 1)
+        if finish(counter, response) > budget:
+            break
+        fitted, count = response, count + 1
+    if fitted is not None:
+        return Fitted(fitted, count, False)
+    first = entries[0] if entries else None
+    if first is not None and first.big is not None and first.content:
+        cut = _cut_first(counter, budget, first, render)
+        if cut is not None:
+            return Fitted(cut, 1, True)
+    response = render([], [], 0)
+    if finish(counter, response) > budget:
+        raise InvalidArgument(
+            f"budget_tokens={budget} cannot hold even this read's envelope "
+            f"({response['spent_tokens']} tokens)",
+            argument="budget_tokens",
+        )
+    if first is not None:
+        need = _need(counter, first, render)
+        response["need_budget"] = need
+        if finish(counter, response) > budget:
+            del response["need_budget"]
+            finish(counter, response)
+    return Fitted(response, 0, False)
+
+
+def _ready(entry: Entry) -> bool:
+    return entry.big is None or (entry.content is not None and not entry.partial)
+
+
+def _render(render: Render, entries: Sequence[Entry], count: int) -> dict[str, Any]:
+    shown = entries[:count]
+    warnings = [w for e in shown for w in e.warnings]
+    return render([e.shown() for e in shown], warnings, count)
+
+
+def _cut_first(
+    counter: TokenCounter, budget: int, entry: Entry, render: Render
+) -> dict[str, Any] | None:
+    text = entry.content or ""
+    empty = dict(entry.shown(""))
+    empty["cut"] = {"shown_tokens": 0, "total_tokens": entry.big_tokens}
+    response = render([empty], list(entry.warnings), 1)
+    room = budget - finish(counter, response)
+    limit = room - 2
+    for _ in range(12):
+        if limit < MIN_CUT_TOKENS:
+            return None
+        head = clean_cut(text, limit, counter)
+        shown = count_as_json_string(counter, head)
+        if shown > limit:
+            # Escapes (newlines, tabs, quotes) cost more than the raw text the cut measured.
+            limit -= shown - limit
+            continue
+        item = dict(entry.shown(head))
+        item["cut"] = {"shown_tokens": shown, "total_tokens": entry.big_tokens}
+        response = render([item], list(entry.warnings), 1)
+        over = finish(counter, response) - budget
+        if over <= 0:
+            return response
+        limit -= over
+    return None
+
+
+def _need(counter: TokenCounter, first: Entry, render: Render) -> int:
+    """A budget that shows at least the first entry (cut, if it has content)."""
+    if first.big is not None:
+        item = dict(first.shown(""))
+        item["cut"] = {"shown_tokens": 0, "total_tokens": first.big_tokens}
+        response = render([item], list(first.warnings), 1)
+        return finish(counter, response) + MIN_CUT_TOKENS + 8
+    response = render([first.item], list(first.warnings), 1)
+    return finish(counter, response)
+
+
+def position_ranges(positions: Sequence[int]) -> list[list[int]]:
+    """``[0, 1, 2, 5]`` -> ``[[0, 2], [5, 5]]``: omitted positions, compactly."""
+    ranges: list[list[int]] = []
+    for p in positions:
+        if ranges and ranges[-1][1] == p - 1:
+            ranges[-1][1] = p
+        else:
+            ranges.append([p, p])
+    return ranges

@@ -1,0 +1,273 @@
+"""list_keys pages: a keyset over each order, so a listing can be walked to its end.
+
+Every order is a total order on a key that belongs to the note:
+
+- ``recent``: the sequence number of the note's last write, newest first (unique per workspace),
+  read from the topic's sets by kind (there is no set of all its notes by recency);
+- ``version``: the version, highest first, then topic, then path;
+- ``name``: topic, then path;
+- a change feed (``cursor=``): the sequence number, oldest first.
+
+A page holds the first rows whose key comes after the ``after`` key, and ``next`` is the key
+of the last row shown. A note that is not written while a listing is walked keeps its key, so
+it is shown exactly once: on the page whose range of keys holds it. A note written meanwhile
+gets a new key (a later sequence number, a higher version): it is shown on the page that
+reaches its new key, if any, so it may be missed or shown twice; a change feed from the
+first page's ``cursor`` finds every such write. New notes appear if their key is still ahead.
+
+``next`` is opaque to callers: ``<order letter><score>:<topic>/<path>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import redis.asyncio as aioredis
+
+from .._errors import InvalidArgument
+from ..connection import _keys as keys
+from ..connection._pool import WaitingConnectionPool
+from ..notes._notes import KINDS
+
+Order = Literal["recent", "name", "version"]
+ORDERS: tuple[Order, ...] = ("recent", "name", "version")
+_LETTERS = {"recent": "r", "name": "n", "version": "v", "changes": "c"}
+_AFTER = re.compile(r"([rnvc])(\d{1,19}):([a-z0-9][a-z0-9._-]{0,63})/(\S{1,1100})")
+# A kind filter on name or version order examines at most this many notes per topic per
+# call; a page may then hold fewer rows than ``limit`` (even none) and still carry ``next``.
+SCAN_CAP = 5000
+_CHUNK = 500
+
+
+@dataclass(frozen=True, order=True)
+class Row:
+    """A note's place in a listing: compared by ``key`` only."""
+
+    key: tuple[float, str, str]
+    topic: str
+    path: str
+    score: int
+
+
+def make_row(feed: str, topic: str, path: str, score: float) -> Row:
+    value = int(score)
+    if feed == "changes":
+        return Row((value, topic, path), topic, path, value)
+    return Row((-value, topic, path), topic, path, value)
+
+
+def encode(feed: str, row: Row) -> str:
+    return f"{_LETTERS[feed]}{row.score}:{row.topic}/{row.path}"
+
+
+def decode(feed: str, value: object) -> Row | None:
+    if value is None:
+        return None
+    match = _AFTER.fullmatch(value) if isinstance(value, str) else None
+    if match is None or match.group(1) != _LETTERS[feed]:
+        raise InvalidArgument(
+            "after must be the next value of an earlier list_keys call with the same "
+            "order and cursor",
+            argument="after",
+        )
+    return make_row(feed, match.group(3), match.group(4), int(match.group(2)))
+
+
+# Version order within one topic: score (version) descending, path ascending. Redis orders a
+# sorted set by (score, member) ascending, so ties at one score are a run of ranks in path
+# order; the script walks scores downwards and each score's run upwards. It runs whole, so
+# ranks cannot shift under it while concurrent writes move other notes between versions.
+# ARGV: how = none | all | below | after, the cursor's score and path, the count wanted.
+# ``after`` resumes just past the cursor's path inside the run at its score; if that note has
+# moved to another version since, its place is found by bisection, comparing bytes as Redis
+# does (Lua's own string comparison follows the server's locale).
+_VERSION_PAGE = """
+local key = KEYS[1]
+local how, score, path = ARGV[1], ARGV[2], ARGV[3]
+local n = tonumber(ARGV[4])
+local function after(a, b)
+  local m = math.min(#a, #b)
+  for i = 1, m do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+local out = {}
+local upper = '+inf'
+if how ~= 'none' then
+  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. score)
+  local last = lo + redis.call('ZCOUNT', key, score, score) - 1
+  local start = last + 1
+  if how == 'all' then
+    start = lo
+  elseif how == 'after' then
+    local current = redis.call('ZSCORE', key, path)
+    if current and tonumber(current) == tonumber(score) then
+      start = redis.call('ZRANK', key, path) + 1
+    else
+      local l, h = lo, last + 1
+      while l < h do
+        local mid = math.floor((l + h) / 2)
+        if after(redis.call('ZRANGE', key, mid, mid)[1], path) then h = mid else l = mid + 1 end
+      end
+      start = l
+    end
+  end
+  if start <= last then
+    local got = redis.call('ZRANGE', key, start, math.min(last, start + n - 1), 'WITHSCORES')
+    for i = 1, #got do out[#out + 1] = got[i] end
+  end
+  upper = '(' .. score
+end
+while #out < 2 * n do
+  local top = redis.call('ZREVRANGEBYSCORE', key, upper, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #top == 0 then break end
+  local s = top[2]
+  local got = redis.call('ZRANGEBYSCORE', key, s, s, 'WITHSCORES', 'LIMIT', 0, n - #out / 2)
+  for i = 1, #got do out[#out + 1] = got[i] end
+  upper = '(' .. s
+end
+return out
+"""
+
+
+async def select_page(
+    client: aioredis.Redis[bytes],
+    workspace: str,
+    topics: list[str],
+    *,
+    feed: str,
+    kind: str | None,
+    limit: int,
+    after: Row | None,
+    since: int | None,
+) -> tuple[list[Row], Row | None]:
+    """Up to ``limit`` rows after ``after``, and the key to continue from if there may be more.
+
+    ``feed`` is an order or ``changes``. Each topic answers up to limit + 1 rows, or as far as
+    it examined (a kind filter stops at SCAN_CAP); the merged page holds only rows up to the
+    nearest point some topic stopped at, so no row of any topic is passed over.
+    """
+    answers = await asyncio.gather(
+        *(
+            _topic_rows(
+                client, workspace, t, feed=feed, kind=kind, after=after, since=since, want=limit + 1
+            )
+            for t in topics
+        )
+    )
+    rows = sorted(r for found, _ in answers for r in found)
+    stops = [stop for _, stop in answers if stop is not None]
+    bound = min(stops) if stops else None
+    if bound is not None:
+        rows = [r for r in rows if r <= bound]
+    page = rows[:limit]
+    if len(rows) > limit:
+        return page, page[-1]
+    if bound is not None:
+        # Everything up to ``bound`` was examined: continue after it even if none matched.
+        return page, bound
+    return page, None
+
+
+async def _topic_rows(
+    client: aioredis.Redis[bytes],
+    workspace: str,
+    topic: str,
+    *,
+    feed: str,
+    kind: str | None,
+    after: Row | None,
+    since: int | None,
+    want: int,
+) -> tuple[list[Row], Row | None]:
+    """Rows of one topic after ``after``, and where it stopped looking (None: at its end)."""
+    if feed in ("recent", "changes") or kind is None:
+        rows = await _chunk(client, workspace, topic, feed, kind, after, since, want)
+        return rows, (rows[-1] if len(rows) == want else None)
+    # A kind filter on name or version order: walk the order, keep notes of that kind.
+    found: list[Row] = []
+    position = after
+    examined = 0
+    kind_key = keys.by_kind(workspace, topic, kind)
+    while examined < SCAN_CAP:
+        chunk = await _chunk(client, workspace, topic, feed, None, position, since, _CHUNK)
+        if not chunk:
+            return found, None
+        examined += len(chunk)
+        scores = await client.zmscore(kind_key, [r.path for r in chunk])  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+        for row, score in zip(chunk, scores, strict=True):
+            if score is not None:
+                found.append(row)
+                if len(found) == want:
+                    return found, row
+        position = chunk[-1]
+        if len(chunk) < _CHUNK:
+            return found, None
+    return found, position
+
+
+async def _chunk(
+    client: aioredis.Redis[bytes],
+    workspace: str,
+    topic: str,
+    feed: str,
+    kind: str | None,
+    after: Row | None,
+    since: int | None,
+    want: int,
+) -> list[Row]:
+    """Up to ``want`` rows of one topic's index after ``after``, in the feed's order."""
+    if after is not None and feed == "name" and topic < after.topic:
+        return []
+    if feed in ("recent", "changes"):
+        # A topic's notes by their last write are the union of its sets by kind, which hold
+        # each note once, scored by that write's sequence number: each set's first ``want``
+        # in one round trip, merged here.
+        commands: list[tuple[Any, ...]] = []
+        for k in [kind] if kind else KINDS:
+            key = keys.by_kind(workspace, topic, k)
+            if feed == "changes":
+                low = max(since or 0, after.score if after else 0)
+                span: tuple[Any, ...] = ("ZRANGEBYSCORE", key, f"({low}", "+inf")
+            else:
+                high = f"({after.score}" if after else "+inf"
+                span = ("ZREVRANGEBYSCORE", key, high, "-inf")
+            commands.append((*span, "WITHSCORES", "LIMIT", 0, want))
+        # One wire round trip (store/connection/_wire.py): raw replies, member and score
+        # alternating.
+        pool: WaitingConnectionPool = client.connection_pool
+        merged = [
+            (flat[i], float(flat[i + 1]))
+            for flat in await pool.round_trip(commands)
+            for i in range(0, len(flat), 2)
+        ]
+        reply = sorted(merged, key=lambda pair: pair[1], reverse=feed == "recent")[:want]
+    elif feed == "name":
+        lowest = f"({after.path}" if after and topic == after.topic else "-"
+        members = await client.zrangebylex(
+            keys.by_name(workspace, topic), lowest.encode(), b"+", start=0, num=want
+        )
+        reply = [(m, 0.0) for m in members]
+    else:
+        reply = await _version_chunk(client, keys.by_version(workspace, topic), topic, after, want)
+    return [make_row(feed, topic, m.decode(), s) for m, s in reply]
+
+
+async def _version_chunk(
+    client: aioredis.Redis[bytes], key: str, topic: str, after: Row | None, want: int
+) -> list[tuple[bytes, float]]:
+    if after is None:
+        how, score, path = "none", "", ""
+    elif topic < after.topic:
+        how, score, path = "below", str(after.score), ""  # its ties came before the cursor
+    elif topic > after.topic:
+        how, score, path = "all", str(after.score), ""  # all of its ties come after
+    else:
+        how, score, path = "after", str(after.score), after.path
+    flat = await client.eval(_VERSION_PAGE, 1, key, how, score, path, want)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+    return [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]

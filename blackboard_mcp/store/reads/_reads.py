@@ -1,0 +1,468 @@
+"""get_state and list_keys: batched reads under an honest token budget.
+
+A read makes two passes over Redis. The first fetches each note's small fields (sizes and
+stored token counts among them) and its links; the budget then decides which items can be
+shown, and the second fetches content (a body, an offloaded blob, or just the start of one
+for an item that will be cut) for those items only. A read at a small budget over notes of a
+megabyte each moves kilobytes, not megabytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from .._errors import InvalidArgument
+from ..connection import _keys as keys
+from ..connection._pool import WaitingConnectionPool
+from ..connection._redis_errors import mapped_redis_errors
+from ..connection._tx import Gate
+from ..lifecycle._delete import decode_deleted, deleted_since
+from ..notes._addresses import Address, parse_address, validate_name
+from ..notes._links import decode_links, link_warnings
+from ..notes._notes import KINDS
+from ..notes._tokencount import TokenCounter, count_as_json_string
+from ._budget import Entry, Render, check_budget, finish, fit, plan, position_ranges
+from ._paging import ORDERS, Order, decode, encode, select_page
+from ._views import (
+    GET_MODES,
+    LIST_MODES,
+    META_FIELDS,
+    Readable,
+    build_entry,
+    check_fields,
+    check_list_fields,
+    check_mode,
+    fields_for,
+    finish_content,
+    iso_time,
+)
+
+MAX_URIS = 100
+# A change feed names this many of the notes deleted since its cursor, and counts the rest.
+_NAMED_DELETIONS = 5
+MAX_LIMIT = 200
+# Bytes of an offloaded body fetched per token of budget when only its start can be shown.
+# A token of cl100k is rarely over 16 bytes; a cut that uses up a short prefix is still
+# exact, it just shows less than the budget allowed.
+_PREFIX_BYTES_PER_TOKEN = 24
+
+
+def _text(value: bytes | None) -> str:
+    return value.decode() if value is not None else ""
+
+
+Fetched = list[tuple[dict[str, str] | None, set[bytes], set[bytes]]]
+
+
+async def _fetch_meta(
+    client: aioredis.Redis[bytes],
+    workspace: str,
+    addresses: Sequence[Address],
+    names: list[str] = META_FIELDS,
+    *,
+    deletions_after: int | None = None,
+    gate: Gate | None = None,
+) -> tuple[Fetched, int, list[tuple[int, str]]]:
+    """One round trip for every note's small fields and both link sets, the workspace's
+    change sequence number (the read's cursor) and, for a cursor read, the notes deleted
+    after ``deletions_after``. Content is never fetched here.
+
+    ``gate`` goes first and is judged before any reply is looked at: refused, nothing read
+    is used. Every command goes in one round trip on a wire (store/connection/_wire.py), so the
+    replies are raw: a set is a list, a missing value None."""
+    commands: list[tuple[Any, ...]] = []
+    if gate is not None:
+        commands.append(gate.command)
+    if deletions_after is not None:
+        commands.append(deleted_since(workspace, deletions_after))
+    for address in addresses:
+        commands.append(("HMGET", keys.note(address.workspace, address.member), *names))
+        commands.append(("SMEMBERS", keys.links_out(address.workspace, address.member)))
+        commands.append(("SMEMBERS", keys.links_in(address.workspace, address.member)))
+    commands.append(("GET", keys.sequence(workspace)))
+    pool: WaitingConnectionPool = client.connection_pool
+    replies = await pool.round_trip(commands)
+    if gate is not None:
+        gate.judge(replies.pop(0))
+    deleted = decode_deleted(replies.pop(0)) if deletions_after is not None else []
+    cursor = int(replies.pop() or 0)
+    out: Fetched = []
+    for i in range(len(addresses)):
+        values, outgoing, incoming = replies[3 * i : 3 * i + 3]
+        if values[0] is None:
+            out.append((None, set(), set()))
+            continue
+        note = {f: _text(v) for f, v in zip(names, values, strict=True)}
+        out.append((note, set(outgoing), set(incoming)))
+    return out, cursor, deleted
+
+
+async def _fetch_content(
+    client: aioredis.Redis[bytes],
+    counter: TokenCounter,
+    wanted: list[tuple[Entry, Address, dict[str, str]]],
+    prefix_bytes: int | None,
+) -> None:
+    """Give each entry its content: one field of the note, or its blob (whole, or the first
+    ``prefix_bytes`` bytes of the first entry when only that one may be shown, cut)."""
+    if not wanted:
+        return
+    commands: list[tuple[Any, ...]] = []
+    for i, (entry, address, note) in enumerate(wanted):
+        if not note.get("blob"):
+            commands.append(("HGET", keys.note(address.workspace, address.member), "body"))
+            continue
+        # A blob is read up to the size its note said: an appended note's log blob may have
+        # grown since (store/notes/_appends.py), and what was read is this version's content.
+        end = int(note.get("size") or 0)
+        if i == 0 and prefix_bytes is not None and entry.columns is None:
+            end = min(end, prefix_bytes)
+        commands.append(("GETRANGE", keys.blob(address.workspace, note["blob"]), 0, end - 1))
+    pool: WaitingConnectionPool = client.connection_pool
+    for (entry, _, note), raw in zip(wanted, await pool.round_trip(commands), strict=True):
+        data = raw or b""
+        entry.partial = len(data) < int(note.get("size") or 0)
+        # A range may end inside a character; the partial one is dropped.
+        finish_content(
+            entry, data.decode("utf-8", "ignore"), lambda t: count_as_json_string(counter, t)
+        )
+
+
+def _filter_links(
+    workspace: str, outgoing: set[bytes], incoming: set[bytes], readable: Readable
+) -> list[dict[str, str]]:
+    # A link into a topic the caller may not read would leak that note's name.
+    links = decode_links(workspace, outgoing, incoming)
+    prefix = len(f"bb://{workspace}/")
+    return [
+        link
+        for link in links
+        if readable((link.get("to") or link["from"])[prefix:].split("/", 1)[0])
+    ]
+
+
+def _entries(
+    addresses: Sequence[Address],
+    fetched: Fetched,
+    *,
+    mode: Any,
+    fields: Sequence[str],
+    readable: Readable,
+) -> list[tuple[Entry, dict[str, str] | None]]:
+    out: list[tuple[Entry, dict[str, str] | None]] = []
+    for address, (note, outgoing, incoming) in zip(addresses, fetched, strict=True):
+        if note is None:
+            # Reported per uri, and under the budget like any other item.
+            out.append((Entry(address.uri, {"uri": address.uri, "error": "not_found"}), None))
+            continue
+        links = _filter_links(address.workspace, outgoing, incoming, readable)
+        warnings = link_warnings(address.uri, links)
+        entry = build_entry(
+            note, mode=mode, fields=fields, links=links, warnings=warnings, readable=readable
+        )
+        out.append((entry, note))
+    return out
+
+
+async def _show(
+    client: aioredis.Redis[bytes],
+    counter: TokenCounter,
+    budget: int,
+    addresses: Sequence[Address],
+    built: list[tuple[Entry, dict[str, str] | None]],
+    render: Render,
+) -> tuple[dict[str, Any], int]:
+    """Plan from estimates, fetch the content of what is planned, then fit exactly."""
+    entries = [e for e, _ in built]
+    base = finish(counter, render([], [], 0))
+    count = plan(counter, budget, entries, base)
+    # The first entry is fetched even when it does not fit whole: it may be shown cut.
+    reach = max(count, 1)
+    wanted = [
+        (entry, address, note)
+        for (entry, note), address in zip(built[:reach], addresses[:reach], strict=True)
+        if entry.big is not None and note is not None
+    ]
+    prefix = budget * _PREFIX_BYTES_PER_TOKEN if count == 0 else None
+    await _fetch_content(client, counter, wanted, prefix)
+    fitted = fit(counter, budget, entries, count, render)
+    return fitted.response, fitted.shown
+
+
+async def get_state(
+    client: aioredis.Redis[bytes],
+    counter: TokenCounter,
+    *,
+    uris: object,
+    mode: object = None,
+    fields: object = None,
+    budget_tokens: object = None,
+    readable: Readable,
+    gate: Gate | None = None,
+) -> dict[str, Any]:
+    if isinstance(uris, str):
+        uris = [uris]
+    if not isinstance(uris, list | tuple) or not uris:
+        raise InvalidArgument("uris must be a non-empty list of addresses", argument="uris")
+    if len(uris) > MAX_URIS:
+        raise InvalidArgument(f"at most {MAX_URIS} uris per call", argument="uris")
+    given = [parse_address(u, argument="uris") for u in uris]
+    addresses = list(dict.fromkeys(given))
+    if len({a.workspace for a in addresses}) > 1:
+        raise InvalidArgument("all uris of one call must be in one workspace", argument="uris")
+    checked_mode = check_mode(mode, GET_MODES)
+    checked_fields = check_fields(fields)
+    if checked_mode == "fields" and not checked_fields:
+        raise InvalidArgument("mode=fields needs fields=[...]", argument="fields")
+    budget = check_budget(budget_tokens)
+    # Where each position of ``uris`` is in ``addresses`` (duplicates share one item).
+    index = {a: i for i, a in enumerate(addresses)}
+    slot = [index[a] for a in given]
+    async with mapped_redis_errors():
+        fetched, cursor, _ = await _fetch_meta(
+            client,
+            addresses[0].workspace,
+            addresses,
+            fields_for(checked_mode, checked_fields),
+            gate=gate,
+        )
+        built = _entries(
+            addresses, fetched, mode=checked_mode, fields=checked_fields, readable=readable
+        )
+
+        def render(items: list[dict[str, Any]], warnings: list[str], shown: int) -> dict[str, Any]:
+            out: dict[str, Any] = {
+                "items": items,
+                "spent_tokens": 0,
+                "truncated": shown < len(addresses) or any("cut" in i for i in items),
+                "omitted": len(addresses) - shown,
+                "omitted_at": position_ranges([p for p, i in enumerate(slot) if i >= shown]),
+                "cursor": cursor,
+            }
+            if warnings:
+                out["warnings"] = warnings
+            return out
+
+        response, _ = await _show(client, counter, budget, addresses, built, render)
+    return response
+
+
+async def list_keys(
+    client: aioredis.Redis[bytes],
+    counter: TokenCounter,
+    *,
+    workspace: str,
+    topic: object = None,
+    kind: object = None,
+    order: object = None,
+    limit: object = None,
+    mode: object = None,
+    fields: object = None,
+    budget_tokens: object = None,
+    cursor: object = None,
+    after: object = None,
+    readable: Readable,
+) -> dict[str, Any]:
+    checked_mode = check_mode(mode, LIST_MODES)
+    checked_fields = check_list_fields(check_fields(fields))
+    budget = check_budget(budget_tokens)
+    checked_order = _check_order(order)
+    checked_limit = _check_limit(limit)
+    since = _check_cursor(cursor)
+    feed = "changes" if since is not None else checked_order
+    start = decode(feed, after)
+    if kind is not None and kind not in KINDS:
+        raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}", argument="kind")
+    notices: list[str] = []
+    async with mapped_redis_errors():
+        if topic is not None:
+            # The gateway has checked the caller's scopes already; filter anyway, so the
+            # store never lists a topic its ``readable`` predicate refuses.
+            topics = [t for t in [validate_name(topic, "topic")] if readable(t)]
+        else:
+            known = sorted(t.decode() for t in await client.smembers(keys.topics(workspace)))
+            topics = [t for t in known if readable(t)]
+            notices.append(
+                f"no topic given: listed every topic you may read ({len(topics)}); "
+                "pass topic= to narrow it"
+            )
+        rows, stop = await select_page(
+            client,
+            workspace,
+            topics,
+            feed=feed,
+            kind=kind if isinstance(kind, str) else None,
+            limit=checked_limit,
+            after=start,
+            since=since,
+        )
+        addresses = [Address(workspace, r.topic, r.path) for r in rows]
+        names = META_FIELDS if checked_mode == "table" else fields_for(checked_mode, checked_fields)
+        fetched, now, deleted = await _fetch_meta(
+            client, workspace, addresses, names, deletions_after=since
+        )
+        gone = [
+            (seq, member)
+            for seq, member in deleted
+            # Not ``in topics``: a topic deleted whole is no longer among the known ones.
+            if _shown_topic(member.split("/", 1)[0], topic, readable)
+        ]
+        if checked_mode == "table":
+            entry_mode: Any = "digest"
+        else:
+            # Fields name exactly what each item holds, in digest and ref mode alike.
+            entry_mode = "fields" if checked_fields else checked_mode
+        built = _entries(
+            addresses, fetched, mode=entry_mode, fields=checked_fields, readable=readable
+        )
+
+    def render(items: list[dict[str, Any]], warnings: list[str], shown: int) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "items": items,
+            "spent_tokens": 0,
+            "truncated": shown < len(rows),
+            "omitted": len(rows) - shown,
+            "cursor": _page_cursor(since, rows, shown, stop, now),
+        }
+        if gone:
+            warnings = [*_deleted_notice(workspace, gone, out["cursor"]), *warnings]
+        if shown:
+            if shown < len(rows) or stop is not None:
+                out["next"] = encode(feed, rows[shown - 1])
+        elif stop is not None and not rows:
+            out["next"] = encode(feed, stop)
+        if notices or warnings:
+            out["warnings"] = [*notices, *warnings]
+        return out
+
+    if checked_mode == "table":
+        return _table_response(counter, budget, built, fetched, checked_fields, render)
+    entries = [e for e, _ in built]
+    base = finish(counter, render([], [], 0))
+    fitted = fit(counter, budget, entries, plan(counter, budget, entries, base), render)
+    return fitted.response
+
+
+def _shown_topic(name: str, topic: object, readable: Readable) -> bool:
+    return (topic is None or name == topic) and readable(name)
+
+
+def _deleted_notice(workspace: str, gone: list[tuple[int, str]], upto: int) -> list[str]:
+    """One line naming the notes deleted up to the page's cursor, so a follower forgets them."""
+    members = [member for seq, member in gone if seq <= upto]
+    if not members:
+        return []
+    named = ", ".join(f"bb://{workspace}/{m}" for m in members[:_NAMED_DELETIONS])
+    more = len(members) - _NAMED_DELETIONS
+    return [f"deleted since your cursor: {named}" + (f" and {more} more" if more > 0 else "")]
+
+
+def _page_cursor(since: int | None, rows: list[Any], shown: int, stop: Any, now: int) -> int:
+    # A change feed continues from the last change shown when anything is left after it;
+    # otherwise the cursor is "now", for the next catch-up.
+    if since is not None and (shown < len(rows) or stop is not None):
+        return int(rows[shown - 1].score) if shown else since
+    return now
+
+
+def _check_order(value: object) -> Order:
+    if value is None:
+        return "recent"
+    if value not in ORDERS:
+        raise InvalidArgument(f"order must be one of {', '.join(ORDERS)}", argument="order")
+    return value
+
+
+def _check_limit(value: object) -> int:
+    if value is None:
+        return 20
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+        raise InvalidArgument(
+            f"limit must be a whole number from 1 to {MAX_LIMIT}", argument="limit"
+        )
+    return value
+
+
+def _check_cursor(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument("cursor must be a cursor from an earlier read", argument="cursor")
+    return value
+
+
+def _escape_cell(value: str) -> str:
+    return (
+        value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    )
+
+
+TABLE_COLUMNS = ("uri", "digest", "version", "est_tokens")
+
+
+def _table_response(
+    counter: TokenCounter,
+    budget: int,
+    built: list[tuple[Entry, dict[str, str] | None]],
+    fetched: Fetched,
+    fields: Sequence[str],
+    render: Render,
+) -> dict[str, Any]:
+    """One header line plus a TSV row per note: the cheapest listing for three or more.
+
+    ``fields`` are the columns (``uri`` always first); without them, uri, digest, version
+    and est_tokens.
+    """
+    columns = ["uri", *(f for f in fields if f != "uri")] if fields else list(TABLE_COLUMNS)
+    header = "\t".join(columns)
+    lines: list[str] = []
+    warnings: list[list[str]] = []
+    for (entry, _), (note, _, _) in zip(built, fetched, strict=True):
+        # A note deleted between the listing and this read has no fields: show its uri.
+        values = note or {"uri": entry.uri}
+        lines.append("\t".join(_escape_cell(_cell(values, c)) for c in columns))
+        warnings.append(entry.warnings)
+
+    def table_render(shown: int) -> dict[str, Any]:
+        out = render([], [w for ws in warnings[:shown] for w in ws], shown)
+        out["table"] = "\n".join([header, *lines[:shown]])
+        # The table travels beside the (empty) items; keep the envelope's keys first.
+        return {"items": out.pop("items"), "table": out.pop("table"), **out}
+
+    total = finish(counter, table_render(0))
+    shown = 0
+    for i, line in enumerate(lines):
+        total += (
+            count_as_json_string(counter, line) + 1 + sum(counter.count(w) + 2 for w in warnings[i])
+        )
+        if total > budget:
+            break
+        shown = i + 1
+    while True:
+        response = table_render(shown)
+        if finish(counter, response) <= budget or shown == 0:
+            break
+        shown -= 1
+    if shown == 0 and lines:
+        need = table_render(1)
+        response["need_budget"] = finish(counter, need)
+        if finish(counter, response) > budget:
+            del response["need_budget"]
+            finish(counter, response)
+    if response["spent_tokens"] > budget:
+        raise InvalidArgument(
+            f"budget_tokens={budget} cannot hold even this listing's envelope",
+            argument="budget_tokens",
+        )
+    return response
+
+
+def _cell(note: dict[str, str], name: str) -> str:
+    if name in ("updated", "created"):
+        return iso_time(note.get(name, ""))
+    if name == "rows":
+        return note.get("nrows", "") if note.get("columns") else ""
+    return note.get(name, "")

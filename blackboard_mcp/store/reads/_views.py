@@ -1,0 +1,264 @@
+"""Turn stored note fields into the items reads return, per mode.
+
+Items are built from the note's small fields first; content (a body or a table) is fetched
+afterwards, and only for the items the budget shows (see _reads.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import orjson
+
+from .._errors import InvalidArgument
+from ..notes._tables import parse_tsv
+from ._budget import Entry
+
+Mode = Literal["digest", "fields", "table", "full", "ref"]
+GET_MODES: tuple[Mode, ...] = ("digest", "fields", "table", "full", "ref")
+LIST_MODES: tuple[Mode, ...] = ("digest", "table", "ref")
+MAX_FIELDS = 32
+
+# Every key an item of a read can hold, and so every name ``fields`` accepts (``cut`` and
+# ``error`` aside: they report on the item). ``sources_hidden`` comes with ``sources``. In
+# mode=fields any other name is a column of a table note.
+ITEM_FIELDS = (
+    "uri",
+    "digest",
+    "version",
+    "est_tokens",
+    "kind",
+    "updated",
+    "author",
+    "created",
+    "size",
+    "seq",
+    "confidence",
+    "sources",
+    "links",
+    "columns",
+    "rows",
+    "origin",
+    "body",
+    "table",
+)
+CONTENT_FIELDS = ("body", "table")
+# What a listing can show as a column: one value per note, no content.
+LIST_FIELDS = tuple(f for f in ITEM_FIELDS if f not in (*CONTENT_FIELDS, "sources", "links"))
+
+# What the first round trip of a read asks of the note hash: everything but the content.
+META_FIELDS = [
+    "uri",
+    "digest",
+    "version",
+    "est_tokens",
+    "kind",
+    "updated",
+    "body_tokens",
+    "blob",
+    "author",
+    "created",
+    "sources",
+    "confidence",
+    "columns",
+    "nrows",
+    "seq",
+    "size",
+    "origin",
+]
+
+# Digest and ref items need only these; every field a reply parses costs (redis-py parses in
+# Python), so a listing does not ask for the rest.
+BRIEF_FIELDS = ["uri", "digest", "version", "est_tokens", "kind", "updated", "body_tokens"]
+
+
+def fields_for(mode: Mode, fields: Sequence[str]) -> list[str]:
+    return BRIEF_FIELDS if mode in ("digest", "ref") and not fields else META_FIELDS
+
+
+Readable = Callable[[str], bool]
+
+
+def every_topic(_topic: str) -> bool:
+    """The ``Readable`` of a caller who may read every topic of the workspace.
+
+    Pass this very function (not an equivalent one) and search leaves its topic filter out
+    of the query, which halves the cost of a search that matches many notes.
+    """
+    return True
+
+
+def check_mode(value: object, allowed: Sequence[Mode]) -> Mode:
+    if value is None:
+        return "digest"
+    if value not in allowed:
+        raise InvalidArgument(f"mode must be one of {', '.join(allowed)}", argument="mode")
+    return value  # type: ignore[return-value]
+
+
+def check_fields(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple) or not all(isinstance(f, str) for f in value):
+        raise InvalidArgument("fields must be a list of names", argument="fields")
+    if len(value) > MAX_FIELDS:
+        raise InvalidArgument(f"at most {MAX_FIELDS} fields", argument="fields")
+    return tuple(dict.fromkeys(value))
+
+
+def check_list_fields(fields: Sequence[str]) -> tuple[str, ...]:
+    unknown = [f for f in fields if f not in LIST_FIELDS]
+    if unknown:
+        raise InvalidArgument(
+            f"list_keys cannot show {', '.join(unknown)}; fields: {', '.join(LIST_FIELDS)}",
+            argument="fields",
+        )
+    return tuple(fields)
+
+
+def iso_time(ms: str) -> str:
+    if not ms:
+        return ""
+    moment = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def is_table(note: dict[str, str]) -> bool:
+    return note.get("kind") == "table" or bool(note.get("columns"))
+
+
+def build_entry(
+    note: dict[str, str],
+    *,
+    mode: Mode,
+    fields: Sequence[str],
+    links: list[dict[str, str]],
+    warnings: list[str],
+    readable: Readable,
+) -> Entry:
+    """The item for one note in ``mode``, its content left to fetch (``Entry.big``)."""
+    uri = note["uri"]
+    if mode == "fields":
+        return _fields_entry(note, fields, links, warnings, readable)
+    item: dict[str, Any] = {
+        "uri": uri,
+        "digest": note["digest"],
+        "version": int(note["version"]),
+        "est_tokens": int(note["est_tokens"]),
+    }
+    entry = Entry(uri, item, warnings)
+    if mode == "ref":
+        return entry
+    item["kind"] = note["kind"]
+    if mode == "digest":
+        item["updated"] = iso_time(note["updated"])
+        return entry
+    body_tokens = int(note.get("body_tokens") or 0)
+    table = is_table(note)
+    if mode == "table":
+        if not table:
+            warnings.append(f"{uri} is not a table; read it with mode=full")
+            return entry
+        _select_columns(entry, note, fields)
+        entry.big, entry.big_tokens = "table", body_tokens
+        return entry
+    item.update(_metadata(note, links, readable))
+    entry.big, entry.big_tokens = ("table" if table else "body"), body_tokens
+    return entry
+
+
+def _fields_entry(
+    note: dict[str, str],
+    fields: Sequence[str],
+    links: list[dict[str, str]],
+    warnings: list[str],
+    readable: Readable,
+) -> Entry:
+    """mode=fields: the address and exactly the named fields; other names are table columns."""
+    uri = note["uri"]
+    values: dict[str, Any] = {
+        "uri": uri,
+        "digest": note["digest"],
+        "version": int(note["version"]),
+        "est_tokens": int(note["est_tokens"]),
+        "kind": note["kind"],
+        "updated": iso_time(note["updated"]),
+        **_metadata(note, links, readable),
+    }
+    item: dict[str, Any] = {"uri": uri}
+    entry = Entry(uri, item, warnings)
+    table = is_table(note)
+    columns = [f for f in fields if f not in ITEM_FIELDS]
+    for name in fields:
+        if name in CONTENT_FIELDS:
+            if (name == "table") == table and entry.big is None:
+                entry.big, entry.big_tokens = name, int(note.get("body_tokens") or 0)
+            else:
+                item[name] = None
+        elif name in ITEM_FIELDS:
+            item[name] = values.get(name, [] if name in ("sources", "links") else None)
+            if name == "sources" and "sources_hidden" in values:
+                item["sources_hidden"] = values["sources_hidden"]
+    if columns:
+        if not table:
+            warnings.append(f"{uri}: no field {', '.join(columns)}")
+        elif entry.big is None:
+            _select_columns(entry, note, columns)
+            entry.big, entry.big_tokens = "table", int(note.get("body_tokens") or 0)
+    return entry
+
+
+def _select_columns(entry: Entry, note: dict[str, str], columns: Sequence[str]) -> None:
+    if not columns:
+        return
+    stored = orjson.loads(note["columns"]) if note.get("columns") else []
+    missing = [c for c in columns if c not in stored]
+    if missing:
+        entry.warnings.append(f"{entry.uri} has no column {', '.join(missing)}")
+    entry.columns = tuple(c for c in columns if c in stored)
+
+
+def finish_content(entry: Entry, content: str, counter_tokens: Callable[[str], int]) -> None:
+    """Give a fetched entry its content: the stored text, or the chosen columns of a table."""
+    if entry.columns is not None:
+        content = parse_tsv(content).to_tsv(entry.columns)
+        entry.big_tokens = counter_tokens(content)
+    entry.content = content
+
+
+def _topic_of(uri: str) -> str:
+    # Stored sources are validated addresses: bb://<workspace>/<topic>/<path>.
+    return uri.split("/", 4)[3]
+
+
+def _metadata(
+    note: dict[str, str], links: list[dict[str, str]], readable: Readable
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "kind": note["kind"],
+        "author": note.get("author", ""),
+        "created": iso_time(note.get("created", "")),
+        "updated": iso_time(note.get("updated", "")),
+        "size": int(note.get("size") or 0),
+        "seq": int(note.get("seq") or 0),
+    }
+    sources = orjson.loads(note["sources"]) if note.get("sources") else []
+    # A source in a topic the reader may not read would leak that note's name; the reader
+    # learns only that such sources exist.
+    shown = [s for s in sources if readable(_topic_of(s))]
+    if shown:
+        meta["sources"] = shown
+    if len(shown) < len(sources):
+        meta["sources_hidden"] = len(sources) - len(shown)
+    if links:
+        meta["links"] = links
+    if note.get("confidence"):
+        meta["confidence"] = float(note["confidence"])
+    if note.get("columns"):
+        meta["columns"] = orjson.loads(note["columns"])
+        meta["rows"] = int(note.get("nrows") or 0)
+    if note.get("origin"):
+        meta["origin"] = note["origin"]
+    return meta

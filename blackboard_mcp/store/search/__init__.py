@@ -1,0 +1,1 @@
+"""search_keys over RediSearch, and the indexes it needs (created, upgraded, retired)."""
