@@ -118,6 +118,8 @@ def test_token_issue_signs_with_the_key_serve_created_in_the_data_dir(
         "a",
         "--read",
         "t",
+        "--cap",
+        "board_read",
         env=cli_env(home, BB_DATA_DIR=str(data_dir)),
     )
     assert result.returncode == 0, output_of(result)

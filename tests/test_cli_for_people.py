@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from lifecycle_support import cli_env, on_redis, run_cli
 from support import (
     TEST_JWT_SECRET,
@@ -114,6 +115,31 @@ def test_token_issue_refuses_an_agent_token_without_a_subject(tmp_path: Path) ->
     assert admin.returncode == 0, admin.stderr  # an admin token is named admin by default
 
 
+def test_token_issue_refuses_topics_without_the_capability_to_use_them(tmp_path: Path) -> None:
+    # A token with read topics and no board_read can do nothing: say so rather than issue it.
+    result = run_cli(
+        "token", "issue", "--workspace", "w", "--sub", "a", "--read", "ops", env=keyed(tmp_path)
+    )  # fmt: skip
+    assert_refused(result, "--cap board_read")
+    result = run_cli(
+        "token", "issue", "--workspace", "w", "--sub", "a", "--write", "ops", env=keyed(tmp_path)
+    )  # fmt: skip
+    assert_refused(result, "--cap board_write")
+    fine = run_cli(
+        "token", "issue", "--workspace", "w", "--sub", "a", "--read", "ops", "--cap",
+        "board_read", env=keyed(tmp_path),
+    )  # fmt: skip
+    assert fine.returncode == 0, fine.stderr
+
+
+def test_token_issue_says_the_longest_lifetime_in_days(tmp_path: Path) -> None:
+    result = run_cli(
+        "token", "issue", "--workspace", "w", "--sub", "a", "--cap", "board_read", "--read", "t",
+        "--ttl", "91d", env=keyed(tmp_path),
+    )  # fmt: skip
+    assert_refused(result, "90d")
+
+
 # -- token inspect -----------------------------------------------------------------------------
 
 
@@ -205,6 +231,26 @@ def test_audit_tail_says_when_a_workspace_does_not_exist(
     assert result.returncode == 1
     assert f"no workspace {workspace!r}" in result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("export",), ("retention", "show")],
+    ids=["export", "retention show"],
+)
+def test_a_mistyped_workspace_is_named_not_answered_as_empty(
+    redis_server: EmbeddedRedis, tmp_path: Path, workspace: str, command: tuple[str, ...]
+) -> None:
+    # A backup cron with a typo must not make empty backups, nor a check say "off".
+    out = tmp_path / "backup.jsonl"
+    extra = ("--out", str(out)) if command == ("export",) else ()
+    result = run_cli(
+        *command, "--workspace", workspace, *extra, env=on_redis(tmp_path, redis_server.url)
+    )
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 2, result.stderr
+    assert f"no workspace {workspace!r}" in lines[0]
+    assert result.stdout == "" and not out.exists()
 
 
 async def test_audit_tail_says_when_a_workspace_has_no_records(

@@ -154,10 +154,15 @@ async def test_retention_deletes_old_notes_keeps_pinned_ones_and_one_process_swe
     assert int(last["request_id"].split(":")[1]) == survivor.process.pid
 
 
-def test_retention_refuses_an_age_without_a_unit_and_is_off_by_default(
+async def test_retention_refuses_an_age_without_a_unit_and_is_off_by_default(
     own_redis: EmbeddedRedis, tmp_path: Path
 ) -> None:
     env = on_redis(tmp_path, own_redis.url)
+    board = Board.from_url(own_redis.url)
+    try:
+        await board.update_state(author="a", uri="bb://w/t/k", digest="d")
+    finally:
+        await board.close()
     shown = run_cli("retention", "show", "--workspace", "w", env=env)
     assert shown.stdout.splitlines() == ["workspace w: off"]
     refused = run_cli("retention", "set", "--workspace", "w", "--max-age", "30", env=env)

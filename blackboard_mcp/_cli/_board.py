@@ -13,6 +13,7 @@ from blackboard_mcp.auth import AuditRecord
 from blackboard_mcp.settings import Settings, board_limits
 from blackboard_mcp.store import Board, RedisAuditLog
 
+from ._errors import CliError
 from ._redis import redis_failures, redis_url
 
 T = TypeVar("T")
@@ -66,3 +67,16 @@ async def audit(
             request_id="cli",
         )
     )
+
+
+class NoSuchWorkspace(CliError):
+    """The workspace named was never written to on this board (or was deleted whole)."""
+
+
+async def require_workspace(board: Board, workspace: str) -> None:
+    """Refuse a workspace this board has never seen: a typo must not read as an empty one."""
+    if not await board.workspace_exists(workspace):
+        raise NoSuchWorkspace(
+            f"no workspace {workspace!r} on this board: nothing was ever written to it",
+            hint="check the name (a workspace exists once a note was written to it)",
+        )

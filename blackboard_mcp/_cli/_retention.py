@@ -7,7 +7,7 @@ import argparse
 from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import Board, RetentionPolicy
 
-from ._board import audit, on_board
+from ._board import audit, on_board, require_workspace
 from ._durations import FORMAT, parse_duration
 
 OFF = "off"
@@ -42,7 +42,13 @@ def _show(workspace: str, policy: RetentionPolicy) -> None:
 
 
 def cmd_retention_show(args: argparse.Namespace, settings: Settings) -> int:
-    policy = on_board(settings, lambda board: board.retention(args.workspace))
+    async def run(board: Board) -> RetentionPolicy:
+        policy = await board.retention(args.workspace)
+        if policy.max_age_seconds is None and not policy.topics:
+            await require_workspace(board, args.workspace)
+        return policy
+
+    policy = on_board(settings, run)
     _show(args.workspace, policy)
     return 0
 

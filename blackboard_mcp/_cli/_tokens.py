@@ -96,8 +96,26 @@ def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
     except AuthError as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
+    # Checked once the names and the lifetime held, so that those are said first.
+    if not args.admin and (problem := _unusable(args)):
+        print(f"refused: {problem}", file=sys.stderr)
+        return 2
     print(token)
     return 0
+
+
+def _unusable(args: argparse.Namespace) -> str | None:
+    """Why an agent's token as asked could do nothing it names, or None."""
+    if args.read and "board_read" not in args.cap:
+        return "--read names topics, but without --cap board_read the token cannot read them"
+    if args.write and "board_write" not in args.cap:
+        return "--write names topics, but without --cap board_write the token cannot write them"
+    if not (args.read or args.write or args.cap):
+        return (
+            "the token would allow nothing: give it topics (--read, --write) with the "
+            "capabilities to use them (--cap board_read,board_write)"
+        )
+    return None
 
 
 def _offline_verifier(settings: Settings, *, leeway: int | None = None) -> TokenVerifier:

@@ -24,7 +24,7 @@ from blackboard_mcp.store import (
     validate_workspace,
 )
 
-from ._board import audit, on_board, operator
+from ._board import audit, on_board, operator, require_workspace
 from ._errors import PROG, CliError, ConfigurationError
 
 
@@ -54,6 +54,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     out_path: Path | None = args.out
 
     async def run(board: Board) -> tuple[int, int]:
+        await require_workspace(board, workspace)
         total = await board.count_notes(workspace)
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         with _output(out_path) as out:

@@ -72,7 +72,8 @@ class TokenIssuer:
         if not 0 < ttl_seconds <= self._max_ttl:
             raise BadTokenRequest(
                 f"the ttl must be between 1 and {self._max_ttl} seconds "
-                "(the board's maximum token lifetime, BB_MAX_TOKEN_TTL)",
+                f"({_in_largest_unit(self._max_ttl)}, the board's maximum token lifetime, "
+                "BB_MAX_TOKEN_TTL)",
                 max_ttl_seconds=self._max_ttl,
             )
         for pattern in (*read, *write):
@@ -311,3 +312,11 @@ def issue_for_admin(
     )
     claims = jwt.decode(token, options={"verify_signature": False})
     return token, _grant(claims)
+
+
+def _in_largest_unit(seconds: int) -> str:
+    """``seconds`` as people write a lifetime: 90d, 12h, 30m, or 45s."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
