@@ -318,6 +318,16 @@ def test_a_port_out_of_range_is_a_usage_error_before_anything_starts(
     assert not data_dir.exists()
 
 
+def test_a_data_dir_that_is_a_file_is_named_in_two_lines(home: Path, tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "data"
+    not_a_dir.write_text("x")
+    result = run_cli(
+        "serve", "--port", "0", env=cli_env(home, BB_DATA_DIR=str(not_a_dir)), timeout=30
+    )
+    text = assert_short_failure(result, 2)
+    assert "BB_DATA_DIR" in text and "FileExistsError" not in text
+
+
 def test_a_port_that_is_not_a_number_is_a_usage_error(home: Path, tmp_path: Path) -> None:
     result = run_cli("serve", env=cli_env(home, BB_PORT="http", BB_DATA_DIR=str(tmp_path / "d")))
     text = output_of(result)

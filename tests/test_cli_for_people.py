@@ -301,3 +301,18 @@ async def test_audit_tail_follow_prints_records_as_they_are_written(
         _, errors = follower.communicate(timeout=60)  # closes the pipes too
     assert follower.returncode == 130, errors
     assert "Traceback" not in errors
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["{base}", "{base}/", "{base}/mcp/", "{base}/mcp", "{hostport}"],
+    ids=["base", "base slash", "endpoint serve prints", "endpoint without slash", "host:port"],
+)
+def test_health_url_takes_what_people_paste(
+    gateway: GatewayProcess, tmp_path: Path, given: str
+) -> None:
+    base = gateway.url
+    url = given.format(base=base, hostport=base.split("://", 1)[1])
+    result = run_cli("health", "--url", url, env=cli_env(tmp_path))
+    assert "gateway /healthz: 200" in result.stdout, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr

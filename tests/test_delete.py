@@ -96,7 +96,7 @@ async def test_deleting_a_topic_removes_it_whole_and_leaves_the_others_untouched
     before = await tool(url, token, "get_state", uris=[f"bb://{workspace}/kept/note"], mode="full")
 
     dry = run_cli("delete", "--workspace", workspace, "--topic", "doomed", env=env)
-    assert dry.returncode == 1, dry.stdout + dry.stderr
+    assert dry.returncode == 0, dry.stdout + dry.stderr  # a preview that worked
     assert "would delete 4 notes" in dry.stdout
     assert f"bb://{workspace}/doomed/big" in dry.stdout
     assert "--yes" in dry.stderr
@@ -226,7 +226,7 @@ async def test_a_deleted_workspace_is_gone_but_its_audit_and_revocations_outlive
     assert done.returncode == 0, done.stderr
     assert workspace not in health_notes(env)
     shown = run_cli("retention", "show", "--workspace", workspace, env=env)
-    assert shown.stdout.splitlines() == [f"workspace {workspace}: off"]
+    assert shown.returncode == 1 and f"no workspace {workspace!r}" in shown.stderr  # gone whole
     tail = run_cli("audit", "tail", "--workspace", workspace, "--json", env=env)
     assert tail.returncode == 0, tail.stderr
     tools = [json.loads(line)["tool"] for line in tail.stdout.splitlines()]

@@ -262,6 +262,7 @@ async def test_a_busy_port_on_first_start_prints_no_token_and_the_next_start_doe
     assert "Traceback" not in output
     assert not any(JWT.match(line) for line in output.splitlines()), output
     assert f"{port}" in output and "in use" in output
+    assert not data.exists()  # neither the data dir nor its lock
     assert not list(data.glob("**/redis.pid")) or not alive(
         int((data / "redis" / "redis.pid").read_text())
     )

@@ -77,6 +77,7 @@ async def require_workspace(board: Board, workspace: str) -> None:
     """Refuse a workspace this board has never seen: a typo must not read as an empty one."""
     if not await board.workspace_exists(workspace):
         raise NoSuchWorkspace(
-            f"no workspace {workspace!r} on this board: nothing was ever written to it",
-            hint="check the name (a workspace exists once a note was written to it)",
+            f"no workspace {workspace!r} on this board: nothing was written to it, or it was "
+            "deleted whole",
+            hint="check the name (a workspace exists once a note is written to it)",
         )

@@ -9,7 +9,6 @@ from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import Board, DeleteReport
 
 from ._board import audit, on_board, operator
-from ._errors import RUNTIME_FAILURE
 
 # A dry run names this many of the notes that would go.
 _SHOWN = 20
@@ -44,7 +43,7 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     if not args.yes:
         _show(report, "would delete")
         print("nothing was deleted: run again with --yes to delete these", file=sys.stderr)
-        return RUNTIME_FAILURE
+        return 0
     _show(report, "deleted")
     return 0
 
@@ -56,7 +55,8 @@ def add_delete_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "unless --yes)",
         description="Delete notes with their indexes, links (both ends), offloaded bodies and "
         "search entries. A reader following a cursor is told of each deletion; the audit "
-        "stream records who deleted what. Without --yes, print what would go and exit 1.",
+        "stream records who deleted what. Without --yes, print what would go and delete "
+        "nothing.",
     )
     delete.add_argument("--workspace", required=True, help="the workspace to delete from")
     target = delete.add_mutually_exclusive_group()

@@ -34,9 +34,21 @@ def _status(url: str) -> tuple[str, bool]:
     return str(status), status == 200
 
 
+def gateway_base(url: str) -> str:
+    """The gateway's base URL from what people paste: the endpoint `serve` prints
+    (``.../mcp/``), a base URL, or ``host:port`` without a scheme."""
+    text = url.strip()
+    if "://" not in text:
+        text = "http://" + text
+    base = text.rstrip("/")
+    if base.endswith("/mcp"):
+        base = base[: -len("/mcp")]
+    return base
+
+
 def probe_gateway(base_url: str) -> list[tuple[str, str, bool]]:
     """(probe path, what it answered, healthy) for each of the gateway's probes."""
-    base = base_url.rstrip("/")
+    base = gateway_base(base_url)
     return [(path, *_status(base + path)) for path in PROBES]
 
 
@@ -77,5 +89,8 @@ async def _board_health(url: str, settings: Settings) -> dict[str, object]:
 
 def add_health_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     health = sub.add_parser("health", help="print board health; non-zero exit when unhealthy")
-    health.add_argument("--url", help="also check a gateway, e.g. http://127.0.0.1:8765")
+    health.add_argument(
+        "--url",
+        help="also check a gateway: its base URL, the endpoint serve prints, or HOST:PORT",
+    )
     health.set_defaults(func=cmd_health)

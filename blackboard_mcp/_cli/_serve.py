@@ -8,6 +8,7 @@ import sys
 
 from blackboard_mcp.settings import Settings, default_data_dir
 
+from ._errors import ConfigurationError
 from ._keys import DEFAULT_SECRET_FILE, with_signing_key
 from ._redis import check_redis_reachable, require_embedded_binaries
 from ._tokens import issue_admin
@@ -22,6 +23,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         if getattr(args, name) is not None
     }
     settings = settings.model_copy(update=chosen)
+    if settings.data_dir.exists() and not settings.data_dir.is_dir():
+        raise ConfigurationError(
+            f"BB_DATA_DIR {settings.data_dir} is a file, not a directory",
+            hint="set BB_DATA_DIR to a directory (it is created if missing)",
+        )
     if settings.redis_url:
         # Before anything is announced: a gateway on a Redis it cannot reach would look fine
         # and answer every call `unavailable`.

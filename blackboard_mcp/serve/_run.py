@@ -89,10 +89,11 @@ class Serving:
         from blackboard_mcp.gateway import configure_logging
 
         configure_logging(settings.log_level, settings.log_format)
+        # The port first: a busy one exits 3 and leaves no data dir or lock behind.
+        self._listener = bind_listener(self._host, self._port)
         make_private_dir(settings.data_dir)
         if self.embedded:
             self._lock = DataDirLock(settings.data_dir).acquire()
-        self._listener = bind_listener(self._host, self._port)
         # From here a stop signal is recorded and honoured in order, never half-way.
         for sig in STOP_SIGNALS:
             self._previous[sig] = signal.signal(sig, self._on_signal)
