@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from blackboard_mcp.store import BoardLimits
 
 
+# The shortest HS256 secret accepted (256 bits).
+MIN_HS_SECRET_BYTES = 32
+
+
 def default_data_dir() -> Path:
     """Where the embedded Redis keeps its AOF and the generated signing key."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -164,6 +168,18 @@ class Settings(BaseSettings):
             problem = scope_problem(scope)
             if problem is not None:
                 raise ValueError(problem)
+        return value
+
+    @field_validator("jwt_secret")
+    @classmethod
+    def _long_enough_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        # HS256 wants a key at least as long as its hash (RFC 7518, 3.2): a short one can be
+        # guessed offline from any token it signed.
+        if value is not None and len(value.get_secret_value().encode()) < MIN_HS_SECRET_BYTES:
+            raise ValueError(
+                f"an HS256 secret needs at least {MIN_HS_SECRET_BYTES} bytes; generate one "
+                "with `python -c 'import secrets; print(secrets.token_urlsafe(48))'`"
+            )
         return value
 
     @field_validator("public_url")

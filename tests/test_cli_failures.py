@@ -318,6 +318,17 @@ def test_a_port_out_of_range_is_a_usage_error_before_anything_starts(
     assert not data_dir.exists()
 
 
+def test_a_short_hs256_secret_is_refused_without_being_shown(home: Path, tmp_path: Path) -> None:
+    result = run_cli(
+        "serve", "--port", "0",
+        env=cli_env(home, BB_JWT_SECRET="hunter2", BB_DATA_DIR=str(tmp_path / "d")),
+        timeout=30,
+    )  # fmt: skip
+    text = assert_short_failure(result, 2)
+    assert "BB_JWT_SECRET" in text and "32 bytes" in text and "hunter2" not in text
+    assert not (tmp_path / "d").exists()
+
+
 def test_a_data_dir_that_is_a_file_is_named_in_two_lines(home: Path, tmp_path: Path) -> None:
     not_a_dir = tmp_path / "data"
     not_a_dir.write_text("x")
