@@ -60,7 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # argparse leaves these to the top-level parser, whose usage says nothing of the
+        # command that was typed: the command's own parser refuses them instead.
+        getattr(args, "parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     return run_command(args.func, args)
 
 

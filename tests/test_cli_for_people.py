@@ -115,6 +115,21 @@ def test_token_issue_refuses_an_agent_token_without_a_subject(tmp_path: Path) ->
     assert admin.returncode == 0, admin.stderr  # an admin token is named admin by default
 
 
+def test_a_refused_workspace_name_says_the_rule(tmp_path: Path) -> None:
+    result = run_cli(
+        "token", "issue", "--workspace", "Default", "--sub", "a", "--cap", "board_read",
+        "--read", "t", env=keyed(tmp_path),
+    )  # fmt: skip
+    assert_refused(result, "'Default'", "a-z 0-9 . _ -")
+
+
+def test_an_unknown_option_is_refused_with_the_commands_own_usage(tmp_path: Path) -> None:
+    result = run_cli("token", "issue", "--workspace", "w", "--bogus", env=keyed(tmp_path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "usage: blackboard-mcp token issue" in result.stderr, result.stderr
+    assert "unrecognized arguments: --bogus" in result.stderr
+
+
 def test_token_issue_refuses_topics_without_the_capability_to_use_them(tmp_path: Path) -> None:
     # A token with read topics and no board_read can do nothing: say so rather than issue it.
     result = run_cli(
@@ -191,6 +206,17 @@ def test_token_inspect_says_revoked_with_a_non_zero_exit(
     code, claims = inspect(token, env)
     assert code == 1
     assert (claims["status"], claims["revocation"]) == ("revoked", "revoked")
+
+
+def test_token_inspect_json_prints_one_object_on_one_line(tmp_path: Path) -> None:
+    issued = run_cli(
+        "token", "issue", "--workspace", "w", "--sub", "a", "--cap", "board_read", "--read",
+        "t", env=keyed(tmp_path),
+    )  # fmt: skip
+    shown = run_cli("token", "inspect", "--json", issued.stdout.strip(), env=keyed(tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["status"] == "valid"
 
 
 # -- audit tail --------------------------------------------------------------------------------

@@ -187,3 +187,21 @@ def test_a_redis_started_from_a_short_lived_thread_outlives_that_thread(tmp_path
         assert redis.Redis.from_url(server.url).ping()
     finally:
         server.stop()
+
+
+def test_a_crash_report_quotes_redis_s_last_words_not_its_start_up_advice(
+    tmp_path: Path,
+) -> None:
+    # Redis logs kernel advice at every start; a crash soon after must not read as caused by it.
+    server = EmbeddedRedis(data_dir=tmp_path)
+    (tmp_path / EmbeddedRedis.LOG_FILE).write_text(
+        "1:M 05 Dec 2026 20:00:00.000 * Redis version=8.2.1, bits=64\n"
+        "1:M 05 Dec 2026 20:00:00.001 # WARNING Memory overcommit must be enabled! Without it, "
+        "a background save or replication may fail under low memory condition.\n"
+        "1:M 05 Dec 2026 20:00:00.002 # WARNING: The TCP backlog setting of 511 cannot be "
+        "enforced because /proc/sys/net/core/somaxconn is set to the lower value of 128.\n"
+        "1:M 05 Dec 2026 20:00:00.003 # Can't open the append-only file: Permission denied\n"
+    )
+    tail = server.log_tail()
+    assert "append-only file: Permission denied" in tail
+    assert "overcommit" not in tail and "somaxconn" not in tail

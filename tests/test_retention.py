@@ -248,3 +248,13 @@ async def test_imported_old_notes_behind_fresh_ones_are_swept_by_their_own_write
     health = run_cli("health", env=env)
     assert json.loads(health.stdout)["notes"][ws] == len(fresh)  # every fresh note is kept
     assert [r["outcome"] for r in sweeps(env, ws)] == ["deleted 3"]
+
+
+def test_forever_is_for_a_topic_and_off_turns_a_workspace_s_retention_off(
+    own_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    # "forever" on a whole workspace read as "never delete" and silently turned retention off.
+    env = on_redis(tmp_path, own_redis.url)
+    refused = run_cli("retention", "set", "--workspace", "w", "--max-age", "forever", env=env)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "--topic" in refused.stderr and "off" in refused.stderr

@@ -133,4 +133,4 @@ def add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         action="store_true",
         help="keep printing records as they are written, until interrupted",
     )
-    tail.set_defaults(func=cmd_audit_tail)
+    tail.set_defaults(func=cmd_audit_tail, parser=tail)

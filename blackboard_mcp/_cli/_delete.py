@@ -65,4 +65,4 @@ def add_delete_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     delete.add_argument(
         "--yes", action="store_true", help="delete for real (without it, nothing is deleted)"
     )
-    delete.set_defaults(func=cmd_delete)
+    delete.set_defaults(func=cmd_delete, parser=delete)

@@ -93,4 +93,4 @@ def add_health_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--url",
         help="also check a gateway: its base URL, the endpoint serve prints, or HOST:PORT",
     )
-    health.set_defaults(func=cmd_health)
+    health.set_defaults(func=cmd_health, parser=health)

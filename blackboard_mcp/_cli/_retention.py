@@ -9,6 +9,7 @@ from blackboard_mcp.store import Board, RetentionPolicy
 
 from ._board import audit, on_board, require_workspace
 from ._durations import FORMAT, parse_duration
+from ._errors import ConfigurationError
 
 OFF = "off"
 FOREVER = "forever"
@@ -54,6 +55,12 @@ def cmd_retention_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_retention_set(args: argparse.Namespace, settings: Settings) -> int:
+    if args.max_age == 0 and not args.topic:
+        raise ConfigurationError(
+            f"{FOREVER!r} is for a topic whose notes are kept whatever the workspace's age",
+            hint=f"add --topic T, or use --max-age {OFF} to turn the workspace's retention off",
+        )
+
     async def run(board: Board) -> RetentionPolicy:
         policy = await board.set_retention(
             workspace=args.workspace, topic=args.topic, max_age_seconds=args.max_age
@@ -80,7 +87,7 @@ def add_retention_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     rsub = retention.add_subparsers(dest="retention_command", required=True)
     show = rsub.add_parser("show", help="print a workspace's retention settings")
     show.add_argument("--workspace", required=True, help="the workspace to show")
-    show.set_defaults(func=cmd_retention_show)
+    show.set_defaults(func=cmd_retention_show, parser=show)
     put = rsub.add_parser("set", help="set (or clear) a workspace's or a topic's maximum age")
     put.add_argument("--workspace", required=True, help="the workspace to set it for")
     put.add_argument("--topic", help="set it for this topic only, overriding the workspace's")
@@ -91,4 +98,4 @@ def add_retention_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         help=f"{FORMAT}; {OFF!r} clears the setting; {FOREVER!r} (on a topic) keeps its notes "
         "whatever the workspace's setting",
     )
-    put.set_defaults(func=cmd_retention_set)
+    put.set_defaults(func=cmd_retention_set, parser=put)

@@ -102,4 +102,4 @@ def add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default="default",
         help="workspace of the admin token printed on first start (default: default)",
     )
-    serve.set_defaults(func=cmd_serve)
+    serve.set_defaults(func=cmd_serve, parser=serve)

@@ -158,7 +158,8 @@ def cmd_token_inspect(args: argparse.Namespace, settings: Settings) -> int:
         status = "revoked"
     claims = grant.describe()
     claims.update(iat=iso(grant.issued_at), exp=iso(grant.expires_at))
-    print(json.dumps({**claims, "status": status, "revocation": revocation}, indent=2))
+    report = {**claims, "status": status, "revocation": revocation}
+    print(json.dumps(report) if args.json else json.dumps(report, indent=2))
     return 0 if status == "valid" else 1
 
 
@@ -281,13 +282,16 @@ def add_token_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     issue.add_argument(
         "--admin", action="store_true", help="an admin token: every topic, every capability"
     )
-    issue.set_defaults(func=cmd_token_issue)
+    issue.set_defaults(func=cmd_token_issue, parser=issue)
     inspect = tsub.add_parser(
         "inspect",
         help="check a token and print its claims; non-zero exit if expired, revoked or invalid",
     )
     inspect.add_argument("token", help="the token (a JWT)")
-    inspect.set_defaults(func=cmd_token_inspect)
+    inspect.add_argument(
+        "--json", action="store_true", help="one JSON object on one line, for machines"
+    )
+    inspect.set_defaults(func=cmd_token_inspect, parser=inspect)
     revoke = tsub.add_parser(
         "revoke", help="revoke a token, a token id or every token of a subject, in one workspace"
     )
@@ -296,4 +300,4 @@ def add_token_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     group.add_argument("--token", help="the token itself: revoked until it expires")
     group.add_argument("--id", help="a token id (jti): revoked for BB_MAX_TOKEN_TTL")
     group.add_argument("--sub", help="every token of a subject issued so far")
-    revoke.set_defaults(func=cmd_token_revoke)
+    revoke.set_defaults(func=cmd_token_revoke, parser=revoke)

@@ -251,7 +251,7 @@ def add_transfer_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     export.add_argument(
         "--out", type=Path, help="the file to write (default: stdout); written whole or not at all"
     )
-    export.set_defaults(func=cmd_export)
+    export.set_defaults(func=cmd_export, parser=export)
     load = sub.add_parser(
         "import",
         help="load a file written by `export` into the board",
@@ -262,4 +262,4 @@ def add_transfer_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     load.add_argument("file", help="the export file ('-' reads stdin)")
     load.add_argument("--workspace", help="import into this workspace (default: the one exported)")
     load.add_argument("--replace", action="store_true", help="overwrite notes that exist already")
-    load.set_defaults(func=cmd_import)
+    load.set_defaults(func=cmd_import, parser=load)

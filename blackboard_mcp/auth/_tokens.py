@@ -66,7 +66,10 @@ class TokenIssuer:
         if not is_subject(subject):
             raise BadTokenRequest(f"subject {subject!r} is not a valid name")
         if not is_workspace(workspace):
-            raise BadTokenRequest(f"workspace {workspace!r} is not a valid name")
+            raise BadTokenRequest(
+                f"workspace {workspace!r} is not a valid name: 1-64 of a-z 0-9 . _ -, "
+                "starting with a letter or digit"
+            )
         if not isinstance(ttl_seconds, int) or isinstance(ttl_seconds, bool):
             raise BadTokenRequest("the ttl must be a whole number of seconds")
         if not 0 < ttl_seconds <= self._max_ttl:

@@ -11,6 +11,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -108,6 +109,12 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+# Warnings Redis logs at start about the host's kernel settings, whatever happens next.
+_START_UP_ADVICE = re.compile(
+    r"WARNING:? (Memory overcommit|The TCP backlog|you have Transparent Huge Pages)", re.I
+)
 
 
 @dataclass
@@ -268,11 +275,14 @@ class EmbeddedRedis:
         raise EmbeddedRedisError(f"embedded Redis did not answer within {self.startup_timeout}s")
 
     def log_tail(self) -> str:
-        """The last lines of Redis's log, for an error message."""
+        """The last lines of Redis's log, for an error message, without the kernel advice
+        Redis logs at every start (overcommit, the TCP backlog, transparent huge pages):
+        quoted last, it read as the cause of a crash that had another."""
         logfile = self.data_dir / self.LOG_FILE
         with contextlib.suppress(OSError):
             lines = logfile.read_text(errors="replace").strip().splitlines()
-            return " | ".join(line.strip() for line in lines[-3:]) or "(empty log)"
+            telling = [line.strip() for line in lines if not _START_UP_ADVICE.search(line)]
+            return " | ".join(telling[-3:]) or "(empty log)"
         return "(no log)"
 
     def stop(self, timeout: float = 10.0) -> None:
