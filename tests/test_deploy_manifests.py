@@ -34,8 +34,14 @@ DOCKERFILE = DEPLOY / "Dockerfile"
 K8S_VERSION = "1.30"
 UID = 10001
 
-# The least an install must say: where Redis is (the chart has no default for it).
-MINIMAL: dict[str, Any] = {"redis": {"url": "redis://redis.data.svc:6379/0"}}
+# These tests render offline, as `helm template`, Argo CD and Flux do: the chart cannot read
+# back a key it generated, so each render names its signing key (and a cluster's password).
+SIGNING_KEY = "k" * 64
+SIGNED: dict[str, Any] = {"auth": {"jwtSecret": SIGNING_KEY}}
+
+# The least an offline install must say: where Redis is (the chart has no default for it)
+# and the signing key.
+MINIMAL: dict[str, Any] = {"redis": {"url": "redis://redis.data.svc:6379/0"}, **SIGNED}
 
 ALL_OPTIONAL_ON: dict[str, Any] = {
     "networkPolicy": {"enabled": True},
@@ -54,8 +60,8 @@ ALL_OPTIONAL_ON: dict[str, Any] = {
 VALUE_SETS = {
     "defaults-with-a-redis-url": MINIMAL,
     "all-optional-parts-on": ALL_OPTIONAL_ON,
-    "redis-stack-with-chart-secret": {"redisStack": {"enabled": True}},
-    "redis-cluster": {"redisCluster": {"enabled": True}},
+    "redis-stack-with-chart-secret": {"redisStack": {"enabled": True}, **SIGNED},
+    "redis-cluster": {"redisCluster": {"enabled": True, "password": "p" * 40}, **SIGNED},
     "fixed-replicas-allowed-hosts": {
         **MINIMAL,
         "autoscaling": {"enabled": False},
@@ -535,7 +541,7 @@ def test_fixed_replicas_and_allowed_hosts_reach_the_deployment() -> None:
 
 
 def test_redis_stack_option_renders_a_statefulset_with_aof_on_a_pvc() -> None:
-    docs = render({"redisStack": {"enabled": True}})
+    docs = render({"redisStack": {"enabled": True}, **SIGNED})
     sts = only(docs, "StatefulSet")
     (container,) = sts["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "redis/redis-stack-server:7.4.0-v3"
@@ -594,7 +600,7 @@ def test_notes_tell_how_to_issue_the_first_admin_token() -> None:
 
 
 def test_notes_hide_a_password_in_the_redis_url() -> None:
-    notes = render_notes({"redis": {"url": "redis://user:hunter2@redis:6379/0"}})
+    notes = render_notes({"redis": {"url": "redis://user:hunter2@redis:6379/0"}, **SIGNED})
     assert "hunter2" not in notes
 
 
@@ -636,13 +642,13 @@ def test_the_values_schema_refuses_a_misspelt_key() -> None:
 
 
 def test_without_a_redis_url_the_render_fails_and_names_the_three_ways_to_give_one() -> None:
-    message = render_error({})
+    message = render_error(SIGNED)
     assert "redis.url is not set" in message
     for way in ("redis.url=", "existingSecret", "redisStack.enabled"):
         assert way in message, message
     # Each of them is enough.
     assert render({"existingSecret": "bb-managed"})
-    assert render({"redisStack": {"enabled": True}})
+    assert render({"redisStack": {"enabled": True}, **SIGNED})
 
 
 def test_the_chart_values_default_to_no_redis_url() -> None:
@@ -806,7 +812,9 @@ def test_compose_cluster_profile_runs_six_redis_8_nodes_joined_once(
 
 
 def test_redis_cluster_option_renders_password_protected_capped_nodes_and_a_create_job() -> None:
-    docs = render({"redisCluster": {"enabled": True, "maxmemory": "2gb"}})
+    docs = render(
+        {"redisCluster": {"enabled": True, "maxmemory": "2gb", "password": "p" * 40}, **SIGNED}
+    )
     assert kinds(docs) == [
         "Deployment",
         "HorizontalPodAutoscaler",
@@ -844,7 +852,25 @@ def test_redis_cluster_option_renders_password_protected_capped_nodes_and_a_crea
 
 
 def test_redis_cluster_password_given_in_values_is_the_one_used() -> None:
-    docs = render({"redisCluster": {"enabled": True, "password": "p" * 40}})
+    docs = render({"redisCluster": {"enabled": True, "password": "p" * 40}, **SIGNED})
     secret = only(docs, "Secret")["data"]
     assert base64.b64decode(secret["redis-password"]).decode() == "p" * 40
     assert base64.b64decode(secret["redis-url"]).decode().startswith(f"redis://:{'p' * 40}@")
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"redis": {"url": "redis://r:6379/0"}}, "auth.jwtSecret"),
+        ({"redisCluster": {"enabled": True}, **SIGNED}, "redisCluster.password"),
+    ],
+    ids=["signing key", "redis cluster password"],
+)
+def test_an_offline_render_refuses_to_generate_what_it_cannot_keep(
+    values: dict[str, Any], named: str
+) -> None:
+    # helm template, Argo CD and Flux render without the cluster: a generated key would be new
+    # on every sync and void every token, while the pods' checksum stayed the same.
+    message = render_error(values)
+    assert "cannot see the cluster" in message and named in message
+    assert "existingSecret" in message

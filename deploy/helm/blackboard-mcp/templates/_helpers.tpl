@@ -92,6 +92,26 @@ readiness probe, so a missing URL fails the render instead, naming the three way
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
+{{/*
+Whether this render can see the cluster. `lookup` answers from the cluster under `helm install`
+and `helm upgrade`, and with nothing at all in an offline render (`helm template`, Argo CD,
+Flux). A value the chart generates is kept across upgrades by reading it back from the
+release's Secret, which an offline render cannot do: there a generated value would be new on
+every render, so the chart refuses to generate one. Every namespace holds the ConfigMap
+kube-root-ca.crt (Kubernetes 1.21+), so finding it means the cluster answered.
+*/}}
+{{- define "blackboard-mcp.clusterVisible" -}}
+{{- if lookup "v1" "ConfigMap" .Release.Namespace "kube-root-ca.crt" }}true{{- end }}
+{{- end }}
+
+{{/* A value to generate: refused where the render cannot keep it (see clusterVisible). */}}
+{{- define "blackboard-mcp.generated" -}}
+{{- if not (include "blackboard-mcp.clusterVisible" .root) }}
+{{- fail (printf "this render cannot see the cluster (helm template, Argo CD, Flux), so a generated %s would change on every render and void what depends on it: set %s, or existingSecret (see the chart's README, \"GitOps\")" .what .value) }}
+{{- end }}
+{{- randAlphaNum .length }}
+{{- end }}
+
 {{/* The in-cluster Redis Cluster's password: given, kept from the last release, or new. */}}
 {{- define "blackboard-mcp.redisPassword" -}}
 {{- $password := .Values.redisCluster.password }}
@@ -102,7 +122,7 @@ readiness probe, so a missing URL fails the render instead, naming the three way
 {{- end }}
 {{- end }}
 {{- if not $password }}
-{{- $password = randAlphaNum 48 }}
+{{- $password = include "blackboard-mcp.generated" (dict "root" . "what" "Redis Cluster password" "value" "redisCluster.password" "length" 48) }}
 {{- end }}
 {{- /* Remembered for this render: the Secret's password and the URL's must be one. */}}
 {{- $_ := set .Values.redisCluster "password" $password }}
