@@ -874,3 +874,15 @@ def test_an_offline_render_refuses_to_generate_what_it_cannot_keep(
     message = render_error(values)
     assert "cannot see the cluster" in message and named in message
     assert "existingSecret" in message
+
+
+def test_compose_publishes_plain_http_on_loopback_unless_told_otherwise(
+    compose: dict[str, Any],
+) -> None:
+    (published,) = compose["services"]["proxy"]["ports"]
+    assert published == "${BB_PUBLISH_ADDRESS:-127.0.0.1}:${BB_PUBLISH_PORT:-8765}:8080"
+
+
+def test_compose_says_which_compose_it_needs() -> None:
+    header = (DEPLOY / "compose.yaml").read_text().split("\nname:", 1)[0]
+    assert "Docker Compose v2.20" in header and "docker-compose` 1.x" in header
