@@ -21,6 +21,7 @@ from blackboard_mcp._cli import (
     add_transfer_commands,
     run_command,
 )
+from blackboard_mcp._cli._errors import Parser
 
 DESCRIPTION = """\
 A shared blackboard for fleets of LLM agents: small versioned notes that agents write,
@@ -38,7 +39,7 @@ dir of a running `serve` with its embedded Redis.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = Parser(
         prog="blackboard-mcp",
         description=DESCRIPTION,
         epilog=EPILOG,

@@ -123,11 +123,52 @@ def test_a_refused_workspace_name_says_the_rule(tmp_path: Path) -> None:
     assert_refused(result, "'Default'", "a-z 0-9 . _ -")
 
 
-def test_an_unknown_option_is_refused_with_the_commands_own_usage(tmp_path: Path) -> None:
+def test_an_unknown_option_is_refused_naming_the_command_typed(tmp_path: Path) -> None:
     result = run_cli("token", "issue", "--workspace", "w", "--bogus", env=keyed(tmp_path))
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "usage: blackboard-mcp token issue" in result.stderr, result.stderr
+    assert "blackboard-mcp token issue --help" in result.stderr, result.stderr
     assert "unrecognized arguments: --bogus" in result.stderr
+
+
+def _commands(*, needing_arguments: bool = False) -> list[list[str]]:
+    """Every command a person can type (the words that lead to each leaf parser), or only
+    those with an argument they cannot do without."""
+    found: list[list[str]] = []
+
+    def walk(parser: argparse.ArgumentParser, words: list[str]) -> None:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        required = any(a.required for a in parser._actions)
+        if not subs and (required or not needing_arguments):
+            found.append(words)
+        for action in subs:
+            for name, child in action.choices.items():
+                walk(child, [*words, name])
+
+    walk(build_parser(), [])
+    return found
+
+
+def assert_two_line_refusal(result: subprocess.CompletedProcess[str], command: list[str]) -> None:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"blackboard-mcp {' '.join(command)} --help" in lines[1]
+
+
+@pytest.mark.parametrize("command", _commands(), ids=" ".join)
+def test_every_command_refuses_an_unknown_option_in_two_lines(
+    tmp_path: Path, command: list[str]
+) -> None:
+    result = run_cli(*command, "--no-such-option", env=keyed(tmp_path), timeout=30)
+    assert_two_line_refusal(result, command)
+
+
+@pytest.mark.parametrize("command", _commands(needing_arguments=True), ids=" ".join)
+def test_every_command_refuses_a_missing_argument_in_two_lines(
+    tmp_path: Path, command: list[str]
+) -> None:
+    result = run_cli(*command, env=keyed(tmp_path), timeout=30)
+    assert_two_line_refusal(result, command)
 
 
 def test_token_issue_refuses_topics_without_the_capability_to_use_them(tmp_path: Path) -> None:

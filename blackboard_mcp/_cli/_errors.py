@@ -14,7 +14,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import ClassVar
+from typing import ClassVar, NoReturn
 
 from pydantic import ValidationError
 
@@ -25,6 +25,19 @@ from blackboard_mcp.store import failure_reason
 PROG = "blackboard-mcp"
 RUNTIME_FAILURE = 1
 CONFIGURATION_FAILURE = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, refusing bad arguments the way every other failure is told: two
+    lines, what was wrong and where to look, instead of the whole usage first (which, for an
+    option the top level did not know, was the top level's and said nothing of the command)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(
+            CONFIGURATION_FAILURE,
+            f"{self.prog}: {' '.join(message.split())}\n"
+            f"{PROG}: see `{self.prog} --help` for what it takes\n",
+        )
 
 
 class CliError(Exception):
