@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -157,6 +158,18 @@ async def test_an_import_into_a_new_workspace_keeps_what_is_there_unless_replace
     # the changed one is someone else's now, and kept.
     assert "imported 0 notes" in again.stdout and "1 skipped" in again.stdout
     assert "6 already written by an earlier run of this import" in again.stdout
+    # Every link of the file is told of: added, skipped for a missing end, or left with the
+    # note it belongs to, which was skipped.
+    records = [json.loads(line) for line in dump.read_text().splitlines()[1:]]
+    in_file = sum(len(record["links"]) for record in records)
+    counts = re.search(
+        r"(\d+) links added, (\d+) links skipped .*?, (\d+) links of the skipped notes",
+        again.stdout,
+    )
+    assert counts is not None, again.stdout
+    assert sum(int(n) for n in counts.groups()) == in_file
+    of_plan = next(len(r["links"]) for r in records if r["uri"].endswith("/notes/plan"))
+    assert int(counts.group(3)) == of_plan
     changed = await tool(gateway.mcp_url, copy_token, "get_state", uris=[plan])
     assert changed["items"][0]["digest"] == "changed"
     replaced = run_cli("import", str(dump), "--workspace", target, "--replace", env=env)

@@ -209,7 +209,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         f"imported {report.imported} notes into workspace {target!r}{moved}{resumed}: "
         f"{report.replaced} replaced, {report.skipped} skipped (already there; --replace "
         f"overwrites them), {report.links} links added, {report.links_skipped} links skipped "
-        "(a note at either end is missing)"
+        f"(a note at either end is missing), {report.links_of_skipped} links of the skipped "
+        "notes left as the board has them"
     )
     return 0
 

@@ -332,6 +332,8 @@ class ImportReport:
     resumed: int = 0
     links: int = 0
     links_skipped: int = 0
+    # The links the file gives the notes it skipped: left as the board has them.
+    links_of_skipped: int = 0
 
 
 # (pass, records done in it): "notes" first, then "links", after every batch.
@@ -408,6 +410,8 @@ async def import_notes(
         for note in batch:
             if index < 8 * len(written) and written[index // 8] >> index % 8 & 1:
                 chosen.append(note)
+            else:
+                report.links_of_skipped += len(note.links)
             index += 1
         pipe = client.pipeline(transaction=False)
         for note in chosen:
