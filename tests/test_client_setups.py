@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -336,6 +337,47 @@ def test_claude_desktop_config_runs_mcp_remote_over_stdio_with_the_header_only(
     assert "Using custom headers: Authorization" in stderr, context
     assert "Please authorize this client" not in stderr, context
     assert token not in stderr
+
+
+def test_mcp_remote_with_a_wrong_token_says_the_token_was_refused_and_where_to_get_one(
+    clients: Clients, gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    # mcp-remote answers a 401 with OAuth discovery; this board is not an authorization
+    # server, and its plain-text 404s made mcp-remote fail on a JSON parse error instead.
+    process = child_process(
+        [
+            clients.node, str(clients.bin("mcp-remote", "mcp-remote")), gateway.mcp_url,
+            "--header", "Authorization: Bearer not-a-token",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(tmp_path)},
+        cwd=tmp_path,
+    )  # fmt: skip
+    peer = StdioPeer(process)
+    try:
+        peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "wrong-token", "version": "0"},
+                },
+            }
+        )
+        deadline = time.monotonic() + 60
+        while process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        stderr = peer.close()
+    assert "InvalidTokenError" in stderr and "bearer token sent was refused" in stderr, stderr
+    assert "board's admin" in stderr
+    assert "is not valid JSON" not in stderr
 
 
 # ---------------------------------------------------------------- VS Code and Cursor

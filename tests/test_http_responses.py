@@ -352,3 +352,29 @@ def test_a_host_header_with_an_impossible_port_names_no_metadata_url(
     challenge = _challenge(gateway, {"host": "127.0.0.1:99999"})
     assert "resource_metadata" not in challenge
     assert "99999" not in challenge
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/no-such-page", 404),
+        ("DELETE", "/healthz", 405),
+        ("GET", "/.well-known/oauth-authorization-server", 404),
+        ("POST", "/register", 404),
+    ],
+)
+def test_a_path_the_board_does_not_serve_answers_json_never_plain_text(
+    gateway: GatewayProcess, method: str, path: str, status: int
+) -> None:
+    answer = httpx.request(method, gateway.url + path, timeout=10)
+    assert answer.status_code == status
+    assert answer.headers["content-type"] == "application/json"
+    body = answer.json()
+    if path.startswith(("/.well-known/oauth", "/register")):
+        # An OAuth client reads these as OAuth errors: say the token was the problem.
+        assert (
+            body["error"] == "invalid_token"
+            and "not an authorization server" in (body["error_description"])
+        )
+    else:
+        assert body["error"]["code"] == "not_found" and path in body["error"]["message"]

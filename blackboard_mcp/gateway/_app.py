@@ -40,6 +40,7 @@ from ._listen_stream import DirectListen
 from ._live import ChangeHub
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
+from ._not_found import NotFound
 from ._resource import ProtectedResource
 from ._retention import retention_sweeper
 from ._subscriptions import Listens
@@ -213,8 +214,10 @@ def create_app(parts: GatewayParts) -> Starlette:
             board=parts.board,
         ),
     ]
+    not_found = NotFound(settings.oauth_issuer)
     return Starlette(
         routes=routes,
         lifespan=lifespan,
         middleware=[Middleware(McpEndpointFirst, mcp_app=mcp_app)],
+        exception_handlers={404: not_found, 405: not_found},
     )
