@@ -34,6 +34,7 @@ from blackboard_mcp.store import Board
 from ._admin_audit import audit_admin_action
 from ._admin_bodies import InvalidRevokeBody, IssueBody, RevokeBody, parse_body
 from ._admin_lifecycle import lifecycle_routes
+from ._admin_openapi import openapi_routes
 from ._errors import GatewayError, tool_error
 from ._resource import ProtectedResource
 
@@ -164,4 +165,5 @@ def admin_routes(
             audit=audit,
             wrap=lambda handler: _answering_errors(handler, resource),
         ),
+        *openapi_routes(),
     ]
