@@ -29,6 +29,7 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "compose.yaml"
+COMPOSE_CLUSTER = DEPLOY / "compose.cluster.yaml"
 CHART = DEPLOY / "helm" / "blackboard-mcp"
 DOCKERFILE = DEPLOY / "Dockerfile"
 K8S_VERSION = "1.30"
@@ -186,8 +187,9 @@ def test_every_yaml_file_under_deploy_parses_except_go_templates() -> None:
 # ---------------------------------------------------------------- compose
 
 
-def test_compose_file_passes_the_compose_spec_schema() -> None:
-    result = check_compose_schema(COMPOSE)
+@pytest.mark.parametrize("path", [COMPOSE, COMPOSE_CLUSTER], ids=lambda p: p.name)
+def test_compose_file_passes_the_compose_spec_schema(path: Path) -> None:
+    result = check_compose_schema(path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -249,7 +251,7 @@ def test_compose_jwt_secret_is_a_secret_file_not_an_environment_value(
         env = service["environment"]
         assert env["BB_JWT_SECRET_FILE"] == "/run/secrets/jwt_secret"
         assert "BB_JWT_SECRET" not in env
-        # The single Redis unless BB_REDIS_URL names another (the cluster profile's node).
+        # The single Redis unless BB_REDIS_URL names another (compose.cluster.yaml: the cluster).
         assert env["BB_REDIS_URL"] == "${BB_REDIS_URL:-redis://redis:6379/0}"
 
 
@@ -787,28 +789,54 @@ def test_the_values_schema_knows_every_key_of_values_yaml() -> None:
 # ---------------------------------------------------------------- Redis Cluster
 
 
-def test_compose_cluster_profile_runs_six_redis_8_nodes_joined_once(
-    compose: dict[str, Any],
-) -> None:
-    services = compose["services"]
+def test_compose_cluster_file_runs_six_redis_8_nodes_joined_once_and_no_single_redis() -> None:
+    cluster = yaml.safe_load(COMPOSE_CLUSTER.read_text())
+    services = cluster["services"]
     nodes = [services[f"redis-node-{i}"] for i in range(1, 7)]
     for i, node in enumerate(nodes, start=1):
-        assert node["profiles"] == ["cluster"]
+        assert "profiles" not in node
         assert re.fullmatch(r"redis:8\.\d+", node["image"])
         command = " ".join(node["command"])
         assert "--cluster-enabled yes" in command
         assert "--appendonly yes" in command
         assert "--maxmemory-policy noeviction" in command and "--maxmemory 1gb" in command
         assert node["volumes"] == [f"redis-node-{i}:/data"]
-        assert f"redis-node-{i}" in compose["volumes"]
+        assert f"redis-node-{i}" in cluster["volumes"]
     create = services["redis-cluster-create"]
-    assert create["profiles"] == ["cluster"] and create["restart"] == "no"
+    assert create["restart"] == "no"
     script = create["command"][-1]
     assert "--cluster-replicas 1" in script
     assert all(f"redis-node-{i}:6379" in script for i in range(1, 7))
     assert set(create["depends_on"]) == {f"redis-node-{i}" for i in range(1, 7)}
-    # The default profile is unchanged: the single Redis is still what the gateways use.
-    assert "profiles" not in services["redis"]
+    # Only what the cluster uses starts: no single Redis, and the gateways wait for the join.
+    assert "redis" not in services and "redis-data" not in cluster["volumes"]
+    assert services["gateway"]["depends_on"] == {
+        "redis-cluster-create": {"condition": "service_completed_successfully"}
+    }
+    env = services["gateway"]["environment"]
+    assert env["BB_REDIS_URL"] == "redis://redis-node-1:6379/0" and env["BB_REDIS_CLUSTER"] == "on"
+    # ...and the single-Redis file starts no cluster node.
+    single = yaml.safe_load(COMPOSE.read_text())["services"]
+    assert not [name for name in single if name.startswith("redis-node")]
+
+
+@pytest.mark.parametrize("service", ["gateway", "proxy", "issue-admin-token"])
+def test_the_cluster_file_runs_the_same_gateway_proxy_and_token_tool(service: str) -> None:
+    single = yaml.safe_load(COMPOSE.read_text())
+    cluster = yaml.safe_load(COMPOSE_CLUSTER.read_text())
+
+    def apart_from_redis(definition: dict[str, Any]) -> dict[str, Any]:
+        kept = {k: v for k, v in definition.items() if k != "depends_on" or service == "proxy"}
+        if "environment" in kept:
+            kept["environment"] = {
+                k: v for k, v in kept["environment"].items() if not k.startswith("BB_REDIS")
+            }
+        return kept
+
+    assert apart_from_redis(cluster["services"][service]) == apart_from_redis(
+        single["services"][service]
+    )
+    assert cluster["secrets"] == single["secrets"]
 
 
 def test_redis_cluster_option_renders_password_protected_capped_nodes_and_a_create_job() -> None:
