@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 from collections.abc import Iterator
 
@@ -225,3 +226,38 @@ async def test_a_token_signed_with_a_key_the_idp_withdrew_stops_working_after_it
     assert idp.jwks_fetches == 2
     with pytest.raises(UnknownKey):  # not remembered any more either
         await verifier.check(token)
+
+
+async def test_a_jwks_whose_headers_trickle_in_is_cut_at_the_timeout_freeing_its_thread() -> None:
+    # A byte of the status line now and then: no socket read ever times out, and before, the
+    # whole-document deadline only started once the headers were in, so the fetch's thread
+    # was held for as long as the IdP (or whoever answers for it) kept trickling.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    hung_up = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            try:
+                for _ in range(200):  # bounded: 40 s at most
+                    conn.sendall(b"H")
+                    time.sleep(0.2)
+            except OSError:
+                hung_up.set()
+
+    server = threading.Thread(target=trickle, daemon=True)
+    server.start()
+    try:
+        source = KeySource(jwks_url=f"http://127.0.0.1:{port}/jwks", timeout_seconds=0.5)
+        started = time.monotonic()
+        with pytest.raises(KeysUnavailable):
+            await source.key("rsa-1")
+        # The fetch gave up at its own deadline, and its connection was closed: the thread
+        # that read it is free again.
+        assert await asyncio.to_thread(hung_up.wait, 10)
+        assert time.monotonic() - started < 10  # generous: a loaded machine is slow to wake
+    finally:
+        listener.close()

@@ -14,9 +14,14 @@ with made-up key ids cannot turn the gateway into a load generator against the I
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.client
 import json
 import logging
 import math
+import socket
+import ssl
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -179,23 +184,105 @@ class KeySource:
 def _get_json(url: str, timeout: float, what: str) -> dict[str, Any]:
     """The JSON object at ``url``, read whole within ``timeout`` and ``_MAX_DOCUMENT_BYTES``.
 
-    urllib's timeout bounds each socket operation, not the body: a server sending a byte now
-    and then would never time out, so the whole read has a deadline of its own.
+    urllib's timeout bounds each socket operation, not the exchange: a server sending a byte
+    now and then, of its headers or of its body, would never time out, and would hold the
+    thread reading it. So the whole exchange has a deadline of its own, which shuts the
+    connection down under a read that is still waiting (_Deadline).
     """
-    deadline = time.monotonic() + timeout
+    deadline = _Deadline(timeout)
+    opener = urllib.request.build_opener(
+        _DeadlineHTTPHandler(deadline), _DeadlineHTTPSHandler(deadline)
+    )
     request = urllib.request.Request(url, headers={"User-Agent": "blackboard-mcp"})
     chunks: list[bytes] = []
     size = 0
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        # read1 returns what has arrived (chunked or not), so the checks run as it arrives.
-        while chunk := response.read1(_READ_BYTES):
-            size += len(chunk)
-            if size > _MAX_DOCUMENT_BYTES:
-                raise ValueError(f"{what} document over {_MAX_DOCUMENT_BYTES} bytes")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{what} document not read within {timeout} s")
-            chunks.append(chunk)
+    try:
+        with deadline, opener.open(request, timeout=timeout) as response:
+            # read1 returns what has arrived (chunked or not), so the checks run as it arrives.
+            while chunk := response.read1(_READ_BYTES):
+                size += len(chunk)
+                if size > _MAX_DOCUMENT_BYTES:
+                    raise ValueError(f"{what} document over {_MAX_DOCUMENT_BYTES} bytes")
+                chunks.append(chunk)
+    except (OSError, http.client.HTTPException) as exc:
+        if deadline.passed:
+            raise TimeoutError(f"{what} document not read within {timeout} s") from exc
+        raise
+    if deadline.passed:
+        raise TimeoutError(f"{what} document not read within {timeout} s")
     document = json.loads(b"".join(chunks))
     if not isinstance(document, dict):
         raise ValueError(f"{what} is not a JSON object")
     return document
+
+
+class _Deadline:
+    """One fetch's deadline: when it passes, every connection the fetch opened is shut down,
+    which ends a read blocked on it at once (closing the socket alone would not)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.passed = False
+        self._lock = threading.Lock()
+        # The sockets, not the connections: urllib detaches a connection's socket once the
+        # headers are in, and the body is then read from it through the response.
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._pass)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._timer.cancel()
+
+    def connected(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            passed = self.passed
+        if passed:
+            _shut(sock)
+
+    def _pass(self) -> None:
+        with self._lock:
+            self.passed = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _connection_class(
+    base: type[http.client.HTTPConnection], deadline: _Deadline
+) -> Callable[..., http.client.HTTPConnection]:
+    """``base``, telling ``deadline`` of each connection once it is connected."""
+
+    class Connection(base):  # type: ignore[valid-type, misc]  # a class chosen at run time
+        def connect(self) -> None:
+            super().connect()
+            deadline.connected(self.sock)
+
+    return Connection
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._class = _connection_class(http.client.HTTPConnection, deadline)
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(self._class, req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        self._tls = ssl.create_default_context()
+        super().__init__(context=self._tls)
+        self._class = _connection_class(http.client.HTTPSConnection, deadline)
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(self._class, req, context=self._tls)
