@@ -7,7 +7,9 @@ data dir of its own, and asserts on its exit code and its whole output.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -281,6 +283,28 @@ def private_redis(tmp_path: Path) -> Iterator[EmbeddedRedis]:
         client.config_set("requirepass", PASSWORD)
     yield server
     server.kill()
+
+
+def test_health_of_a_redis_that_stopped_answering_says_so_within_one_deadline(
+    private_redis: EmbeddedRedis, home: Path
+) -> None:
+    url = f"redis://:{PASSWORD}@127.0.0.1:{private_redis.port}/0"
+    pid = private_redis.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # a hung Redis: it accepts connections and answers nothing
+    try:
+        started = time.monotonic()
+        result = run_cli("health", env=cli_env(home, BB_REDIS_URL=url), timeout=60)
+        took = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert result.returncode == 1, output_of(result)
+    report = json.loads(result.stdout)
+    assert report["redis"] == "unavailable"
+    assert "did not answer within" in report["error"], report
+    assert "CancelledError" not in result.stdout and PASSWORD not in result.stdout
+    # One operation's deadline (5 s), not one for each thing the report would have read.
+    assert took < 10, took
 
 
 def test_readiness_names_the_lost_redis_in_one_line_without_its_password(

@@ -62,7 +62,9 @@ def redis_url(settings: Settings) -> str:
 
 
 def _unreachable(url: str, exc: BaseException) -> RedisUnreachable:
-    reason = failure_reason(exc)
+    # The store's own words when it has them ("did not answer within 5 s"): its cause is the
+    # cancellation its deadline made, which says nothing to a person.
+    reason = exc.message if isinstance(exc, Unavailable) else failure_reason(exc)
     password = parse_url(url).get("password")
     if password:
         reason = reason.replace(str(password), "***")

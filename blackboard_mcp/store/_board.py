@@ -551,6 +551,10 @@ class Board:
         if self._placement.is_cluster:
             report["cluster"] = True
             report["nodes"] = [n.as_dict() for n in nodes]
+        elif not nodes[0].up:
+            # Its reason says why; asking the same Redis for the note counts would only wait
+            # out a second deadline.
+            raise Unavailable(f"the board's Redis: {nodes[0].reason}")
         async with mapped_redis_errors():
             workspaces = sorted(w.decode() for w in await self._client.smembers(keys.workspaces()))
             pipe = self._client.pipeline(transaction=False)

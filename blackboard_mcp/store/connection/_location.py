@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -42,8 +43,14 @@ def client_location(client: aioredis.Redis[Any]) -> str:
 
 
 def failure_reason(exc: BaseException) -> str:
-    """The innermost cause of a failure, in one line: what a log line or message should say."""
-    while exc.__cause__ is not None:
+    """The innermost cause of a failure, in one line: what a log line or message should say.
+
+    Not past a timeout or a cancellation: under a deadline those are the mechanism, and the
+    error raised from them ("did not answer within 5 s") is the reason.
+    """
+    while exc.__cause__ is not None and not isinstance(
+        exc.__cause__, TimeoutError | asyncio.CancelledError
+    ):
         exc = exc.__cause__
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
