@@ -297,11 +297,11 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_oauth_keys.py",),
     ),
     Mutation(
-        name="jwks-body-without-deadline",
-        why="a JWKS sent a few bytes at a time keeps a worker thread reading it for ever",
+        name="jwks-fetch-without-deadline",
+        why="a JWKS whose headers or body trickle in keeps a worker thread reading it for ever",
         path="blackboard_mcp/auth/_jwks.py",
-        original="if time.monotonic() > deadline:",
-        replacement="if False:",
+        original="self._timer = threading.Timer(seconds, self._pass)",
+        replacement="self._timer = threading.Timer(3600, self._pass)",
         tests=("tests/test_oauth_keys.py",),
     ),
     Mutation(
