@@ -378,3 +378,10 @@ def test_a_path_the_board_does_not_serve_answers_json_never_plain_text(
         )
     else:
         assert body["error"]["code"] == "not_found" and path in body["error"]["message"]
+
+
+def test_an_unknown_path_is_told_back_cut_short(gateway: GatewayProcess) -> None:
+    answer = httpx.get(gateway.url + "/" + "x" * 5000, timeout=10)
+    assert answer.status_code == 404
+    message = answer.json()["error"]["message"]
+    assert "x" * 150 in message and len(message) < 300

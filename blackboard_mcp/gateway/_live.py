@@ -120,7 +120,7 @@ class Interest:
 
 @dataclass(eq=False)
 class Listener:
-    """One open subscription: what it follows and its changes not yet sent.
+    """One open subscription: its changes not yet sent (what it follows is its Interest's).
 
     The changes wait in a plain deque rather than an ``asyncio.Queue``: the pump hands every
     change to every listener that hears it, so the hand-over is paid listeners times per
@@ -129,9 +129,6 @@ class Listener:
     """
 
     grant: Grant
-    notes: frozenset[str]
-    # None: every topic the token may read.
-    topics: frozenset[str] | None
     limit: int
     pending: deque[Notice | None] = field(default_factory=deque)  # None is the end mark
     waiter: asyncio.Future[None] | None = None
@@ -214,7 +211,7 @@ class ChangeHub:
                 f"this token already has {held} open listeners on this gateway process",
                 limit=self._per_token,
             )
-        listener = Listener(grant, notes, topics, self._queue_size)
+        listener = Listener(grant, self._queue_size)
         self._per_token_count[grant.token_id] = held + 1
         self._count += 1
         interests = self._interests.setdefault(grant.workspace, {})

@@ -17,6 +17,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+# Characters of an unknown path said back in the answer.
+_SHOWN = 200
+
 # Where OAuth clients look for an authorization server, under the resource's origin.
 OAUTH_PATHS = (
     "/.well-known/oauth-authorization-server",
@@ -51,7 +54,8 @@ class NotFound:
             return JSONResponse(self._oauth, status_code=404)
         error = {
             "code": "not_found",
-            "message": f"this board serves no {request.method} {path}",
+            # The path as asked, cut short: it is the caller's text, told back.
+            "message": f"this board serves no {request.method[:16]} {path[:_SHOWN]}",
             "hint": "the MCP endpoint is /mcp/ (POST); see also /board, /healthz and /readyz",
         }
         headers = getattr(exc, "headers", None)
