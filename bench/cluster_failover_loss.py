@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from blackboard_mcp.store import Board, BoardLimits, StoreError
+from blackboard_mcp.store import Board, BoardLimits, GetState, StoreError, UpdateState
 from blackboard_mcp.testing import LocalCluster
 
 
@@ -52,7 +52,10 @@ async def run(
                 started = time.monotonic()
                 try:
                     await board.update_state(
-                        author="w", uri=uri, digest="d", body="b", expect_version=0
+                        UpdateState.parse(
+                            {"uri": uri, "digest": "d", "body": "b", "expect_version": 0}
+                        ),
+                        author="w",
                     )
                 except StoreError as exc:
                     refused[exc.code] += 1
@@ -83,7 +86,7 @@ async def run(
         await reader.start()
         lost = 0
         for uri in acked:
-            found = await reader.get_state(uris=[uri])
+            found = await reader.get_state(GetState.parse({"uris": [uri]}))
             if not found["items"] or found["items"][0].get("version") != 1:
                 lost += 1
         await reader.close()

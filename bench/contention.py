@@ -62,7 +62,9 @@ from blackboard_mcp.store import (
     Conflict,
     Contended,
     EmbeddedRedis,
+    GetState,
     TiktokenCounter,
+    UpdateState,
 )
 
 WORKSPACE = "contention"
@@ -151,17 +153,23 @@ class StoreCounters:
         await self._board.client.ping()
 
     async def read(self, uri: str) -> tuple[int, int]:
-        [item] = (await self._board.get_state(uris=[uri], mode="full"))["items"]
+        [item] = (await self._board.get_state(GetState.parse({"uris": [uri], "mode": "full"})))[
+            "items"
+        ]
         return int(item["body"]), int(item["version"])
 
     async def write(self, uri: str, value: int, expect_version: int) -> Outcome:
         try:
             await self._board.update_state(
+                UpdateState.parse(
+                    {
+                        "uri": uri,
+                        "digest": DIGEST,
+                        "body": str(value),
+                        "expect_version": expect_version,
+                    }
+                ),
                 author="bench-agent",
-                uri=uri,
-                digest=DIGEST,
-                body=str(value),
-                expect_version=expect_version,
             )
         except Conflict:
             return "conflict"
@@ -416,7 +424,8 @@ async def run_cell(
     uris = tuple(f"bb://{WORKSPACE}/{topic}/c{i:03d}" for i in range(notes))
     for uri in uris:
         await board.update_state(
-            author="bench-setup", uri=uri, digest=DIGEST, body="0", expect_version=0
+            UpdateState.parse({"uri": uri, "digest": DIGEST, "body": "0", "expect_version": 0}),
+            author="bench-setup",
         )
     execs_before = await _exec_calls(board.client)
     for index, pipe in enumerate(pool.pipes[:n]):
@@ -444,7 +453,9 @@ async def run_cell(
         acked.update(tally.commits)
         retries.update(tally.retries)
     commits = sum(acked.values())
-    response = await board.get_state(uris=list(uris), mode="full", budget_tokens=100_000)
+    response = await board.get_state(
+        GetState.parse({"uris": list(uris), "mode": "full", "budget_tokens": 100_000})
+    )
     if response["truncated"] or len(response["items"]) != len(uris):
         raise RuntimeError(f"{scenario} N={n}: the final read did not return every note")
     stored = 0

@@ -41,7 +41,7 @@ import redis.asyncio as aioredis
 from _gateway_process import bench_token, start_gateway
 from _rawhttp import RawHttpConnection, process_tree_cpu_seconds
 
-from blackboard_mcp.store import Board, EmbeddedRedis, free_port
+from blackboard_mcp.store import Board, EmbeddedRedis, GetState, SearchKeys, UpdateState, free_port
 
 WS = "bench"
 BODY = "x" * 300
@@ -181,10 +181,14 @@ async def run(
         await board.start()
         for i in range(200):
             await board.update_state(
+                UpdateState.parse(
+                    {
+                        "uri": f"bb://{WS}/seed/n{i}",
+                        "digest": f"seed note {i} about topic{i % 10}",
+                        "body": BODY,
+                    }
+                ),
                 author="b",
-                uri=f"bb://{WS}/seed/n{i}",
-                digest=f"seed note {i} about topic{i % 10}",
-                body=BODY,
             )
         token = bench_token(workspace=WS)
         paths: dict[str, dict[str, tuple[Op, Callable[[], float]]]] = {
@@ -195,7 +199,10 @@ async def run(
                 ),
                 "store": (
                     lambda c, i: board.update_state(
-                        author="b", uri=f"bb://{WS}/w/c{c}-{i % 50}", digest="bench", body=BODY
+                        UpdateState.parse(
+                            {"uri": f"bb://{WS}/w/c{c}-{i % 50}", "digest": "bench", "body": BODY}
+                        ),
+                        author="b",
                     ),
                     time.process_time,
                 ),
@@ -206,13 +213,17 @@ async def run(
                     time.process_time,
                 ),
                 "store": (
-                    lambda c, i: board.get_state(uris=[f"bb://{WS}/seed/n{(c * 7 + i) % 200}"]),
+                    lambda c, i: board.get_state(
+                        GetState.parse({"uris": [f"bb://{WS}/seed/n{(c * 7 + i) % 200}"]})
+                    ),
                     time.process_time,
                 ),
             },
             "search_keys": {
                 "store": (
-                    lambda c, i: board.search_keys(workspace=WS, q=f"topic{i % 10}"),
+                    lambda c, i: board.search_keys(
+                        SearchKeys.parse({"q": f"topic{i % 10}"}), workspace=WS
+                    ),
                     time.process_time,
                 ),
             },

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import orjson
 
-from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile, board_client, export_header
+from blackboard_mcp.store import (
+    Board,
+    EmbeddedRedis,
+    ExportFile,
+    LinkState,
+    UpdateState,
+    board_client,
+    export_header,
+)
 
 
 async def run(notes: int, offloaded_every: int) -> None:
@@ -25,13 +33,22 @@ async def run(notes: int, offloaded_every: int) -> None:
             big = offloaded_every and i % offloaded_every == 0
             body = (f"large body {i} " * 1200) if big else f"body {i}"
             await board.update_state(
-                author="bench", uri=f"bb://src/t{i % 4}/n{i}", digest=f"note {i}", body=body
+                UpdateState.parse(
+                    {"uri": f"bb://src/t{i % 4}/n{i}", "digest": f"note {i}", "body": body}
+                ),
+                author="bench",
             )
             if i:
                 await board.link_state(
-                    author="bench", src=f"bb://src/t{i % 4}/n{i}", rel="cites",
-                    dst=[f"bb://src/t{(i - 1) % 4}/n{i - 1}"],
-                )  # fmt: skip
+                    LinkState.parse(
+                        {
+                            "src": f"bb://src/t{i % 4}/n{i}",
+                            "rel": "cites",
+                            "dst": [f"bb://src/t{(i - 1) % 4}/n{i - 1}"],
+                        }
+                    ),
+                    author="bench",
+                )
 
         started = time.perf_counter()
         records = [r async for r in board.export_notes("src")]

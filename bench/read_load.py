@@ -52,7 +52,7 @@ from _gateway_process import bench_token, start_gateway
 from _rawhttp import process_tree_cpu_seconds
 from cas_load import extract_revision
 
-from blackboard_mcp.store import Board, EmbeddedRedis
+from blackboard_mcp.store import Board, EmbeddedRedis, GetState, ListKeys, SearchKeys, UpdateState
 
 WORKSPACE = "readload"
 LUA = Path(__file__).resolve().parent / "read_call.lua"
@@ -81,18 +81,28 @@ async def seed(url: str) -> None:
     await board.start()
     for i, uri in enumerate(GET_URIS):
         await board.update_state(
+            UpdateState.parse(
+                {
+                    "uri": uri,
+                    "digest": f"Finding {i}: the cache misses rose after the deploy of build {i}.",
+                    "body": "Details of the finding, with numbers and the steps to see it again. "
+                    * 8,
+                }
+            ),
             author="seed",
-            uri=uri,
-            digest=f"Finding {i}: the cache misses rose after the deploy of build {i}.",
-            body="Details of the finding, with numbers and the steps to see it again. " * 8,
         )
     for i in range(200):
         word = f" {SEARCH_WORD}" if i % 10 == 0 else ""
         await board.update_state(
+            UpdateState.parse(
+                {
+                    "uri": f"bb://{WORKSPACE}/search/s{i}",
+                    "digest": f"Note {i} on the migration plan{word}",
+                    "body": f"Step {i} of the plan moves one service; "
+                    f"the others wait for it.{word}",
+                }
+            ),
             author="seed",
-            uri=f"bb://{WORKSPACE}/search/s{i}",
-            digest=f"Note {i} on the migration plan{word}",
-            body=f"Step {i} of the plan moves one service; the others wait for it.{word}",
         )
     await board.close()
 
@@ -125,11 +135,14 @@ def _store_worker(
         board = Board.from_url(url)
         call: Callable[[], Any]
         if tool == "get_state":
-            call = lambda: board.get_state(uris=GET_URIS, mode="digest")  # noqa: E731
+            read = GetState.parse({"uris": GET_URIS, "mode": "digest"})
+            call = lambda: board.get_state(read)  # noqa: E731
         elif tool == "search_keys":
-            call = lambda: board.search_keys(workspace=WORKSPACE, q=SEARCH_WORD)  # noqa: E731
+            search = SearchKeys.parse({"q": SEARCH_WORD})
+            call = lambda: board.search_keys(search, workspace=WORKSPACE)  # noqa: E731
         else:
-            call = lambda: board.list_keys(workspace=WORKSPACE, topic="search", limit=20)  # noqa: E731
+            page = ListKeys.parse({"topic": "search", "limit": 20})
+            call = lambda: board.list_keys(page, workspace=WORKSPACE)  # noqa: E731
         await call()  # connected before the window opens
         await asyncio.sleep(max(0.0, start_at - time.time()))
         calls = 0

@@ -37,7 +37,15 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from blackboard_mcp.store import Board, EmbeddedRedis, board_client
+from blackboard_mcp.store import (
+    Board,
+    EmbeddedRedis,
+    GetState,
+    ListKeys,
+    SearchKeys,
+    UpdateState,
+    board_client,
+)
 
 WS = "bench"
 SEED = 20261202
@@ -126,7 +134,10 @@ async def _load_range(url: str, lo: int, hi: int, tasks: int) -> int:
         for i in pending:
             uri, digest, body = corpus.note(i)
             await board.update_state(
-                author=f"agent-{i % 7}", uri=uri, digest=digest, body=body, expect_version=0
+                UpdateState.parse(
+                    {"uri": uri, "digest": digest, "body": body, "expect_version": 0}
+                ),
+                author=f"agent-{i % 7}",
             )
 
     try:
@@ -313,15 +324,19 @@ async def measure_scale(
 
     async def get_digests(rng: random.Random) -> object:
         uris = [note_uri(rng.randrange(notes)) for _ in range(10)]
-        return await board.get_state(uris=uris, mode="digest")
+        return await board.get_state(GetState.parse({"uris": uris, "mode": "digest"}))
 
-    sample = await board.get_state(uris=[note_uri(i) for i in range(10)], mode="digest")
+    sample = await board.get_state(
+        GetState.parse({"uris": [note_uri(i) for i in range(10)], "mode": "digest"})
+    )
     missing = [item["uri"] for item in sample["items"] if "error" in item]
     if missing or sample["truncated"]:
         raise SystemExit(f"get_state sample is wrong: missing {missing}, {sample['truncated']=}")
 
     async def list_topic(rng: random.Random) -> object:
-        return await board.list_keys(workspace=WS, topic=rng.choice(TOPICS), limit=20)
+        return await board.list_keys(
+            ListKeys.parse({"topic": rng.choice(TOPICS), "limit": 20}), workspace=WS
+        )
 
     ops: list[tuple[str, Op, str]] = [
         ("get_state 10 uris digest", get_digests, f"{sample['spent_tokens']} tokens/call"),
@@ -330,7 +345,7 @@ async def measure_scale(
     for search in searches(corpus):
 
         def op(rng: random.Random, s: Search = search) -> Awaitable[object]:
-            return board.search_keys(workspace=WS, q=s.q, topic=s.topic)
+            return board.search_keys(SearchKeys.parse({"q": s.q, "topic": s.topic}), workspace=WS)
 
         found = await matches(client, index, search)
         ops.append((f"search {search.label}", op, f"{found:,} matches"))

@@ -57,7 +57,14 @@ import redis
 import redis.asyncio as aioredis
 from redis.commands.search.query import Query
 
-from blackboard_mcp.store import Board, EmbeddedRedis, board_client
+from blackboard_mcp.store import (
+    Board,
+    EmbeddedRedis,
+    ListKeys,
+    SearchKeys,
+    UpdateState,
+    board_client,
+)
 from blackboard_mcp.store.connection._keys import (
     INDEX_NAME,
     NOTE_PREFIX,
@@ -188,7 +195,10 @@ async def load(
         nonlocal written
         for topic, name, digest, body in queue:
             await board.update_state(
-                author="sizer", uri=f"bb://size/{topic}/{name}", digest=digest, body=body
+                UpdateState.parse(
+                    {"uri": f"bb://size/{topic}/{name}", "digest": digest, "body": body}
+                ),
+                author="sizer",
             )
             written += 1
 
@@ -229,11 +239,19 @@ async def load(
     uri = f"bb://size/{topics.of(notes // 2)}/n{notes // 2}"
     found_digest = any(
         i["uri"] == uri
-        for i in (await board.search_keys(workspace="size", q=probe_digest, limit=50))["items"]
+        for i in (
+            await board.search_keys(
+                SearchKeys.parse({"q": probe_digest, "limit": 50}), workspace="size"
+            )
+        )["items"]
     )
     found_body = any(
         i["uri"] == uri
-        for i in (await board.search_keys(workspace="size", q=probe_body, limit=50))["items"]
+        for i in (
+            await board.search_keys(
+                SearchKeys.parse({"q": probe_body, "limit": 50}), workspace="size"
+            )
+        )["items"]
     )
     ratio = (after - before) / payload
     print(
@@ -284,7 +302,7 @@ async def measure_reads(
         ]
 
         async def search(word: str = word) -> object:
-            return await board.search_keys(workspace="size", q=word)
+            return await board.search_keys(SearchKeys.parse({"q": word}), workspace="size")
 
         await _timed(search, 5)  # warm-up
         samples = await _timed(search, reads.queries)
@@ -301,7 +319,8 @@ async def measure_reads(
     while True:
         t0 = time.perf_counter()
         page = await board.list_keys(
-            workspace="size", topic=topic, limit=reads.page_limit, after=after
+            ListKeys.parse({"topic": topic, "limit": reads.page_limit, "after": after}),
+            workspace="size",
         )
         pages.append(time.perf_counter() - t0)
         seen.update(item["uri"] for item in page["items"])

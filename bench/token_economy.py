@@ -23,7 +23,17 @@ from typing import Any
 
 import orjson
 
-from blackboard_mcp.store import Board, EmbeddedRedis, TiktokenCounter, board_client
+from blackboard_mcp.store import (
+    Board,
+    EmbeddedRedis,
+    GetState,
+    LinkState,
+    ListKeys,
+    SearchKeys,
+    TiktokenCounter,
+    UpdateState,
+    board_client,
+)
 
 WS = "demo"
 TOPICS = ["research", "plans", "data", "reviews", "run"]
@@ -118,25 +128,32 @@ async def build_board(board: Board, notes: int, seed: int) -> dict[str, Any]:
     for i in range(notes):
         topic = TOPICS[i % len(TOPICS)]
         uri = f"bb://{WS}/{topic}/n{i:05d}"
-        args: dict[str, Any] = {"author": f"agent-{i % 7}", "uri": uri, "digest": gen.digest()}
+        args: dict[str, Any] = {"uri": uri, "digest": gen.digest()}
         if gen.rng.random() < 0.2:
             args["columns"], args["rows"] = gen.table()
             tables.append(uri)
         else:
             args["body"] = gen.text_body()
-        await board.update_state(**args)
+        await board.update_state(UpdateState.parse(args), author=f"agent-{i % 7}")
         uris.append(uri)
     links = 0
     for _ in range(notes // 4):
         src, dst = gen.rng.sample(uris, 2)
-        await board.link_state(author="gen", src=src, rel=gen.rng.choice(RELATIONS), dst=[dst])
+        await board.link_state(
+            LinkState.parse({"src": src, "rel": gen.rng.choice(RELATIONS), "dst": [dst]}),
+            author="gen",
+        )
         links += 1
     current = f"bb://{WS}/run/state/current"
     await board.update_state(
+        UpdateState.parse(
+            {
+                "uri": current,
+                "digest": "Where the run stands: goals, open questions, what to read first.",
+                "body": "\n".join(f"- {gen.sentence()}" for _ in range(12)),
+            }
+        ),
         author="coordinator",
-        uri=current,
-        digest="Where the run stands: goals, open questions, what to read first.",
-        body="\n".join(f"- {gen.sentence()}" for _ in range(12)),
     )
     return {
         "uris": uris,
@@ -157,7 +174,9 @@ async def paged_read(
     """Read every address, 100 a call, carrying on from what the budget left out."""
     spent, calls, pending = 0, 0, list(uris)
     while pending:
-        response = await board.get_state(uris=pending[:100], mode=mode, budget_tokens=budget)
+        response = await board.get_state(
+            GetState.parse({"uris": pending[:100], "mode": mode, "budget_tokens": budget})
+        )
         spent += tokens(counter, response)
         calls += 1
         shown = len(pending[:100]) - response["omitted"]
@@ -183,18 +202,22 @@ async def run(notes: int, seed: int) -> None:
         full_tokens, full_calls = await paged_read(board, counter, uris, "full", 100_000)
         # 2. A catch-up as the tools describe it: the catch-up note, then each topic's newest
         #    20 notes by digest with the default budget, then 5 chosen notes in full.
-        current = await board.get_state(uris=[made["current"]], mode="full")
+        current = await board.get_state(GetState.parse({"uris": [made["current"]], "mode": "full"}))
         catch_up = tokens(counter, current)
         checks.append(("catch-up note (full)", current["spent_tokens"], catch_up))
         listed: list[str] = []
         for topic in TOPICS:
-            page = await board.list_keys(workspace=WS, topic=topic, limit=20)
+            page = await board.list_keys(
+                ListKeys.parse({"topic": topic, "limit": 20}), workspace=WS
+            )
             catch_up += tokens(counter, page)
             listed += [item["uri"] for item in page["items"]]
-        chosen = await board.get_state(uris=listed[:5], mode="full", budget_tokens=100_000)
+        chosen = await board.get_state(
+            GetState.parse({"uris": listed[:5], "mode": "full", "budget_tokens": 100_000})
+        )
         catch_up_and_read = catch_up + tokens(counter, chosen)
         checks.append(("5 chosen notes (full)", chosen["spent_tokens"], tokens(counter, chosen)))
-        digests = await board.get_state(uris=uris[:100], mode="digest")
+        digests = await board.get_state(GetState.parse({"uris": uris[:100], "mode": "digest"}))
         checks.append(
             ("100 digests, budget 2,000", digests["spent_tokens"], tokens(counter, digests))
         )
@@ -202,15 +225,23 @@ async def run(notes: int, seed: int) -> None:
         paged, calls = await paged_read(board, counter, uris, "digest", 2000)
         # 4. Table mode vs JSON: a listing, and the table notes themselves.
         as_json = await board.list_keys(
-            workspace=WS, topic="data", limit=200, mode="digest", budget_tokens=100_000
+            ListKeys.parse(
+                {"topic": "data", "limit": 200, "mode": "digest", "budget_tokens": 100_000}
+            ),
+            workspace=WS,
         )
         as_table = await board.list_keys(
-            workspace=WS, topic="data", limit=200, mode="table", budget_tokens=100_000
+            ListKeys.parse(
+                {"topic": "data", "limit": 200, "mode": "table", "budget_tokens": 100_000}
+            ),
+            workspace=WS,
         )
         listing_json, listing_tsv = tokens(counter, as_json), tokens(counter, as_table)
         checks.append(("list_keys table mode", as_table["spent_tokens"], listing_tsv))
         table_uris = made["tables"][:100]
-        tsv = await board.get_state(uris=table_uris, mode="table", budget_tokens=100_000)
+        tsv = await board.get_state(
+            GetState.parse({"uris": table_uris, "mode": "table", "budget_tokens": 100_000})
+        )
         tsv_tokens = tokens(counter, tsv)
         checks.append(("get_state table mode", tsv["spent_tokens"], tsv_tokens))
         # The same tables as an agent would get them from a JSON-only store: rows as objects.
@@ -232,18 +263,24 @@ async def run(notes: int, seed: int) -> None:
             for _ in range(6):
                 sample = [*rng.sample(uris, 60), f"bb://{WS}/research/missing-{budget}"]
                 answers = [
-                    await board.get_state(uris=sample, mode=mode, budget_tokens=budget)
+                    await board.get_state(
+                        GetState.parse({"uris": sample, "mode": mode, "budget_tokens": budget})
+                    )
                     for mode in ("full", "digest", "ref", "table")
                 ]
                 for topic in TOPICS:
                     for mode in ("digest", "table", "ref"):
                         answers.append(
                             await board.list_keys(
+                                ListKeys.parse(
+                                    {
+                                        "topic": topic,
+                                        "mode": mode,
+                                        "limit": 200,
+                                        "budget_tokens": budget,
+                                    }
+                                ),
                                 workspace=WS,
-                                topic=topic,
-                                mode=mode,
-                                limit=200,
-                                budget_tokens=budget,
                             )
                         )
                 for answer in answers:
@@ -252,7 +289,7 @@ async def run(notes: int, seed: int) -> None:
                     worst_error = max(worst_error, abs(answer["spent_tokens"] - real) / real)
                     reads += 1
         for q in [" ".join(i["digest"].split()[:2]) for i in as_json["items"][:3]]:
-            answer = await board.search_keys(workspace=WS, q=q, limit=50)
+            answer = await board.search_keys(SearchKeys.parse({"q": q, "limit": 50}), workspace=WS)
             real = tokens(counter, answer)
             overshoot = max(overshoot, real / 2000)
             worst_error = max(worst_error, abs(answer["spent_tokens"] - real) / real)

@@ -9,7 +9,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Board, board_client
+from blackboard_mcp.store import Board, GetState, ListKeys, SearchKeys, UpdateState, board_client
 from blackboard_mcp.store.connection._wire import WireConnection
 from blackboard_mcp.store.notes._appends import _APPEND
 
@@ -103,18 +103,26 @@ async def write_read_list_and_search(url: str) -> None:
         await board.start()
         uri = "bb://w/t/a"
         written = await board.update_state(
-            author="me", uri=uri, digest="ptarmigan sighting", body="seen at dawn"
+            UpdateState.parse({"uri": uri, "digest": "ptarmigan sighting", "body": "seen at dawn"}),
+            author="me",
         )
         again = await board.update_state(
-            author="me", uri=uri, digest="ptarmigan sighting", body="seen at dawn, twice",
-            expect_version=1,
-        )  # fmt: skip
+            UpdateState.parse(
+                {
+                    "uri": uri,
+                    "digest": "ptarmigan sighting",
+                    "body": "seen at dawn, twice",
+                    "expect_version": 1,
+                }
+            ),
+            author="me",
+        )
         assert (written["version"], again["version"]) == (1, 2)
-        got = await board.get_state(uris=[uri], mode="full")
+        got = await board.get_state(GetState.parse({"uris": [uri], "mode": "full"}))
         assert (got["items"][0]["version"], got["items"][0]["body"]) == (2, "seen at dawn, twice")
-        listed = await board.list_keys(workspace="w", topic="t")
+        listed = await board.list_keys(ListKeys.parse({"topic": "t"}), workspace="w")
         assert [i["uri"] for i in listed["items"]] == [uri]
-        found = await board.search_keys(workspace="w", q="ptarmigan")
+        found = await board.search_keys(SearchKeys.parse({"q": "ptarmigan"}), workspace="w")
         assert [i["uri"] for i in found["items"]] == [uri]
     finally:
         await board.close()

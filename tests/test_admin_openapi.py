@@ -15,6 +15,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import negative_data_rejection, not_a_server_error
+from schemathesis.config import SchemathesisConfig
 from schemathesis.generation import GenerationMode
 from support import GatewayProcess, admin_token
 
@@ -25,9 +26,17 @@ from blackboard_mcp.gateway._admin_lifecycle import DeleteBody, RetentionBody
 DOCUMENT = "/admin/openapi.json"
 
 
+# A generated body over 16 KiB is refused with 413, as the document says; the check's own
+# list of refusals leaves that status out, so a large enough negative case failed at random.
+_REFUSED = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429"]
+
+
 @pytest.fixture(scope="module")
 def admin_api(gateway: GatewayProcess) -> Any:
-    return schemathesis.openapi.from_url(gateway.url + DOCUMENT)
+    config = SchemathesisConfig.from_dict(
+        {"checks": {"negative_data_rejection": {"expected-statuses": [*_REFUSED, "5xx"]}}}
+    )
+    return schemathesis.openapi.from_url(gateway.url + DOCUMENT, config=config)
 
 
 @pytest.fixture(scope="module")

@@ -11,20 +11,24 @@ from store_support import raw, snapshot, uri
 from support import GatewayProcess, agent_token, call, mcp_client
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, InvalidArgument, TooLarge
+from blackboard_mcp.store import Board, GetState, InvalidArgument, SearchKeys, TooLarge, UpdateState
 
 AUTHOR = "agent"
 
 
 async def body_of(board: Board, address: str) -> tuple[str, int]:
-    response = await board.get_state(uris=[address], mode="full", budget_tokens=100_000)
+    response = await board.get_state(
+        GetState.parse({"uris": [address], "mode": "full", "budget_tokens": 100_000})
+    )
     [item] = response["items"]
     assert "cut" not in item
     return item["body"], item["version"]
 
 
 async def test_append_to_a_missing_note_creates_it(board: Board) -> None:
-    result = await board.update_state(author=AUTHOR, uri=uri("log"), digest="A log.", append="a\n")
+    result = await board.update_state(
+        UpdateState.parse({"uri": uri("log"), "digest": "A log.", "append": "a\n"}), author=AUTHOR
+    )
     assert result == {"version": 1, "digest": "A log.", "warnings": []}
     assert await body_of(board, uri("log")) == ("a\n", 1)
     [change] = await board.changes("ws")
@@ -33,32 +37,45 @@ async def test_append_to_a_missing_note_creates_it(board: Board) -> None:
 
 async def test_append_extends_the_body_and_bumps_the_version(board: Board) -> None:
     await board.update_state(
-        author=AUTHOR, uri=uri("log"), digest="A log.", body="one\n", expect_version=0
+        UpdateState.parse(
+            {"uri": uri("log"), "digest": "A log.", "body": "one\n", "expect_version": 0}
+        ),
+        author=AUTHOR,
     )
     first = await board.update_state(
-        author=AUTHOR, uri=uri("log"), digest="A log, two.", append="two\n"
+        UpdateState.parse({"uri": uri("log"), "digest": "A log, two.", "append": "two\n"}),
+        author=AUTHOR,
     )
     second = await board.update_state(
-        author=AUTHOR, uri=uri("log"), digest="A log, three.", append="three\n"
+        UpdateState.parse({"uri": uri("log"), "digest": "A log, three.", "append": "three\n"}),
+        author=AUTHOR,
     )
     assert (first["version"], second["version"]) == (2, 3)
     assert await body_of(board, uri("log")) == ("one\ntwo\nthree\n", 3)
-    [item] = (await board.get_state(uris=[uri("log")]))["items"]
+    [item] = (await board.get_state(GetState.parse({"uris": [uri("log")]})))["items"]
     assert item["digest"] == "A log, three."
 
 
 async def test_append_keeps_sources_and_confidence_it_does_not_replace(board: Board) -> None:
     await board.update_state(
+        UpdateState.parse(
+            {
+                "uri": uri("log"),
+                "digest": "d",
+                "body": "x",
+                "sources": [uri("origin")],
+                "confidence": 0.5,
+                "expect_version": 0,
+            }
+        ),
         author=AUTHOR,
-        uri=uri("log"),
-        digest="d",
-        body="x",
-        sources=[uri("origin")],
-        confidence=0.5,
-        expect_version=0,
     )
-    await board.update_state(author=AUTHOR, uri=uri("log"), digest="d", append="y")
-    [item] = (await board.get_state(uris=[uri("log")], mode="full"))["items"]
+    await board.update_state(
+        UpdateState.parse({"uri": uri("log"), "digest": "d", "append": "y"}), author=AUTHOR
+    )
+    [item] = (await board.get_state(GetState.parse({"uris": [uri("log")], "mode": "full"})))[
+        "items"
+    ]
     assert (item["body"], item["sources"], item["confidence"]) == ("xy", [uri("origin")], 0.5)
 
 
@@ -66,7 +83,10 @@ async def test_concurrent_appends_are_all_kept(board: Board) -> None:
     tasks = 50
     results = await asyncio.gather(
         *(
-            board.update_state(author=f"a{i}", uri=uri("log"), digest="A log.", append=f"<{i}>")
+            board.update_state(
+                UpdateState.parse({"uri": uri("log"), "digest": "A log.", "append": f"<{i}>"}),
+                author=f"a{i}",
+            )
             for i in range(tasks)
         )
     )
@@ -80,26 +100,38 @@ async def test_concurrent_appends_are_all_kept(board: Board) -> None:
 
 async def test_append_to_a_table_note_is_refused(board: Board, redis_url: str) -> None:
     await board.update_state(
+        UpdateState.parse(
+            {
+                "uri": uri("tab"),
+                "digest": "A table.",
+                "columns": ["a"],
+                "rows": [["1"]],
+                "expect_version": 0,
+            }
+        ),
         author=AUTHOR,
-        uri=uri("tab"),
-        digest="A table.",
-        columns=["a"],
-        rows=[["1"]],
-        expect_version=0,
     )
     before = snapshot(redis_url)
     with pytest.raises(InvalidArgument) as info:
-        await board.update_state(author=AUTHOR, uri=uri("tab"), digest="d", append="2")
+        await board.update_state(
+            UpdateState.parse({"uri": uri("tab"), "digest": "d", "append": "2"}), author=AUTHOR
+        )
     assert info.value.details["argument"] == "append"
     assert snapshot(redis_url) == before
 
 
 async def test_append_with_expect_version_is_refused(board: Board, redis_url: str) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("log"), digest="d", body="a", expect_version=0)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("log"), "digest": "d", "body": "a", "expect_version": 0}),
+        author=AUTHOR,
+    )
     before = snapshot(redis_url)
     with pytest.raises(InvalidArgument) as info:
         await board.update_state(
-            author=AUTHOR, uri=uri("log"), digest="d", append="b", expect_version=1
+            UpdateState.parse(
+                {"uri": uri("log"), "digest": "d", "append": "b", "expect_version": 1}
+            ),
+            author=AUTHOR,
         )
     assert info.value.details["argument"] == "expect_version"
     assert snapshot(redis_url) == before
@@ -107,7 +139,9 @@ async def test_append_with_expect_version_is_refused(board: Board, redis_url: st
 
 async def test_empty_append_is_refused(board: Board) -> None:
     with pytest.raises(InvalidArgument) as info:
-        await board.update_state(author=AUTHOR, uri=uri("log"), digest="d", append="")
+        await board.update_state(
+            UpdateState.parse({"uri": uri("log"), "digest": "d", "append": ""}), author=AUTHOR
+        )
     assert info.value.details["argument"] == "append"
 
 
@@ -119,7 +153,10 @@ async def test_append_crossing_the_offload_threshold_moves_the_body_to_a_blob(
     client = raw(redis_url)
     try:
         for _ in range(12):
-            await board.update_state(author=AUTHOR, uri=uri("log"), digest="A log.", append=chunk)
+            await board.update_state(
+                UpdateState.parse({"uri": uri("log"), "digest": "A log.", "append": chunk}),
+                author=AUTHOR,
+            )
             expected += chunk
             stored = client.hget("bbn:{ws}:t/log", "body").decode()
             blob = client.hget("bbn:{ws}:t/log", "blob").decode()
@@ -190,9 +227,15 @@ async def test_an_append_to_a_note_near_the_size_limit_keeps_every_byte(
 ) -> None:
     limit = 1024 * 1024  # BB_MAX_BODY_BYTES's default
     start = "\u00e9" * ((limit - 100) // 2)  # two bytes a character
-    await board.update_state(author=AUTHOR, uri=uri("big"), digest="Big.", body=start)
-    await board.update_state(author=AUTHOR, uri=uri("big"), digest="Big.", append="tail-1 ")
-    await board.update_state(author=AUTHOR, uri=uri("big"), digest="Big.", append="tail-2")
+    await board.update_state(
+        UpdateState.parse({"uri": uri("big"), "digest": "Big.", "body": start}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("big"), "digest": "Big.", "append": "tail-1 "}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("big"), "digest": "Big.", "append": "tail-2"}), author=AUTHOR
+    )
     # Larger than any read's budget: looked at in Redis, and read back by its last part.
     client = raw(redis_url)
     try:
@@ -207,7 +250,10 @@ async def test_an_append_to_a_note_near_the_size_limit_keeps_every_byte(
     before = snapshot(redis_url)
     with pytest.raises(TooLarge):
         await board.update_state(
-            author=AUTHOR, uri=uri("big"), digest="Big.", append="x" * (limit - size + 1)
+            UpdateState.parse(
+                {"uri": uri("big"), "digest": "Big.", "append": "x" * (limit - size + 1)}
+            ),
+            author=AUTHOR,
         )
     assert snapshot(redis_url) == before
 
@@ -217,19 +263,26 @@ async def test_appending_to_a_note_that_shares_its_blob_leaves_the_other_note_wh
 ) -> None:
     shared = "same large body " * 2000  # 32 KB: offloaded, content-addressed
     for name in ("a", "b"):
-        await board.update_state(author=AUTHOR, uri=uri(name), digest="Twin.", body=shared)
+        await board.update_state(
+            UpdateState.parse({"uri": uri(name), "digest": "Twin.", "body": shared}), author=AUTHOR
+        )
     client = raw(redis_url)
     try:
         [blob] = {client.hget(f"bbn:{{ws}}:t/{n}", "blob") for n in ("a", "b")}
         assert client.hget("bbr:{ws}", blob) == b"2"
-        await board.update_state(author=AUTHOR, uri=uri("a"), digest="Twin.", append=" more")
+        await board.update_state(
+            UpdateState.parse({"uri": uri("a"), "digest": "Twin.", "append": " more"}),
+            author=AUTHOR,
+        )
         assert (await body_of(board, uri("a")))[0] == shared + " more"
         assert (await body_of(board, uri("b")))[0] == shared
         own = client.hget("bbn:{ws}:t/a", "blob")
         assert own is not None and own.startswith(b"log-") and own != blob
         assert client.hget("bbr:{ws}", blob) == b"1"
         # Rewritten whole, the note's log blob is freed; deleted, the shared one goes too.
-        await board.update_state(author=AUTHOR, uri=uri("a"), digest="Short.", body="short")
+        await board.update_state(
+            UpdateState.parse({"uri": uri("a"), "digest": "Short.", "body": "short"}), author=AUTHOR
+        )
         assert not client.exists(f"bbb:{{ws}}:{own.decode()}")
         await board.delete(author=AUTHOR, workspace="ws", uri=uri("b"))
         assert client.keys("bbb:*") == []
@@ -244,21 +297,37 @@ async def test_an_appended_notes_token_count_is_within_a_few_tokens_of_the_exact
         f"step {i}: checked replica lag on node-{i % 7}, WAL at {i * 37} MB\n" for i in range(200)
     ]
     for line in lines:
-        await board.update_state(author=AUTHOR, uri=uri("run"), digest="A run.", append=line)
-    appended = (await board.get_state(uris=[uri("run")], mode="digest"))["items"][0]
-    await board.update_state(author=AUTHOR, uri=uri("whole"), digest="A run.", body="".join(lines))
-    whole = (await board.get_state(uris=[uri("whole")], mode="digest"))["items"][0]
+        await board.update_state(
+            UpdateState.parse({"uri": uri("run"), "digest": "A run.", "append": line}),
+            author=AUTHOR,
+        )
+    appended = (await board.get_state(GetState.parse({"uris": [uri("run")], "mode": "digest"})))[
+        "items"
+    ][0]
+    await board.update_state(
+        UpdateState.parse({"uri": uri("whole"), "digest": "A run.", "body": "".join(lines)}),
+        author=AUTHOR,
+    )
+    whole = (await board.get_state(GetState.parse({"uris": [uri("whole")], "mode": "digest"})))[
+        "items"
+    ][0]
     # Each seam may merge or split a token: at most one either way per append.
     assert abs(appended["est_tokens"] - whole["est_tokens"]) <= len(lines)
     assert appended["est_tokens"] >= whole["est_tokens"] * 0.9
 
 
 async def test_text_appended_past_the_offload_size_is_found_by_search(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("log"), digest="A log.", body="x " * 6000)
     await board.update_state(
-        author=AUTHOR, uri=uri("log"), digest="A log.", append=" ptarmigan \u6771\u4eac"
+        UpdateState.parse({"uri": uri("log"), "digest": "A log.", "body": "x " * 6000}),
+        author=AUTHOR,
     )
-    found = await board.search_keys(workspace="ws", q="ptarmigan")
+    await board.update_state(
+        UpdateState.parse(
+            {"uri": uri("log"), "digest": "A log.", "append": " ptarmigan \u6771\u4eac"}
+        ),
+        author=AUTHOR,
+    )
+    found = await board.search_keys(SearchKeys.parse({"q": "ptarmigan"}), workspace="ws")
     assert [hit["uri"] for hit in found["items"]] == [uri("log")]
 
 
@@ -267,7 +336,10 @@ async def test_a_logs_search_text_stops_at_its_limit_on_a_whole_character(
 ) -> None:
     chunk = "\u6771\u4eac\u00e9 " * 400  # 3-, 3- and 2-byte characters: seams fall anywhere
     for _ in range(20):
-        await board.update_state(author=AUTHOR, uri=uri("log"), digest="A log.", append=chunk)
+        await board.update_state(
+            UpdateState.parse({"uri": uri("log"), "digest": "A log.", "append": chunk}),
+            author=AUTHOR,
+        )
     client = raw(redis_url)
     try:
         stext = client.hget("bbn:{ws}:t/log", "stext") or b""

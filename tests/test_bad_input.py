@@ -10,8 +10,11 @@ from store_support import dbsize, snapshot, uri
 from blackboard_mcp.store import (
     Board,
     BoardLimits,
+    GetState,
     InvalidArgument,
+    LinkState,
     TooLarge,
+    UpdateState,
     board_client,
     free_port,
 )
@@ -149,46 +152,56 @@ async def test_bad_write_is_refused_and_writes_nothing(
     arguments = {**GOOD, **changes}
     assert dbsize(redis_url) == 0
     with pytest.raises(error) as info:
-        await small_board.update_state(author="agent", **arguments)
+        await small_board.update_state(UpdateState.parse({**arguments}), author="agent")
     assert type(info.value) is error
     assert info.value.details["argument"] == argument
     assert info.value.message
     assert dbsize(redis_url) == 0
 
     # The same call against an existing note leaves every key exactly as it was.
-    await small_board.update_state(author="agent", **GOOD, expect_version=0)
+    await small_board.update_state(UpdateState.parse({**GOOD, "expect_version": 0}), author="agent")
     before = snapshot(redis_url)
     with pytest.raises(error):
-        await small_board.update_state(author="agent", **arguments)
+        await small_board.update_state(UpdateState.parse({**arguments}), author="agent")
     assert snapshot(redis_url) == before
 
 
 async def test_the_good_write_used_above_is_accepted(small_board: Board) -> None:
     # The control case: without this, every refusal above could be refusing everything.
-    result = await small_board.update_state(author="agent", **GOOD, expect_version=0)
+    result = await small_board.update_state(
+        UpdateState.parse({**GOOD, "expect_version": 0}), author="agent"
+    )
     assert result["version"] == 1
 
 
 async def test_body_exactly_at_max_body_bytes_is_accepted(small_board: Board) -> None:
     result = await small_board.update_state(
-        author="agent", uri=uri("edge"), digest="d", body="x" * 4096, expect_version=0
+        UpdateState.parse(
+            {"uri": uri("edge"), "digest": "d", "body": "x" * 4096, "expect_version": 0}
+        ),
+        author="agent",
     )
     assert result["version"] == 1
 
 
 async def test_digest_of_exactly_1000_characters_is_accepted(board: Board) -> None:
-    result = await board.update_state(author="agent", uri=uri("edge"), digest="d" * 1000)
+    result = await board.update_state(
+        UpdateState.parse({"uri": uri("edge"), "digest": "d" * 1000}), author="agent"
+    )
     assert result["version"] == 1
 
 
 async def test_append_growing_past_max_body_bytes_is_refused_and_writes_nothing(
     small_board: Board, redis_url: str
 ) -> None:
-    await small_board.update_state(author="agent", uri=uri("log"), digest="d", append="x" * 3000)
+    await small_board.update_state(
+        UpdateState.parse({"uri": uri("log"), "digest": "d", "append": "x" * 3000}), author="agent"
+    )
     before = snapshot(redis_url)
     with pytest.raises(TooLarge) as info:
         await small_board.update_state(
-            author="agent", uri=uri("log"), digest="d", append="y" * 1200
+            UpdateState.parse({"uri": uri("log"), "digest": "d", "append": "y" * 1200}),
+            author="agent",
         )
     assert info.value.details["argument"] == "append"
     assert snapshot(redis_url) == before
@@ -196,14 +209,20 @@ async def test_append_growing_past_max_body_bytes_is_refused_and_writes_nothing(
 
 async def test_escaped_tab_and_newline_in_cells_are_stored_as_written(board: Board) -> None:
     await board.update_state(
+        UpdateState.parse(
+            {
+                "uri": uri("tab"),
+                "digest": "d",
+                "columns": ["a", "b"],
+                "rows": [["x\\ty", "line\\nbreak"], [1, None], [True, 2.5]],
+                "expect_version": 0,
+            }
+        ),
         author="agent",
-        uri=uri("tab"),
-        digest="d",
-        columns=["a", "b"],
-        rows=[["x\\ty", "line\\nbreak"], [1, None], [True, 2.5]],
-        expect_version=0,
     )
-    [item] = (await board.get_state(uris=[uri("tab")], mode="table"))["items"]
+    [item] = (await board.get_state(GetState.parse({"uris": [uri("tab")], "mode": "table"})))[
+        "items"
+    ]
     assert item["table"] == "a\tb\nx\\ty\tline\\nbreak\n1\t\ntrue\t2.5"
 
 
@@ -225,7 +244,7 @@ async def test_bad_link_is_refused_and_writes_nothing(
 ) -> None:
     arguments = {"src": uri("a"), "rel": "cites", "dst": [uri("b")], **kwargs}
     with pytest.raises(InvalidArgument) as info:
-        await board.link_state(author="agent", **arguments)
+        await board.link_state(LinkState.parse({**arguments}), author="agent")
     assert info.value.details["argument"] == argument
     assert dbsize(redis_url) == 0
 
@@ -255,7 +274,7 @@ async def test_bad_read_arguments_are_refused_before_any_io(
     board = Board(client=board_client(f"redis://127.0.0.1:{free_port()}"))
     try:
         with pytest.raises(error) as info:
-            await board.get_state(**{"uris": [uri("a")], **kwargs})
+            await board.get_state(GetState.parse({**{"uris": [uri("a")], **kwargs}}))
         assert info.value.details["argument"] == argument
     finally:
         await board.close()

@@ -7,17 +7,39 @@ import asyncio
 import pytest
 from store_support import WS, raw, uri
 
-from blackboard_mcp.store import Board, BoardLimits, Conflict, board_client
+from blackboard_mcp.store import (
+    Board,
+    BoardLimits,
+    Conflict,
+    GetState,
+    LinkState,
+    ListKeys,
+    SearchKeys,
+    UpdateState,
+    board_client,
+)
 
 AUTHOR = "agent-7"
 
 
 async def test_every_kind_of_write_adds_one_entry(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.", body="x", expect_version=0)
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A2.", body="y", expect_version=1)
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A3.", append="z")
-    await board.update_state(author=AUTHOR, uri=uri("b"), digest="B.", expect_version=0)
-    await board.link_state(author="linker", src=uri("a"), rel="cites", dst=[uri("b")])
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": "x", "expect_version": 0}),
+        author=AUTHOR,
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A2.", "body": "y", "expect_version": 1}),
+        author=AUTHOR,
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A3.", "append": "z"}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("b"), "digest": "B.", "expect_version": 0}), author=AUTHOR
+    )
+    await board.link_state(
+        LinkState.parse({"src": uri("a"), "rel": "cites", "dst": [uri("b")]}), author="linker"
+    )
 
     entries = list(reversed(await board.changes(WS)))
     assert [(e["seq"], e["op"], e["uri"], e["version"], e["author"]) for e in entries] == [
@@ -31,18 +53,27 @@ async def test_every_kind_of_write_adds_one_entry(board: Board) -> None:
 
 
 async def test_the_note_records_the_seq_of_its_latest_write(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.")
-    await board.update_state(author=AUTHOR, uri=uri("b"), digest="B.")
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A again.")
-    response = await board.get_state(uris=[uri("a"), uri("b")], fields=["seq"], mode="fields")
+    await board.update_state(UpdateState.parse({"uri": uri("a"), "digest": "A."}), author=AUTHOR)
+    await board.update_state(UpdateState.parse({"uri": uri("b"), "digest": "B."}), author=AUTHOR)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A again."}), author=AUTHOR
+    )
+    response = await board.get_state(
+        GetState.parse({"uris": [uri("a"), uri("b")], "fields": ["seq"], "mode": "fields"})
+    )
     assert [(i["uri"], i["seq"]) for i in response["items"]] == [(uri("a"), 3), (uri("b"), 2)]
 
 
 async def test_refused_writes_add_no_entry(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.", expect_version=0)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A.", "expect_version": 0}), author=AUTHOR
+    )
     for _ in range(3):
         with pytest.raises(Conflict):
-            await board.update_state(author=AUTHOR, uri=uri("a"), digest="x", expect_version=0)
+            await board.update_state(
+                UpdateState.parse({"uri": uri("a"), "digest": "x", "expect_version": 0}),
+                author=AUTHOR,
+            )
     assert len(await board.changes(WS)) == 1
 
 
@@ -53,12 +84,17 @@ async def test_seq_strictly_increases_in_commit_order_under_concurrency(
     try:
         await asyncio.gather(
             *(
-                b.update_state(author=f"w{n}", uri=uri(f"k{n}-{i}"), digest="d")
+                b.update_state(
+                    UpdateState.parse({"uri": uri(f"k{n}-{i}"), "digest": "d"}), author=f"w{n}"
+                )
                 for n, b in enumerate(boards)
                 for i in range(15)
             ),
             *(
-                board.update_state(author="log", uri=uri("log"), digest="d", append=".")
+                board.update_state(
+                    UpdateState.parse({"uri": uri("log"), "digest": "d", "append": "."}),
+                    author="log",
+                )
                 for _ in range(15)
             ),
         )
@@ -79,27 +115,41 @@ async def test_seq_strictly_increases_in_commit_order_under_concurrency(
 
 async def test_cursor_of_every_read_is_the_latest_seq(board: Board) -> None:
     for i in range(4):
-        await board.update_state(author=AUTHOR, uri=uri(f"k{i}"), digest=f"word{i} alpha")
-    await board.link_state(author=AUTHOR, src=uri("k0"), rel="cites", dst=[uri("k1")])
+        await board.update_state(
+            UpdateState.parse({"uri": uri(f"k{i}"), "digest": f"word{i} alpha"}), author=AUTHOR
+        )
+    await board.link_state(
+        LinkState.parse({"src": uri("k0"), "rel": "cites", "dst": [uri("k1")]}), author=AUTHOR
+    )
     latest = int((await board.changes(WS, count=1))[0]["seq"])
     assert latest == 5
-    assert (await board.get_state(uris=[uri("k0")]))["cursor"] == latest
-    assert (await board.list_keys(workspace=WS, topic="t"))["cursor"] == latest
-    assert (await board.list_keys(workspace=WS, topic="t", mode="table"))["cursor"] == latest
-    assert (await board.search_keys(workspace=WS, q="alpha"))["cursor"] == latest
+    assert (await board.get_state(GetState.parse({"uris": [uri("k0")]})))["cursor"] == latest
+    assert (await board.list_keys(ListKeys.parse({"topic": "t"}), workspace=WS))["cursor"] == latest
+    assert (await board.list_keys(ListKeys.parse({"topic": "t", "mode": "table"}), workspace=WS))[
+        "cursor"
+    ] == latest
+    assert (await board.search_keys(SearchKeys.parse({"q": "alpha"}), workspace=WS))[
+        "cursor"
+    ] == latest
 
 
 async def test_cursor_is_zero_for_an_empty_workspace(board: Board) -> None:
-    assert (await board.list_keys(workspace="empty", topic="t"))["cursor"] == 0
-    response = await board.get_state(uris=["bb://empty/t/k"])
+    assert (await board.list_keys(ListKeys.parse({"topic": "t"}), workspace="empty"))["cursor"] == 0
+    response = await board.get_state(GetState.parse({"uris": ["bb://empty/t/k"]}))
     assert response["cursor"] == 0
     assert response["items"] == [{"uri": "bb://empty/t/k", "error": "not_found"}]
 
 
 async def test_workspaces_have_separate_sequences(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri="bb://one/t/a", digest="d")
-    await board.update_state(author=AUTHOR, uri="bb://one/t/b", digest="d")
-    await board.update_state(author=AUTHOR, uri="bb://two/t/a", digest="d")
+    await board.update_state(
+        UpdateState.parse({"uri": "bb://one/t/a", "digest": "d"}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": "bb://one/t/b", "digest": "d"}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": "bb://two/t/a", "digest": "d"}), author=AUTHOR
+    )
     assert [e["seq"] for e in await board.changes("one")] == ["2", "1"]
     assert [e["seq"] for e in await board.changes("two")] == ["1"]
 
@@ -110,8 +160,12 @@ async def test_change_log_is_capped_near_its_maxlen(redis_url: str) -> None:
     try:
         await board.start()
         for i in range(300):
-            await board.update_state(author=AUTHOR, uri=uri(f"k{i % 7}"), digest="d")
-        await board.link_state(author=AUTHOR, src=uri("k0"), rel="cites", dst=[uri("k1")])
+            await board.update_state(
+                UpdateState.parse({"uri": uri(f"k{i % 7}"), "digest": "d"}), author=AUTHOR
+            )
+        await board.link_state(
+            LinkState.parse({"src": uri("k0"), "rel": "cites", "dst": [uri("k1")]}), author=AUTHOR
+        )
         client = raw(redis_url)
         try:
             length = client.xlen(f"bbc:{{{WS}}}")

@@ -26,7 +26,7 @@ from support import (
 from blackboard_mcp import __version__
 from blackboard_mcp.auth import CAPABILITIES, TokenIssuer
 from blackboard_mcp.cli import build_parser
-from blackboard_mcp.store import Board, EmbeddedRedis
+from blackboard_mcp.store import Board, EmbeddedRedis, UpdateState
 
 ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z"
 
@@ -326,7 +326,9 @@ async def test_audit_tail_says_when_a_workspace_has_no_records(
     # Written straight to the store (as an import or a script would), so nothing audited it.
     board = Board.from_url(redis_server.url)
     try:
-        await board.update_state(author="a", uri=f"bb://{workspace}/t/a", digest="d")
+        await board.update_state(
+            UpdateState.parse({"uri": f"bb://{workspace}/t/a", "digest": "d"}), author="a"
+        )
     finally:
         await board.close()
     result = run_cli(

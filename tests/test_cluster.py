@@ -26,7 +26,15 @@ from support import (
 )
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, BoardLimits, Unconfirmed
+from blackboard_mcp.store import (
+    Board,
+    BoardLimits,
+    GetState,
+    LinkState,
+    ListKeys,
+    Unconfirmed,
+    UpdateState,
+)
 from blackboard_mcp.store.connection._keys import INDEX_NAME, digest_index
 from blackboard_mcp.testing import LocalCluster
 
@@ -310,7 +318,9 @@ async def test_the_recency_sets_of_an_earlier_version_are_removed_on_every_prima
     try:
         await board.start()
         for ws in workspaces:
-            await board.update_state(author="a", uri=f"bb://{ws}/t/n", digest="d", body="b")
+            await board.update_state(
+                UpdateState.parse({"uri": f"bb://{ws}/t/n", "digest": "d", "body": "b"}), author="a"
+            )
             # What the earlier version kept beside the sets by kind.
             redis_cluster.owner_of(f"{{{ws}}}").command("ZADD", f"bbt:{{{ws}}}:t", 1, "n")
         assert len({redis_cluster.owner_of(f"{{{ws}}}").port for ws in workspaces}) > 1
@@ -318,7 +328,7 @@ async def test_the_recency_sets_of_an_earlier_version_are_removed_on_every_prima
         for ws in workspaces:
             owner = redis_cluster.owner_of(f"{{{ws}}}")
             assert owner.command("EXISTS", f"bbt:{{{ws}}}:t") == 0, ws
-            listed = await board.list_keys(workspace=ws, order="recent")
+            listed = await board.list_keys(ListKeys.parse({"order": "recent"}), workspace=ws)
             assert [i["uri"] for i in listed["items"]] == [f"bb://{ws}/t/n"]
     finally:
         await board.close()
@@ -335,21 +345,35 @@ async def test_a_write_waits_for_replicas_and_one_they_did_not_confirm_is_unconf
         await one.start()
         await two.start()
         written = await one.update_state(
-            author="a", uri=f"bb://{ws}/t/a", digest="d", body="x", expect_version=0
+            UpdateState.parse(
+                {"uri": f"bb://{ws}/t/a", "digest": "d", "body": "x", "expect_version": 0}
+            ),
+            author="a",
         )
         assert written["version"] == 1
-        await one.update_state(author="a", uri=f"bb://{ws}/t/b", digest="d", body="x")
-        await one.link_state(author="a", src=f"bb://{ws}/t/a", rel="cites", dst=[f"bb://{ws}/t/b"])
+        await one.update_state(
+            UpdateState.parse({"uri": f"bb://{ws}/t/b", "digest": "d", "body": "x"}), author="a"
+        )
+        await one.link_state(
+            LinkState.parse({"src": f"bb://{ws}/t/a", "rel": "cites", "dst": [f"bb://{ws}/t/b"]}),
+            author="a",
+        )
         with pytest.raises(Unconfirmed):
             await two.update_state(
-                author="a", uri=f"bb://{ws}/t/a", digest="d2", body="y", expect_version=1
+                UpdateState.parse(
+                    {"uri": f"bb://{ws}/t/a", "digest": "d2", "body": "y", "expect_version": 1}
+                ),
+                author="a",
             )
         # Applied all the same: the next writer sees version 2.
-        read = await one.get_state(uris=[f"bb://{ws}/t/a"])
+        read = await one.get_state(GetState.parse({"uris": [f"bb://{ws}/t/a"]}))
         assert read["items"][0]["version"] == 2
         with pytest.raises(Unconfirmed):
             await two.link_state(
-                author="a", src=f"bb://{ws}/t/b", rel="cites", dst=[f"bb://{ws}/t/a"]
+                LinkState.parse(
+                    {"src": f"bb://{ws}/t/b", "rel": "cites", "dst": [f"bb://{ws}/t/a"]}
+                ),
+                author="a",
             )
     finally:
         await one.close()

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from store_support import ReadGate, gated_client
 
-from blackboard_mcp.store import Board, Conflict, board_client
+from blackboard_mcp.store import Board, Conflict, GetState, UpdateState, board_client
 
 NOTES = ("n0", "n1", "n2")
 KINDS = ("cas", "append", "stale")
@@ -51,7 +51,7 @@ def _uri(ws: str, note: str) -> str:
 
 
 async def _version(board: Board, uri: str) -> int:
-    [item] = (await board.get_state(uris=[uri], mode="digest"))["items"]
+    [item] = (await board.get_state(GetState.parse({"uris": [uri], "mode": "digest"})))["items"]
     return 0 if "error" in item else int(item["version"])
 
 
@@ -81,12 +81,16 @@ async def _race(url: str, rounds: list[list[tuple[str, str]]]) -> None:
                 based_on = None if kind == "append" else seen + (1 if kind == "stale" else 0)
                 try:
                     result = await board.update_state(
+                        UpdateState.parse(
+                            {
+                                "uri": uri,
+                                "digest": f"{kind} by w{who}",
+                                "body": None if kind == "append" else text,
+                                "append": text if kind == "append" else None,
+                                "expect_version": based_on,
+                            }
+                        ),
                         author=f"w{who}",
-                        uri=uri,
-                        digest=f"{kind} by w{who}",
-                        body=None if kind == "append" else text,
-                        append=text if kind == "append" else None,
-                        expect_version=based_on,
                     )
                 except Conflict as conflict:
                     assert kind != "append", conflict
@@ -143,7 +147,7 @@ async def _check(reader: Board, ws: str, acks: dict[str, list[Ack]]) -> None:
         if not mine:
             assert await _version(reader, uri) == 0
             continue
-        [item] = (await reader.get_state(uris=[uri], mode="full"))["items"]
+        [item] = (await reader.get_state(GetState.parse({"uris": [uri], "mode": "full"})))["items"]
         assert item["version"] == len(mine), (item, mine)
         assert item["body"] == _replay(mine), (item, mine)
 

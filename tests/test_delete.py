@@ -19,7 +19,7 @@ from lifecycle_support import on_redis, run_cli, tool, write
 from support import GatewayProcess, admin_token, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, EmbeddedRedis, board_client
+from blackboard_mcp.store import Board, EmbeddedRedis, LinkState, UpdateState, board_client
 
 BIG = "big body line\n" * 1500  # over the 10 KB offload threshold: a blob
 ALONE = "alone body line\n" * 1500
@@ -341,19 +341,28 @@ async def test_a_note_written_during_a_delete_is_deleted_whole_or_kept_whole(
     writer, linker, deleter, _ = boards
     try:
         for i in range(30):
-            await writer.update_state(author="w", uri=f"bb://{ws}/t/n{i}", digest="d", body=BIG)
+            await writer.update_state(
+                UpdateState.parse({"uri": f"bb://{ws}/t/n{i}", "digest": "d", "body": BIG}),
+                author="w",
+            )
 
         async def keep_writing() -> None:
             for i in range(60):
                 await writer.update_state(
-                    author="w", uri=f"bb://{ws}/t/n{i % 40}", digest="again", body=BIG + str(i)
+                    UpdateState.parse(
+                        {"uri": f"bb://{ws}/t/n{i % 40}", "digest": "again", "body": BIG + str(i)}
+                    ),
+                    author="w",
                 )
 
         async def keep_linking() -> None:
             for i in range(1, 40):
                 try:
                     await linker.link_state(
-                        author="l", src=f"bb://{ws}/t/n{i}", rel="cites", dst=[f"bb://{ws}/t/n0"]
+                        LinkState.parse(
+                            {"src": f"bb://{ws}/t/n{i}", "rel": "cites", "dst": [f"bb://{ws}/t/n0"]}
+                        ),
+                        author="l",
                     )
                 except Exception as exc:  # a note deleted first: refused, nothing written
                     assert getattr(exc, "code", "") == "not_found", exc

@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Board, EmbeddedRedis, EmbeddedRedisError, board_client
+from blackboard_mcp.store import (
+    Board,
+    EmbeddedRedis,
+    EmbeddedRedisError,
+    GetState,
+    LinkState,
+    SearchKeys,
+    UpdateState,
+    board_client,
+)
 from blackboard_mcp.store.embedded import _embedded as embedded
 
 
@@ -22,13 +31,20 @@ async def _write(url: str, count: int) -> None:
     try:
         for i in range(count):
             await board.update_state(
+                UpdateState.parse(
+                    {
+                        "uri": f"bb://w/t/n{i}",
+                        "digest": f"walrus note {i}",
+                        "body": "x" * (20_000 if i == 0 else 10),
+                        "expect_version": 0,
+                    }
+                ),
                 author="a",
-                uri=f"bb://w/t/n{i}",
-                digest=f"walrus note {i}",
-                body="x" * (20_000 if i == 0 else 10),
-                expect_version=0,
             )
-        await board.link_state(author="a", src="bb://w/t/n1", rel="cites", dst=["bb://w/t/n0"])
+        await board.link_state(
+            LinkState.parse({"src": "bb://w/t/n1", "rel": "cites", "dst": ["bb://w/t/n0"]}),
+            author="a",
+        )
     finally:
         await board.close()
 
@@ -38,11 +54,17 @@ async def _read(url: str, count: int) -> tuple[dict[str, object], dict[str, obje
     await board.start()
     try:
         uris = [f"bb://w/t/n{i}" for i in range(count)]
-        read = await board.get_state(uris=uris, mode="ref", budget_tokens=100_000)
-        full = await board.get_state(
-            uris=["bb://w/t/n0", "bb://w/t/n1"], mode="full", budget_tokens=100_000
+        read = await board.get_state(
+            GetState.parse({"uris": uris, "mode": "ref", "budget_tokens": 100_000})
         )
-        found = await board.search_keys(workspace="w", q="walrus", limit=50)
+        full = await board.get_state(
+            GetState.parse(
+                {"uris": ["bb://w/t/n0", "bb://w/t/n1"], "mode": "full", "budget_tokens": 100_000}
+            )
+        )
+        found = await board.search_keys(
+            SearchKeys.parse({"q": "walrus", "limit": 50}), workspace="w"
+        )
         return {"read": read, "full": full}, found
     finally:
         await board.close()

@@ -21,7 +21,7 @@ from serve_support import kill_leftovers, start_serve, stop
 from support import TEST_JWT_SECRET, GatewayProcess, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, EmbeddedRedis
+from blackboard_mcp.store import Board, EmbeddedRedis, UpdateState
 
 # Over the offload threshold, with characters outside ASCII and a line ending of each kind.
 OFFLOADED = ("unicodé ✓ line\r\n" * 900) + "tail without newline"
@@ -210,7 +210,9 @@ async def test_export_shows_a_progress_bar_on_a_terminal_only(
     board = Board.from_url(redis_server.url)
     try:
         for i in range(3):
-            await board.update_state(author="a", uri=f"bb://{workspace}/t/n{i}", digest="d")
+            await board.update_state(
+                UpdateState.parse({"uri": f"bb://{workspace}/t/n{i}", "digest": "d"}), author="a"
+            )
     finally:
         await board.close()
     leader, follower = pty.openpty()

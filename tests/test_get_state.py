@@ -8,7 +8,14 @@ import orjson
 import pytest
 from store_support import uri
 
-from blackboard_mcp.store import Board, InvalidArgument, TiktokenCounter
+from blackboard_mcp.store import (
+    Board,
+    GetState,
+    InvalidArgument,
+    LinkState,
+    TiktokenCounter,
+    UpdateState,
+)
 
 AUTHOR = "agent"
 COUNTER = TiktokenCounter()
@@ -21,33 +28,41 @@ def real_tokens(response: dict[str, Any]) -> int:
 
 async def seed(board: Board) -> None:
     await board.update_state(
+        UpdateState.parse(
+            {
+                "uri": uri("text"),
+                "digest": "A text note.",
+                "body": "Some body text.",
+                "sources": [uri("origin")],
+                "confidence": 0.75,
+                "expect_version": 0,
+            }
+        ),
         author=AUTHOR,
-        uri=uri("text"),
-        digest="A text note.",
-        body="Some body text.",
-        sources=[uri("origin")],
-        confidence=0.75,
-        expect_version=0,
     )
     await board.update_state(
+        UpdateState.parse(
+            {
+                "uri": uri("tab"),
+                "digest": "Scores per team.",
+                "columns": ["team", "score", "note"],
+                "rows": [["red", 3, "ok"], ["blue", 5, "best"]],
+                "expect_version": 0,
+            }
+        ),
         author=AUTHOR,
-        uri=uri("tab"),
-        digest="Scores per team.",
-        columns=["team", "score", "note"],
-        rows=[["red", 3, "ok"], ["blue", 5, "best"]],
-        expect_version=0,
     )
 
 
 async def one(board: Board, address: str, **kwargs: Any) -> dict[str, Any]:
-    response = await board.get_state(uris=[address], **kwargs)
+    response = await board.get_state(GetState.parse({"uris": [address], **kwargs}))
     [item] = response["items"]
     return dict(item)
 
 
 async def test_response_envelope_has_the_documented_keys(board: Board) -> None:
     await seed(board)
-    response = await board.get_state(uris=[uri("text")])
+    response = await board.get_state(GetState.parse({"uris": [uri("text")]}))
     # get_state reports what it left out by position in ``uris`` (the caller holds the
     # addresses), not by repeating the addresses.
     assert set(response) == {
@@ -118,7 +133,7 @@ async def test_table_mode_returns_the_tsv(board: Board) -> None:
 
 async def test_table_mode_of_a_text_note_warns_and_gives_no_body(board: Board) -> None:
     await seed(board)
-    response = await board.get_state(uris=[uri("text")], mode="table")
+    response = await board.get_state(GetState.parse({"uris": [uri("text")], "mode": "table"}))
     [item] = response["items"]
     assert "table" not in item and "body" not in item
     assert response["warnings"] == [f"{uri('text')} is not a table; read it with mode=full"]
@@ -142,14 +157,18 @@ async def test_fields_mode_with_table_columns_returns_those_columns(board: Board
 
 async def test_fields_mode_warns_about_a_missing_column(board: Board) -> None:
     await seed(board)
-    response = await board.get_state(uris=[uri("tab")], mode="fields", fields=["team", "colour"])
+    response = await board.get_state(
+        GetState.parse({"uris": [uri("tab")], "mode": "fields", "fields": ["team", "colour"]})
+    )
     assert response["items"][0]["table"] == "team\nred\nblue"
     assert response["warnings"] == [f"{uri('tab')} has no column colour"]
 
 
 async def test_missing_uris_are_reported_per_uri_without_failing_the_batch(board: Board) -> None:
     await seed(board)
-    response = await board.get_state(uris=[uri("gone"), uri("text"), uri("also-gone")])
+    response = await board.get_state(
+        GetState.parse({"uris": [uri("gone"), uri("text"), uri("also-gone")]})
+    )
     items = response["items"]
     assert items[0] == {"uri": uri("gone"), "error": "not_found"}
     assert items[1]["digest"] == "A text note."
@@ -159,22 +178,29 @@ async def test_missing_uris_are_reported_per_uri_without_failing_the_batch(board
 
 async def test_duplicate_uris_are_collapsed(board: Board) -> None:
     await seed(board)
-    response = await board.get_state(uris=[uri("text"), uri("tab"), uri("text"), uri("tab")])
+    response = await board.get_state(
+        GetState.parse({"uris": [uri("text"), uri("tab"), uri("text"), uri("tab")]})
+    )
     assert [i["uri"] for i in response["items"]] == [uri("text"), uri("tab")]
 
 
 async def test_a_single_string_is_taken_as_one_uri(board: Board) -> None:
     await seed(board)
-    response = await board.get_state(uris=uri("text"))
+    response = await board.get_state(GetState.parse({"uris": uri("text")}))
     assert [i["uri"] for i in response["items"]] == [uri("text")]
 
 
 async def test_est_tokens_is_counted_at_write_time(board: Board) -> None:
     body = "The quick brown fox jumps over the lazy dog. " * 20
-    await board.update_state(author=AUTHOR, uri=uri("n"), digest="Foxes.", body=body)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("n"), "digest": "Foxes.", "body": body}), author=AUTHOR
+    )
     item = await one(board, uri("n"))
     assert item["est_tokens"] == COUNTER.count("Foxes.") + COUNTER.count(body)
-    await board.update_state(author=AUTHOR, uri=uri("n"), digest="Foxes.", append=" And more.")
+    await board.update_state(
+        UpdateState.parse({"uri": uri("n"), "digest": "Foxes.", "append": " And more."}),
+        author=AUTHOR,
+    )
     item = await one(board, uri("n"))
     assert item["est_tokens"] == COUNTER.count("Foxes.") + COUNTER.count(body + " And more.")
 
@@ -193,22 +219,30 @@ async def budget_notes(board: Board, count: int) -> list[str]:
     addresses = [uri(f"n{i:02d}") for i in range(count)]
     for i, address in enumerate(addresses):
         await board.update_state(
+            UpdateState.parse(
+                {
+                    "uri": address,
+                    "digest": f"Note {i}.",
+                    "body": f"Paragraph {i} " + "words and more words " * 30,
+                }
+            ),
             author=AUTHOR,
-            uri=address,
-            digest=f"Note {i}.",
-            body=f"Paragraph {i} " + "words and more words " * 30,
         )
     return addresses
 
 
 async def test_budget_adds_items_in_order_until_the_next_would_exceed_it(board: Board) -> None:
     addresses = await budget_notes(board, 10)
-    unlimited = await board.get_state(uris=addresses, mode="full", budget_tokens=100_000)
+    unlimited = await board.get_state(
+        GetState.parse({"uris": addresses, "mode": "full", "budget_tokens": 100_000})
+    )
     assert unlimited["truncated"] is False
     per_item = real_tokens({"items": [unlimited["items"][0]]}) - real_tokens({"items": []})
 
     budget = 700
-    response = await board.get_state(uris=addresses, mode="full", budget_tokens=budget)
+    response = await board.get_state(
+        GetState.parse({"uris": addresses, "mode": "full", "budget_tokens": budget})
+    )
     shown = len(response["items"])
     assert 1 <= shown < 10
     assert response["items"] == unlimited["items"][:shown]
@@ -223,11 +257,20 @@ async def test_budget_adds_items_in_order_until_the_next_would_exceed_it(board: 
 
 async def test_everything_after_the_first_omission_is_omitted(board: Board) -> None:
     # A big note first, then small ones: the small ones would fit but order is kept.
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="Small a.")
-    await board.update_state(author=AUTHOR, uri=uri("big"), digest="Big.", body="word " * 2000)
-    await board.update_state(author=AUTHOR, uri=uri("b"), digest="Small b.")
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "Small a."}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("big"), "digest": "Big.", "body": "word " * 2000}),
+        author=AUTHOR,
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("b"), "digest": "Small b."}), author=AUTHOR
+    )
     response = await board.get_state(
-        uris=[uri("a"), uri("big"), uri("b")], mode="full", budget_tokens=300
+        GetState.parse(
+            {"uris": [uri("a"), uri("big"), uri("b")], "mode": "full", "budget_tokens": 300}
+        )
     )
     assert [i["uri"] for i in response["items"]] == [uri("a")]
     assert response["omitted_at"] == [[1, 2]]
@@ -239,8 +282,12 @@ async def test_a_single_item_over_budget_is_cut_at_a_clean_boundary(board: Board
         " ".join(f"Sentence {p}.{s} says something useful." for s in range(6)) for p in range(40)
     ]
     body = "\n\n".join(paragraphs)
-    await board.update_state(author=AUTHOR, uri=uri("long"), digest="Long.", body=body)
-    response = await board.get_state(uris=[uri("long")], mode="full", budget_tokens=300)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("long"), "digest": "Long.", "body": body}), author=AUTHOR
+    )
+    response = await board.get_state(
+        GetState.parse({"uris": [uri("long")], "mode": "full", "budget_tokens": 300})
+    )
     [item] = response["items"]
     head = item["body"]
     assert 0 < len(head) < len(body)
@@ -257,8 +304,14 @@ async def test_a_single_item_over_budget_is_cut_at_a_clean_boundary(board: Board
 
 async def test_a_cut_prefers_a_paragraph_boundary(board: Board) -> None:
     body = "\n\n".join(["alpha " * 40, "beta " * 40, "gamma " * 400])
-    await board.update_state(author=AUTHOR, uri=uri("long"), digest="Long.", body=body)
-    [item] = (await board.get_state(uris=[uri("long")], mode="full", budget_tokens=300))["items"]
+    await board.update_state(
+        UpdateState.parse({"uri": uri("long"), "digest": "Long.", "body": body}), author=AUTHOR
+    )
+    [item] = (
+        await board.get_state(
+            GetState.parse({"uris": [uri("long")], "mode": "full", "budget_tokens": 300})
+        )
+    )["items"]
     assert item["body"] == "alpha " * 40 + "\n\n" + ("beta " * 40).rstrip()
 
 
@@ -269,21 +322,33 @@ async def test_spent_tokens_is_within_ten_percent_of_the_real_count(
 ) -> None:
     await seed(board)
     addresses = await budget_notes(board, 6)
-    await board.link_state(author=AUTHOR, src=uri("n00"), rel="supersedes", dst=[uri("n01")])
+    await board.link_state(
+        LinkState.parse({"src": uri("n00"), "rel": "supersedes", "dst": [uri("n01")]}),
+        author=AUTHOR,
+    )
     fields = ["author", "score", "links"] if mode == "fields" else None
     response = await board.get_state(
-        uris=[uri("tab"), uri("text"), *addresses, uri("missing")],
-        mode=mode,
-        fields=fields,
-        budget_tokens=budget,
+        GetState.parse(
+            {
+                "uris": [uri("tab"), uri("text"), *addresses, uri("missing")],
+                "mode": mode,
+                "fields": fields,
+                "budget_tokens": budget,
+            }
+        )
     )
     real = real_tokens(response)
     assert abs(response["spent_tokens"] - real) <= 0.1 * real, (response["spent_tokens"], real)
 
 
 async def test_spent_tokens_of_a_cut_item_is_within_ten_percent(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("long"), digest="Long.", body="word " * 3000)
-    response = await board.get_state(uris=[uri("long")], mode="full", budget_tokens=500)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("long"), "digest": "Long.", "body": "word " * 3000}),
+        author=AUTHOR,
+    )
+    response = await board.get_state(
+        GetState.parse({"uris": [uri("long")], "mode": "full", "budget_tokens": 500})
+    )
     assert "cut" in response["items"][0]
     real = real_tokens(response)
     assert abs(response["spent_tokens"] - real) <= 0.1 * real
@@ -306,35 +371,53 @@ async def test_invalid_mode_fields_or_budget_is_refused(
     board: Board, kwargs: dict[str, Any], argument: str
 ) -> None:
     with pytest.raises(InvalidArgument) as info:
-        await board.get_state(uris=[uri("text")], **kwargs)
+        await board.get_state(GetState.parse({"uris": [uri("text")], **kwargs}))
     assert info.value.details["argument"] == argument
 
 
 async def test_smallest_and_largest_budgets_are_accepted(board: Board) -> None:
     await seed(board)
     for budget in (100, 100_000):
-        response = await board.get_state(uris=[uri("text")], budget_tokens=budget)
+        response = await board.get_state(
+            GetState.parse({"uris": [uri("text")], "budget_tokens": budget})
+        )
         assert response["omitted"] + len(response["items"]) == 1
 
 
 async def test_links_and_warnings_into_unreadable_topics_are_hidden(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("claim", topic="pub"), digest="Claim.")
-    await board.update_state(author=AUTHOR, uri=uri("newer", topic="secret"), digest="Hidden.")
-    await board.update_state(author=AUTHOR, uri=uri("doubt", topic="pub"), digest="Doubt.")
-    await board.link_state(
-        author=AUTHOR,
-        src=uri("newer", topic="secret"),
-        rel="supersedes",
-        dst=[uri("claim", topic="pub")],
+    await board.update_state(
+        UpdateState.parse({"uri": uri("claim", topic="pub"), "digest": "Claim."}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("newer", topic="secret"), "digest": "Hidden."}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("doubt", topic="pub"), "digest": "Doubt."}), author=AUTHOR
     )
     await board.link_state(
+        LinkState.parse(
+            {
+                "src": uri("newer", topic="secret"),
+                "rel": "supersedes",
+                "dst": [uri("claim", topic="pub")],
+            }
+        ),
         author=AUTHOR,
-        src=uri("doubt", topic="pub"),
-        rel="contradicts",
-        dst=[uri("claim", topic="pub")],
+    )
+    await board.link_state(
+        LinkState.parse(
+            {
+                "src": uri("doubt", topic="pub"),
+                "rel": "contradicts",
+                "dst": [uri("claim", topic="pub")],
+            }
+        ),
+        author=AUTHOR,
     )
 
-    everything = await board.get_state(uris=[uri("claim", topic="pub")], mode="full")
+    everything = await board.get_state(
+        GetState.parse({"uris": [uri("claim", topic="pub")], "mode": "full"})
+    )
     assert everything["items"][0]["links"] == [
         {"rel": "contradicts", "from": uri("doubt", topic="pub")},
         {"rel": "supersedes", "from": uri("newer", topic="secret")},
@@ -342,7 +425,8 @@ async def test_links_and_warnings_into_unreadable_topics_are_hidden(board: Board
     assert len(everything["warnings"]) == 2
 
     response = await board.get_state(
-        uris=[uri("claim", topic="pub")], mode="full", readable=lambda t: t != "secret"
+        GetState.parse({"uris": [uri("claim", topic="pub")], "mode": "full"}),
+        readable=lambda t: t != "secret",
     )
     [item] = response["items"]
     assert item["links"] == [{"rel": "contradicts", "from": uri("doubt", topic="pub")}]
@@ -352,9 +436,9 @@ async def test_links_and_warnings_into_unreadable_topics_are_hidden(board: Board
     assert "secret" not in orjson.dumps(response).decode()
 
     fields = await board.get_state(
-        uris=[uri("claim", topic="pub")],
-        mode="fields",
-        fields=["links"],
+        GetState.parse(
+            {"uris": [uri("claim", topic="pub")], "mode": "fields", "fields": ["links"]}
+        ),
         readable=lambda t: t == "nothing",
     )
     assert fields["items"][0]["links"] == []
@@ -364,16 +448,28 @@ async def test_links_and_warnings_into_unreadable_topics_are_hidden(board: Board
 async def test_sources_in_topics_the_reader_may_not_read_are_counted_not_named(
     board: Board,
 ) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("plan", topic="vault"), digest="d", body="b")
-    await board.update_state(author=AUTHOR, uri=uri("open", topic="pub"), digest="d", body="b")
     await board.update_state(
+        UpdateState.parse({"uri": uri("plan", topic="vault"), "digest": "d", "body": "b"}),
         author=AUTHOR,
-        uri=uri("summary", topic="pub"),
-        digest="A summary.",
-        body="text",
-        sources=[uri("plan", topic="vault"), uri("open", topic="pub")],
     )
-    everything = await board.get_state(uris=[uri("summary", topic="pub")], mode="full")
+    await board.update_state(
+        UpdateState.parse({"uri": uri("open", topic="pub"), "digest": "d", "body": "b"}),
+        author=AUTHOR,
+    )
+    await board.update_state(
+        UpdateState.parse(
+            {
+                "uri": uri("summary", topic="pub"),
+                "digest": "A summary.",
+                "body": "text",
+                "sources": [uri("plan", topic="vault"), uri("open", topic="pub")],
+            }
+        ),
+        author=AUTHOR,
+    )
+    everything = await board.get_state(
+        GetState.parse({"uris": [uri("summary", topic="pub")], "mode": "full"})
+    )
     assert everything["items"][0]["sources"] == [
         uri("plan", topic="vault"),
         uri("open", topic="pub"),
@@ -382,9 +478,7 @@ async def test_sources_in_topics_the_reader_may_not_read_are_counted_not_named(
 
     for mode, fields in (("full", None), ("fields", ["sources"])):
         response = await board.get_state(
-            uris=[uri("summary", topic="pub")],
-            mode=mode,
-            fields=fields,
+            GetState.parse({"uris": [uri("summary", topic="pub")], "mode": mode, "fields": fields}),
             readable=lambda t: t == "pub",
         )
         [item] = response["items"]
@@ -396,14 +490,14 @@ async def test_sources_in_topics_the_reader_may_not_read_are_counted_not_named(
 
 async def test_missing_uris_count_against_the_budget_like_any_item(board: Board) -> None:
     missing = [uri(f"gone-{i}") for i in range(30)]
-    response = await board.get_state(uris=missing, budget_tokens=100)
+    response = await board.get_state(GetState.parse({"uris": missing, "budget_tokens": 100}))
     shown = [item["uri"] for item in response["items"]]
     assert all(item["error"] == "not_found" for item in response["items"])
     assert shown == missing[: len(shown)]
     assert response["omitted_at"] == [[len(shown), 29]]
     assert 0 < len(shown) < 30
     assert response["truncated"] is True and response["omitted"] == 30 - len(shown)
-    generous = await board.get_state(uris=missing, budget_tokens=5000)
+    generous = await board.get_state(GetState.parse({"uris": missing, "budget_tokens": 5000}))
     assert [item["uri"] for item in generous["items"]] == missing
     assert generous["truncated"] is False
 
@@ -411,7 +505,7 @@ async def test_missing_uris_count_against_the_budget_like_any_item(board: Board)
 async def test_fields_digest_and_version_are_fields_like_any_other(board: Board) -> None:
     await seed(board)
     response = await board.get_state(
-        uris=[uri("text")], mode="fields", fields=["digest", "version"]
+        GetState.parse({"uris": [uri("text")], "mode": "fields", "fields": ["digest", "version"]})
     )
     assert response["items"] == [{"uri": uri("text"), "digest": "A text note.", "version": 1}]
     assert "warnings" not in response
@@ -450,9 +544,13 @@ async def test_every_key_a_read_returns_can_be_asked_for_by_name(board: Board, n
 
 async def test_table_mode_fields_select_the_columns(board: Board) -> None:
     await seed(board)
-    response = await board.get_state(uris=[uri("tab")], mode="table", fields=["note", "team"])
+    response = await board.get_state(
+        GetState.parse({"uris": [uri("tab")], "mode": "table", "fields": ["note", "team"]})
+    )
     assert response["items"][0]["table"] == "note\tteam\nok\tred\nbest\tblue"
-    missing = await board.get_state(uris=[uri("tab")], mode="table", fields=["team", "colour"])
+    missing = await board.get_state(
+        GetState.parse({"uris": [uri("tab")], "mode": "table", "fields": ["team", "colour"]})
+    )
     assert missing["items"][0]["table"] == "team\nred\nblue"
     assert missing["warnings"] == [f"{uri('tab')} has no column colour"]
 
@@ -461,6 +559,8 @@ async def test_a_field_that_is_neither_a_key_nor_a_column_is_named_in_a_warning(
     board: Board,
 ) -> None:
     await seed(board)
-    response = await board.get_state(uris=[uri("text")], mode="fields", fields=["digest", "colour"])
+    response = await board.get_state(
+        GetState.parse({"uris": [uri("text")], "mode": "fields", "fields": ["digest", "colour"]})
+    )
     assert response["items"] == [{"uri": uri("text"), "digest": "A text note."}]
     assert response["warnings"] == [f"{uri('text')}: no field colour"]

@@ -19,7 +19,7 @@ import redis
 from lifecycle_support import on_redis, run_cli
 from support import child_process
 
-from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile
+from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile, GetState, UpdateState
 from blackboard_mcp.store.connection import _keys as keys
 from blackboard_mcp.store.connection import _redis_errors
 from blackboard_mcp.store.lifecycle._transfer import _BATCH, Imported, check_record
@@ -210,8 +210,12 @@ async def test_an_interrupted_import_says_how_far_it_got_and_running_it_again_co
     assert f"{notes - 1} links added" in again.stdout, again.stdout
     board = Board.from_url(redis_server.url)
     try:
-        last = await board.get_state(uris=[f"bb://{workspace}/t/n{notes - 1}"], mode="full")
-        first_note = await board.get_state(uris=[f"bb://{workspace}/t/n1"], mode="full")
+        last = await board.get_state(
+            GetState.parse({"uris": [f"bb://{workspace}/t/n{notes - 1}"], "mode": "full"})
+        )
+        first_note = await board.get_state(
+            GetState.parse({"uris": [f"bb://{workspace}/t/n1"], "mode": "full"})
+        )
     finally:
         await board.close()
     assert last["items"][0]["links"] == [{"rel": "cites", "to": f"bb://{workspace}/t/n{notes - 2}"}]
@@ -263,12 +267,20 @@ async def test_an_imports_size_and_token_counts_are_the_contents_not_the_files(
     board = Board.from_url(redis_server.url)
     try:
         await board.update_state(
-            author="a", uri=f"bb://{workspace}/t/same", digest="note 0", body=body
+            UpdateState.parse(
+                {"uri": f"bb://{workspace}/t/same", "digest": "note 0", "body": body}
+            ),
+            author="a",
         )
         got = await board.get_state(
-            uris=[f"bb://{workspace}/t/n0", f"bb://{workspace}/t/same"], mode="fields",
-            fields=["size", "est_tokens"],
-        )  # fmt: skip
+            GetState.parse(
+                {
+                    "uris": [f"bb://{workspace}/t/n0", f"bb://{workspace}/t/same"],
+                    "mode": "fields",
+                    "fields": ["size", "est_tokens"],
+                }
+            )
+        )
     finally:
         await board.close()
     imported, written = got["items"]

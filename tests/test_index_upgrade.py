@@ -11,7 +11,7 @@ import pytest
 import redis
 from store_support import raw
 
-from blackboard_mcp.store import Board, board_client
+from blackboard_mcp.store import Board, GetState, SearchKeys, UpdateState, board_client
 from blackboard_mcp.store.connection._keys import INDEX_NAME, NOTE_PREFIX, digest_index
 from blackboard_mcp.store.search._index import wait_until_indexed
 
@@ -74,10 +74,14 @@ async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_ind
     old = Board(client=board_client(redis_url))
     for i in range(30):
         await old.update_state(
+            UpdateState.parse(
+                {
+                    "uri": f"bb://up/t/n{i}",
+                    "digest": f"note {i} about walrus migration" if i == 7 else f"note {i}",
+                    "body": "the hidden word is ptarmigan" if i == 11 else "plain body",
+                }
+            ),
             author="a",
-            uri=f"bb://up/t/n{i}",
-            digest=f"note {i} about walrus migration" if i == 7 else f"note {i}",
-            body="the hidden word is ptarmigan" if i == 11 else "plain body",
         )
     await old.client.aclose()  # type: ignore[attr-defined]
     assert _indexes(redis_url) == {create[1]}
@@ -90,13 +94,13 @@ async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_ind
         info = await board.client.ft(INDEX_NAME).info()  # type: ignore[no-untyped-call]
         options = {o.decode() if isinstance(o, bytes) else o for o in info["index_options"]}
         assert {"NOOFFSETS", "NOFREQS", "NOFIELDS"} <= options
-        by_digest = await board.search_keys(workspace="up", q="walrus")
+        by_digest = await board.search_keys(SearchKeys.parse({"q": "walrus"}), workspace="up")
         assert [i["uri"] for i in by_digest["items"]] == ["bb://up/t/n7"]
         assert by_digest["items"][0]["digest"] == "note 7 about walrus migration"
-        by_body = await board.search_keys(workspace="up", q="ptarmigan")
+        by_body = await board.search_keys(SearchKeys.parse({"q": "ptarmigan"}), workspace="up")
         assert [i["uri"] for i in by_body["items"]] == ["bb://up/t/n11"]
         # The notes themselves were kept: dropped without DD.
-        read = await board.get_state(uris=["bb://up/t/n11"], mode="full")
+        read = await board.get_state(GetState.parse({"uris": ["bb://up/t/n11"], "mode": "full"}))
         assert read["items"][0]["body"] == "the hidden word is ptarmigan"
         # A second start (another worker, a restart) has nothing left to drop.
         await board.start()
@@ -108,7 +112,10 @@ async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_ind
 async def test_the_embedded_redis_keeps_a_kilobyte_note_in_one_listpack(
     redis_url: str, board: Board
 ) -> None:
-    await board.update_state(author="a", uri="bb://ws/t/big", digest="d", body="word " * 220)
+    await board.update_state(
+        UpdateState.parse({"uri": "bb://ws/t/big", "digest": "d", "body": "word " * 220}),
+        author="a",
+    )
     client = redis.Redis.from_url(redis_url)
     try:
         [key] = client.keys(f"{NOTE_PREFIX}*")

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from store_support import WS, uri
 
-from blackboard_mcp.store import Board, InvalidArgument, TiktokenCounter
+from blackboard_mcp.store import Board, InvalidArgument, ListKeys, TiktokenCounter, UpdateState
 
 AUTHOR = "agent"
 COUNTER = TiktokenCounter()
@@ -20,7 +20,10 @@ def uris(response: dict[str, Any]) -> list[str]:
 
 async def write(board: Board, path: str, times: int = 1, *, topic: str = "t") -> None:
     for _ in range(times):
-        await board.update_state(author=AUTHOR, uri=uri(path, topic=topic), digest=f"About {path}.")
+        await board.update_state(
+            UpdateState.parse({"uri": uri(path, topic=topic), "digest": f"About {path}."}),
+            author=AUTHOR,
+        )
 
 
 async def three_notes(board: Board) -> None:
@@ -31,7 +34,7 @@ async def three_notes(board: Board) -> None:
 
 async def test_default_order_is_most_recently_written_first(board: Board) -> None:
     await three_notes(board)
-    response = await board.list_keys(workspace=WS, topic="t")
+    response = await board.list_keys(ListKeys.parse({"topic": "t"}), workspace=WS)
     assert uris(response) == [uri("alpha"), uri("charlie"), uri("bravo")]
     assert response["items"][0] == {
         "uri": uri("alpha"),
@@ -46,18 +49,22 @@ async def test_default_order_is_most_recently_written_first(board: Board) -> Non
 async def test_rewriting_a_note_moves_it_to_the_front(board: Board) -> None:
     await three_notes(board)
     await write(board, "bravo")
-    assert uris(await board.list_keys(workspace=WS, topic="t"))[0] == uri("bravo")
+    assert uris(await board.list_keys(ListKeys.parse({"topic": "t"}), workspace=WS))[0] == uri(
+        "bravo"
+    )
 
 
 async def test_order_name_is_alphabetical(board: Board) -> None:
     await three_notes(board)
-    response = await board.list_keys(workspace=WS, topic="t", order="name")
+    response = await board.list_keys(ListKeys.parse({"topic": "t", "order": "name"}), workspace=WS)
     assert uris(response) == [uri("alpha"), uri("bravo"), uri("charlie")]
 
 
 async def test_order_version_is_highest_version_first(board: Board) -> None:
     await three_notes(board)
-    response = await board.list_keys(workspace=WS, topic="t", order="version")
+    response = await board.list_keys(
+        ListKeys.parse({"topic": "t", "order": "version"}), workspace=WS
+    )
     assert [(i["uri"], i["version"]) for i in response["items"]] == [
         (uri("bravo"), 3),
         (uri("alpha"), 2),
@@ -69,49 +76,70 @@ async def test_kind_filter_lists_only_that_kind(board: Board) -> None:
     await three_notes(board)
     for name in ("t1", "t2"):
         await board.update_state(
-            author=AUTHOR, uri=uri(name), digest="A table.", columns=["a"], rows=[["1"]]
+            UpdateState.parse(
+                {"uri": uri(name), "digest": "A table.", "columns": ["a"], "rows": [["1"]]}
+            ),
+            author=AUTHOR,
         )
-    tables = await board.list_keys(workspace=WS, topic="t", kind="table")
+    tables = await board.list_keys(ListKeys.parse({"topic": "t", "kind": "table"}), workspace=WS)
     assert uris(tables) == [uri("t2"), uri("t1")]
-    texts = await board.list_keys(workspace=WS, topic="t", kind="text", order="name")
+    texts = await board.list_keys(
+        ListKeys.parse({"topic": "t", "kind": "text", "order": "name"}), workspace=WS
+    )
     assert uris(texts) == [uri("alpha"), uri("bravo"), uri("charlie")]
-    by_version = await board.list_keys(workspace=WS, topic="t", kind="text", order="version")
+    by_version = await board.list_keys(
+        ListKeys.parse({"topic": "t", "kind": "text", "order": "version"}), workspace=WS
+    )
     assert uris(by_version) == [uri("bravo"), uri("alpha"), uri("charlie")]
-    assert (await board.list_keys(workspace=WS, topic="t", kind="summary"))["items"] == []
+    assert (await board.list_keys(ListKeys.parse({"topic": "t", "kind": "summary"}), workspace=WS))[
+        "items"
+    ] == []
 
 
 async def test_a_note_that_changes_kind_is_listed_under_its_new_kind_only(board: Board) -> None:
     await write(board, "x")
     await board.update_state(
-        author=AUTHOR, uri=uri("x"), digest="Now a table.", columns=["a"], rows=[]
+        UpdateState.parse(
+            {"uri": uri("x"), "digest": "Now a table.", "columns": ["a"], "rows": []}
+        ),
+        author=AUTHOR,
     )
-    assert uris(await board.list_keys(workspace=WS, topic="t", kind="table")) == [uri("x")]
-    assert (await board.list_keys(workspace=WS, topic="t", kind="text"))["items"] == []
+    assert uris(
+        await board.list_keys(ListKeys.parse({"topic": "t", "kind": "table"}), workspace=WS)
+    ) == [uri("x")]
+    assert (await board.list_keys(ListKeys.parse({"topic": "t", "kind": "text"}), workspace=WS))[
+        "items"
+    ] == []
 
 
 async def test_limit_gives_next_and_after_continues_the_listing(board: Board) -> None:
     for i in range(5):
         await write(board, f"n{i}")
-    limited = await board.list_keys(workspace=WS, topic="t", limit=3)
+    limited = await board.list_keys(ListKeys.parse({"topic": "t", "limit": 3}), workspace=WS)
     assert uris(limited) == [uri("n4"), uri("n3"), uri("n2")]
     assert isinstance(limited["next"], str) and "more" not in limited
-    rest = await board.list_keys(workspace=WS, topic="t", limit=3, after=limited["next"])
+    rest = await board.list_keys(
+        ListKeys.parse({"topic": "t", "limit": 3, "after": limited["next"]}), workspace=WS
+    )
     assert uris(rest) == [uri("n1"), uri("n0")]
     assert "next" not in rest
-    exact = await board.list_keys(workspace=WS, topic="t", limit=5)
+    exact = await board.list_keys(ListKeys.parse({"topic": "t", "limit": 5}), workspace=WS)
     assert len(exact["items"]) == 5
     assert "next" not in exact
-    named = await board.list_keys(workspace=WS, topic="t", limit=2, order="name")
+    named = await board.list_keys(
+        ListKeys.parse({"topic": "t", "limit": 2, "order": "name"}), workspace=WS
+    )
     assert uris(named) == [uri("n0"), uri("n1")]
     named = await board.list_keys(
-        workspace=WS, topic="t", limit=2, order="name", after=named["next"]
+        ListKeys.parse({"topic": "t", "limit": 2, "order": "name", "after": named["next"]}),
+        workspace=WS,
     )
     assert uris(named) == [uri("n2"), uri("n3")]
 
 
 async def test_table_mode_is_one_header_line_plus_tsv_rows(board: Board) -> None:
     await three_notes(board)
-    response = await board.list_keys(workspace=WS, topic="t", mode="table")
+    response = await board.list_keys(ListKeys.parse({"topic": "t", "mode": "table"}), workspace=WS)
     assert response["items"] == []
     lines = response["table"].split("\n")
     assert lines[0] == "uri\tdigest\tversion\test_tokens"
@@ -125,7 +153,7 @@ async def test_table_mode_is_one_header_line_plus_tsv_rows(board: Board) -> None
 async def test_table_mode_fields_select_the_columns_after_the_address(board: Board) -> None:
     await write(board, "a")
     response = await board.list_keys(
-        workspace=WS, topic="t", mode="table", fields=["kind", "author"]
+        ListKeys.parse({"topic": "t", "mode": "table", "fields": ["kind", "author"]}), workspace=WS
     )
     header, row = response["table"].split("\n")
     assert header == "uri\tkind\tauthor"
@@ -135,8 +163,8 @@ async def test_table_mode_fields_select_the_columns_after_the_address(board: Boa
 async def test_table_mode_costs_fewer_tokens_than_digest_mode(board: Board) -> None:
     for i in range(10):
         await write(board, f"finding-{i}")
-    table = await board.list_keys(workspace=WS, topic="t", mode="table")
-    digest = await board.list_keys(workspace=WS, topic="t", mode="digest")
+    table = await board.list_keys(ListKeys.parse({"topic": "t", "mode": "table"}), workspace=WS)
+    digest = await board.list_keys(ListKeys.parse({"topic": "t", "mode": "digest"}), workspace=WS)
     assert len(table["table"].split("\n")) == 1 + len(digest["items"]) == 11
     assert table["spent_tokens"] < digest["spent_tokens"]
     real_table = COUNTER.count(orjson.dumps(table).decode())
@@ -148,7 +176,8 @@ async def test_table_mode_respects_the_budget(board: Board) -> None:
     for i in range(30):
         await write(board, f"finding-{i:02d}")
     response = await board.list_keys(
-        workspace=WS, topic="t", mode="table", limit=30, budget_tokens=200
+        ListKeys.parse({"topic": "t", "mode": "table", "limit": 30, "budget_tokens": 200}),
+        workspace=WS,
     )
     rows = response["table"].split("\n")[1:]
     assert 0 < len(rows) < 30
@@ -158,12 +187,16 @@ async def test_table_mode_respects_the_budget(board: Board) -> None:
     listed = [row.split("\t")[0] for row in rows]
     while "next" in response:
         response = await board.list_keys(
+            ListKeys.parse(
+                {
+                    "topic": "t",
+                    "mode": "table",
+                    "limit": 30,
+                    "budget_tokens": 200,
+                    "after": response["next"],
+                }
+            ),
             workspace=WS,
-            topic="t",
-            mode="table",
-            limit=30,
-            budget_tokens=200,
-            after=response["next"],
         )
         listed += [row.split("\t")[0] for row in response["table"].split("\n")[1:]]
     assert listed == [uri(f"finding-{i:02d}") for i in reversed(range(30))]
@@ -173,13 +206,17 @@ async def test_no_topic_lists_readable_topics_only_and_warns(board: Board) -> No
     await write(board, "a", topic="plans")
     await write(board, "b", topic="secret")
     await write(board, "c", topic="facts")
-    response = await board.list_keys(workspace=WS, readable=lambda t: t != "secret")
+    response = await board.list_keys(
+        ListKeys.parse({}), workspace=WS, readable=lambda t: t != "secret"
+    )
     assert uris(response) == [uri("c", topic="facts"), uri("a", topic="plans")]
     assert response["warnings"][0].startswith("no topic given")
     assert "(2)" in response["warnings"][0]
     assert "secret" not in orjson.dumps(response).decode()
 
-    table = await board.list_keys(workspace=WS, mode="table", readable=lambda t: t != "secret")
+    table = await board.list_keys(
+        ListKeys.parse({"mode": "table"}), workspace=WS, readable=lambda t: t != "secret"
+    )
     assert "secret" not in table["table"]
     assert table["warnings"][0].startswith("no topic given")
 
@@ -187,26 +224,32 @@ async def test_no_topic_lists_readable_topics_only_and_warns(board: Board) -> No
 async def test_a_named_topic_lists_only_that_topic(board: Board) -> None:
     await write(board, "a", topic="plans")
     await write(board, "b", topic="facts")
-    response = await board.list_keys(workspace=WS, topic="facts")
+    response = await board.list_keys(ListKeys.parse({"topic": "facts"}), workspace=WS)
     assert uris(response) == [uri("b", topic="facts")]
     assert "warnings" not in response
 
 
 async def test_a_named_unreadable_topic_lists_nothing(board: Board) -> None:
     await write(board, "b", topic="secret")
-    response = await board.list_keys(workspace=WS, topic="secret", readable=lambda t: t != "secret")
+    response = await board.list_keys(
+        ListKeys.parse({"topic": "secret"}), workspace=WS, readable=lambda t: t != "secret"
+    )
     assert response["items"] == []
 
 
 async def test_other_workspaces_are_never_listed(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri="bb://other/t/x", digest="Theirs.")
+    await board.update_state(
+        UpdateState.parse({"uri": "bb://other/t/x", "digest": "Theirs."}), author=AUTHOR
+    )
     await write(board, "mine")
-    assert uris(await board.list_keys(workspace=WS, topic="t")) == [uri("mine")]
-    assert uris(await board.list_keys(workspace=WS)) == [uri("mine")]
+    assert uris(await board.list_keys(ListKeys.parse({"topic": "t"}), workspace=WS)) == [
+        uri("mine")
+    ]
+    assert uris(await board.list_keys(ListKeys.parse({}), workspace=WS)) == [uri("mine")]
 
 
 async def test_empty_topic_is_an_empty_listing(board: Board) -> None:
-    response = await board.list_keys(workspace=WS, topic="nothing-here")
+    response = await board.list_keys(ListKeys.parse({"topic": "nothing-here"}), workspace=WS)
     assert (response["items"], response["truncated"], response["cursor"]) == ([], False, 0)
 
 
@@ -219,7 +262,7 @@ async def test_paging_with_cursor_walks_every_change_once_in_seq_order(board: Bo
     seen: list[tuple[str, int]] = []
     cursor = 0
     for _ in range(20):
-        page = await board.list_keys(workspace=WS, cursor=cursor, limit=4)
+        page = await board.list_keys(ListKeys.parse({"cursor": cursor, "limit": 4}), workspace=WS)
         seen.extend((i["uri"], i["version"]) for i in page["items"])
         assert page["cursor"] >= cursor
         cursor = page["cursor"]
@@ -235,22 +278,28 @@ async def test_paging_with_cursor_walks_every_change_once_in_seq_order(board: Bo
     assert dict(seen)[uri("a2")] == 2
     assert cursor == 15
 
-    later = await board.list_keys(workspace=WS, cursor=cursor)
+    later = await board.list_keys(ListKeys.parse({"cursor": cursor}), workspace=WS)
     assert later["items"] == []
     await write(board, "new")
-    assert uris(await board.list_keys(workspace=WS, cursor=cursor)) == [uri("new")]
+    assert uris(await board.list_keys(ListKeys.parse({"cursor": cursor}), workspace=WS)) == [
+        uri("new")
+    ]
 
 
 async def test_paging_with_a_small_budget_still_walks_every_change_once(board: Board) -> None:
     for i in range(12):
         await board.update_state(
-            author=AUTHOR, uri=uri(f"n{i:02d}"), digest=f"Note {i} " + "padding words " * 20
+            UpdateState.parse(
+                {"uri": uri(f"n{i:02d}"), "digest": f"Note {i} " + "padding words " * 20}
+            ),
+            author=AUTHOR,
         )
     seen: list[str] = []
     cursor = 0
     for _ in range(40):
         page = await board.list_keys(
-            workspace=WS, topic="t", cursor=cursor, limit=5, budget_tokens=250
+            ListKeys.parse({"topic": "t", "cursor": cursor, "limit": 5, "budget_tokens": 250}),
+            workspace=WS,
         )
         seen.extend(uris(page))
         assert page["items"], "a page made no progress"
@@ -280,19 +329,23 @@ async def test_invalid_list_arguments_are_refused(
     board: Board, kwargs: dict[str, Any], argument: str
 ) -> None:
     with pytest.raises(InvalidArgument) as info:
-        await board.list_keys(workspace=WS, **kwargs)
+        await board.list_keys(ListKeys.parse({**kwargs}), workspace=WS)
     assert info.value.details["argument"] == argument
 
 
 async def test_digest_mode_fields_name_exactly_what_each_item_holds(board: Board) -> None:
     await write(board, "a")
-    response = await board.list_keys(workspace=WS, topic="t", fields=["version", "author"])
+    response = await board.list_keys(
+        ListKeys.parse({"topic": "t", "fields": ["version", "author"]}), workspace=WS
+    )
     assert response["items"] == [{"uri": uri("a"), "version": 1, "author": AUTHOR}]
 
 
 async def test_content_is_not_a_listing_field(board: Board) -> None:
     with pytest.raises(InvalidArgument) as info:
-        await board.list_keys(workspace=WS, topic="t", mode="table", fields=["body"])
+        await board.list_keys(
+            ListKeys.parse({"topic": "t", "mode": "table", "fields": ["body"]}), workspace=WS
+        )
     assert info.value.details["argument"] == "fields"
 
 
@@ -300,7 +353,7 @@ async def _walk(board: Board, **args: Any) -> list[str]:
     seen: list[str] = []
     after = None
     for _ in range(100):
-        page = await board.list_keys(workspace=WS, after=after, **args)
+        page = await board.list_keys(ListKeys.parse({"after": after, **args}), workspace=WS)
         seen += uris(page)
         if "next" not in page:
             return seen
@@ -313,11 +366,14 @@ async def test_version_order_resumes_in_place_when_the_last_note_shown_is_rewrit
 ) -> None:
     for name in ("a", "b", "c", "d", "e"):
         await write(board, name)  # all at version 1: one run of ties, in name order
-    page = await board.list_keys(workspace=WS, topic="t", order="version", limit=2)
+    page = await board.list_keys(
+        ListKeys.parse({"topic": "t", "order": "version", "limit": 2}), workspace=WS
+    )
     assert uris(page) == [uri("a"), uri("b")]
     await write(board, "b")  # b moves to version 2; its old place must still be found
     rest = await board.list_keys(
-        workspace=WS, topic="t", order="version", limit=10, after=page["next"]
+        ListKeys.parse({"topic": "t", "order": "version", "limit": 10, "after": page["next"]}),
+        workspace=WS,
     )
     assert uris(rest) == [uri("c"), uri("d"), uri("e")]
 
@@ -328,11 +384,15 @@ async def test_kind_filtered_pages_over_several_topics_list_each_note_once(board
         for i in range(7):
             if i % 3 == 0:
                 await board.update_state(
+                    UpdateState.parse(
+                        {
+                            "uri": uri(f"x{i}", topic=topic),
+                            "digest": "T.",
+                            "columns": ["a"],
+                            "rows": [["1"]],
+                        }
+                    ),
                     author=AUTHOR,
-                    uri=uri(f"x{i}", topic=topic),
-                    digest="T.",
-                    columns=["a"],
-                    rows=[["1"]],
                 )
                 expected.append(uri(f"x{i}", topic=topic))
             else:
@@ -349,12 +409,16 @@ async def test_kind_filtered_pages_over_several_topics_list_each_note_once(board
 async def test_a_change_feed_pages_with_next_like_any_listing(board: Board) -> None:
     for i in range(9):
         await write(board, f"c{i}")
-    first = await board.list_keys(workspace=WS, topic="t", cursor=3, limit=2)
+    first = await board.list_keys(
+        ListKeys.parse({"topic": "t", "cursor": 3, "limit": 2}), workspace=WS
+    )
     assert uris(first) == [uri("c3"), uri("c4")]
     listed = uris(first)
     after = first["next"]
     while after:
-        page = await board.list_keys(workspace=WS, topic="t", cursor=3, limit=2, after=after)
+        page = await board.list_keys(
+            ListKeys.parse({"topic": "t", "cursor": 3, "limit": 2, "after": after}), workspace=WS
+        )
         listed += uris(page)
         after = page.get("next")
     assert listed == [uri(f"c{i}") for i in range(3, 9)]

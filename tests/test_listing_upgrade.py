@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from store_support import raw
 
-from blackboard_mcp.store import Board, board_client
+from blackboard_mcp.store import Board, ListKeys, UpdateState, board_client
 
 WS = "up"
 
@@ -30,13 +30,27 @@ async def _write_old_board(url: str) -> list[str]:
             address = f"bb://{WS}/{topic}/n{i}"
             if i % 3 == 0:
                 await board.update_state(
-                    author="x", uri=address, digest=f"table {i}", columns=["c"], rows=[[str(i)]]
+                    UpdateState.parse(
+                        {
+                            "uri": address,
+                            "digest": f"table {i}",
+                            "columns": ["c"],
+                            "rows": [[str(i)]],
+                        }
+                    ),
+                    author="x",
                 )
             else:
-                await board.update_state(author="x", uri=address, digest=f"note {i}", body="b")
+                await board.update_state(
+                    UpdateState.parse({"uri": address, "digest": f"note {i}", "body": "b"}),
+                    author="x",
+                )
             written.append(address)
         # n1 written again: it moves to the front of the recent order.
-        await board.update_state(author="x", uri=f"bb://{WS}/a/n1", digest="again", body="c")
+        await board.update_state(
+            UpdateState.parse({"uri": f"bb://{WS}/a/n1", "digest": "again", "body": "c"}),
+            author="x",
+        )
         written.remove(f"bb://{WS}/a/n1")
         written.append(f"bb://{WS}/a/n1")
     finally:
@@ -63,23 +77,31 @@ async def test_an_old_board_lists_recent_and_changes_the_same_and_loses_its_rece
     try:
         await board.start()
         assert client.exists(_old_recency_key("a"), _old_recency_key("b")) == 0
-        listed = await board.list_keys(workspace=WS, order="recent", limit=50)
+        listed = await board.list_keys(
+            ListKeys.parse({"order": "recent", "limit": 50}), workspace=WS
+        )
         assert [i["uri"] for i in listed["items"]] == written[::-1]
         # Walked a page at a time, the same order.
         pages: list[str] = []
         after = None
         while True:
-            page = await board.list_keys(workspace=WS, order="recent", limit=4, after=after)
+            page = await board.list_keys(
+                ListKeys.parse({"order": "recent", "limit": 4, "after": after}), workspace=WS
+            )
             pages += [i["uri"] for i in page["items"]]
             after = page.get("next")
             if after is None:
                 break
         assert pages == written[::-1]
-        changes = await board.list_keys(workspace=WS, cursor=0, limit=50)
+        changes = await board.list_keys(ListKeys.parse({"cursor": 0, "limit": 50}), workspace=WS)
         assert [i["uri"] for i in changes["items"]] == written
-        await board.update_state(author="x", uri=f"bb://{WS}/b/n0", digest="new", body="d")
+        await board.update_state(
+            UpdateState.parse({"uri": f"bb://{WS}/b/n0", "digest": "new", "body": "d"}), author="x"
+        )
         assert client.exists(_old_recency_key("b")) == 0
-        latest = await board.list_keys(workspace=WS, order="recent", limit=1)
+        latest = await board.list_keys(
+            ListKeys.parse({"order": "recent", "limit": 1}), workspace=WS
+        )
         assert [i["uri"] for i in latest["items"]] == [f"bb://{WS}/b/n0"]
     finally:
         client.close()

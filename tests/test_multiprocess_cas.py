@@ -7,7 +7,7 @@ import multiprocessing
 
 import pytest
 
-from blackboard_mcp.store import Board, Conflict, Contended
+from blackboard_mcp.store import Board, Conflict, Contended, GetState, UpdateState
 
 PROCESSES = 8
 INCREMENTS = 50
@@ -22,15 +22,21 @@ async def _increment_many(url: str, times: int) -> int:
     try:
         for _ in range(times):
             while True:
-                response = await board.get_state(uris=[COUNTER], mode="full")
+                response = await board.get_state(
+                    GetState.parse({"uris": [COUNTER], "mode": "full"})
+                )
                 [item] = response["items"]
                 try:
                     await board.update_state(
+                        UpdateState.parse(
+                            {
+                                "uri": COUNTER,
+                                "digest": "A shared counter.",
+                                "body": str(int(item["body"]) + 1),
+                                "expect_version": item["version"],
+                            }
+                        ),
                         author="counter",
-                        uri=COUNTER,
-                        digest="A shared counter.",
-                        body=str(int(item["body"]) + 1),
-                        expect_version=item["version"],
                     )
                     break
                 except (Conflict, Contended):
@@ -49,14 +55,17 @@ async def test_eight_processes_incrementing_one_counter_lose_no_update(
     board: Board, redis_url: str
 ) -> None:
     await board.update_state(
-        author="setup", uri=COUNTER, digest="A shared counter.", body="0", expect_version=0
+        UpdateState.parse(
+            {"uri": COUNTER, "digest": "A shared counter.", "body": "0", "expect_version": 0}
+        ),
+        author="setup",
     )
     context = multiprocessing.get_context("spawn")
     with context.Pool(PROCESSES) as pool:
         pending = pool.starmap_async(increment_worker, [(redis_url, INCREMENTS)] * PROCESSES)
         conflicts = await asyncio.to_thread(pending.get, 120)
 
-    response = await board.get_state(uris=[COUNTER], mode="full")
+    response = await board.get_state(GetState.parse({"uris": [COUNTER], "mode": "full"}))
     [item] = response["items"]
     assert item["body"] == str(PROCESSES * INCREMENTS)
     assert item["version"] == PROCESSES * INCREMENTS + 1

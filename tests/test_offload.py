@@ -6,7 +6,7 @@ import hashlib
 
 from store_support import raw, uri
 
-from blackboard_mcp.store import Board
+from blackboard_mcp.store import Board, GetState, SearchKeys, UpdateState
 
 AUTHOR = "agent"
 # Multibyte on purpose: the threshold is in bytes, and a blob must round-trip every one.
@@ -39,7 +39,9 @@ def refcounts(redis_url: str) -> dict[str, int]:
 
 
 async def full_body(board: Board, address: str) -> str:
-    response = await board.get_state(uris=[address], mode="full", budget_tokens=100_000)
+    response = await board.get_state(
+        GetState.parse({"uris": [address], "mode": "full", "budget_tokens": 100_000})
+    )
     [item] = response["items"]
     assert "cut" not in item
     return str(item["body"])
@@ -52,7 +54,10 @@ def sha(text: str) -> str:
 async def test_large_body_is_stored_outside_the_note(board: Board, redis_url: str) -> None:
     assert len(LARGE.encode()) > 10 * 1024
     await board.update_state(
-        author=AUTHOR, uri=uri("big"), digest="Big.", body=LARGE, expect_version=0
+        UpdateState.parse(
+            {"uri": uri("big"), "digest": "Big.", "body": LARGE, "expect_version": 0}
+        ),
+        author=AUTHOR,
     )
     stored = note_hash(redis_url, "t/big")
     assert stored["body"] == ""
@@ -64,23 +69,31 @@ async def test_large_body_is_stored_outside_the_note(board: Board, redis_url: st
 
 async def test_body_at_the_threshold_stays_inline(board: Board, redis_url: str) -> None:
     exactly = "x" * (10 * 1024)
-    await board.update_state(author=AUTHOR, uri=uri("edge"), digest="d", body=exactly)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("edge"), "digest": "d", "body": exactly}), author=AUTHOR
+    )
     assert note_hash(redis_url, "t/edge")["body"] == exactly
     assert blob_keys(redis_url) == set()
-    await board.update_state(author=AUTHOR, uri=uri("edge"), digest="d", body=exactly + "y")
+    await board.update_state(
+        UpdateState.parse({"uri": uri("edge"), "digest": "d", "body": exactly + "y"}), author=AUTHOR
+    )
     assert note_hash(redis_url, "t/edge")["body"] == ""
     assert len(blob_keys(redis_url)) == 1
 
 
 async def test_full_read_returns_an_offloaded_body_byte_for_byte(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("big"), digest="Big.", body=LARGE)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("big"), "digest": "Big.", "body": LARGE}), author=AUTHOR
+    )
     body = await full_body(board, uri("big"))
     assert body.encode() == LARGE.encode()
 
 
 async def test_digest_read_of_an_offloaded_note_does_not_carry_the_body(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("big"), digest="Big.", body=LARGE)
-    [item] = (await board.get_state(uris=[uri("big")]))["items"]
+    await board.update_state(
+        UpdateState.parse({"uri": uri("big"), "digest": "Big.", "body": LARGE}), author=AUTHOR
+    )
+    [item] = (await board.get_state(GetState.parse({"uris": [uri("big")]})))["items"]
     assert "body" not in item
     assert item["est_tokens"] == board.counter.count("Big.") + board.counter.count(LARGE)
 
@@ -88,8 +101,12 @@ async def test_digest_read_of_an_offloaded_note_does_not_carry_the_body(board: B
 async def test_two_notes_with_the_same_large_body_share_one_blob(
     board: Board, redis_url: str
 ) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.", body=LARGE)
-    await board.update_state(author=AUTHOR, uri=uri("b"), digest="B.", body=LARGE)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": LARGE}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("b"), "digest": "B.", "body": LARGE}), author=AUTHOR
+    )
     assert blob_keys(redis_url) == {f"bbb:{{ws}}:{sha(LARGE)}"}
     assert refcounts(redis_url) == {sha(LARGE): 2}
     assert await full_body(board, uri("a")) == LARGE
@@ -99,16 +116,24 @@ async def test_two_notes_with_the_same_large_body_share_one_blob(
 async def test_blob_is_kept_while_another_note_uses_it_and_freed_after(
     board: Board, redis_url: str
 ) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.", body=LARGE)
-    await board.update_state(author=AUTHOR, uri=uri("b"), digest="B.", body=LARGE)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": LARGE}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("b"), "digest": "B.", "body": LARGE}), author=AUTHOR
+    )
 
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A small.", body="small")
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A small.", "body": "small"}), author=AUTHOR
+    )
     assert blob_keys(redis_url) == {f"bbb:{{ws}}:{sha(LARGE)}"}
     assert refcounts(redis_url) == {sha(LARGE): 1}
     assert await full_body(board, uri("a")) == "small"
     assert await full_body(board, uri("b")) == LARGE
 
-    await board.update_state(author=AUTHOR, uri=uri("b"), digest="B small.", body="tiny")
+    await board.update_state(
+        UpdateState.parse({"uri": uri("b"), "digest": "B small.", "body": "tiny"}), author=AUTHOR
+    )
     assert blob_keys(redis_url) == set()
     assert refcounts(redis_url) == {}
     assert note_hash(redis_url, "t/b")["blob"] == ""
@@ -118,8 +143,12 @@ async def test_blob_is_kept_while_another_note_uses_it_and_freed_after(
 async def test_replacing_one_large_body_with_another_frees_the_old_blob(
     board: Board, redis_url: str
 ) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.", body=LARGE)
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.", body=OTHER_LARGE)
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": LARGE}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": OTHER_LARGE}), author=AUTHOR
+    )
     assert blob_keys(redis_url) == {f"bbb:{{ws}}:{sha(OTHER_LARGE)}"}
     assert refcounts(redis_url) == {sha(OTHER_LARGE): 1}
     assert await full_body(board, uri("a")) == OTHER_LARGE
@@ -129,16 +158,25 @@ async def test_rewriting_the_same_large_body_keeps_one_reference(
     board: Board, redis_url: str
 ) -> None:
     for _ in range(3):
-        await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.", body=LARGE)
+        await board.update_state(
+            UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": LARGE}), author=AUTHOR
+        )
     assert refcounts(redis_url) == {sha(LARGE): 1}
-    await board.update_state(author=AUTHOR, uri=uri("a"), digest="A.", body="small")
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": "small"}), author=AUTHOR
+    )
     assert blob_keys(redis_url) == set()
 
 
 async def test_offloaded_body_is_found_by_search(board: Board) -> None:
-    await board.update_state(author=AUTHOR, uri=uri("big"), digest="Greetings.", body=LARGE)
-    await board.update_state(author=AUTHOR, uri=uri("small"), digest="Other.", body="nothing")
-    result = await board.search_keys(workspace="ws", q="zebra")
+    await board.update_state(
+        UpdateState.parse({"uri": uri("big"), "digest": "Greetings.", "body": LARGE}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("small"), "digest": "Other.", "body": "nothing"}),
+        author=AUTHOR,
+    )
+    result = await board.search_keys(SearchKeys.parse({"q": "zebra"}), workspace="ws")
     assert [i["uri"] for i in result["items"]] == [uri("big")]
-    result = await board.search_keys(workspace="ws", q="\u6771\u4eac")
+    result = await board.search_keys(SearchKeys.parse({"q": "\u6771\u4eac"}), workspace="ws")
     assert [i["uri"] for i in result["items"]] == [uri("big")]

@@ -20,7 +20,7 @@ import pytest
 from support import GatewayProcess, agent_token, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, EmbeddedRedis, Overloaded, Unavailable, free_port
+from blackboard_mcp.store import Board, EmbeddedRedis, GetState, Overloaded, Unavailable, free_port
 
 CONCURRENT_CALLS = 1000
 
@@ -183,7 +183,7 @@ async def test_a_call_that_waits_past_the_pool_timeout_is_overloaded_and_the_poo
         holder = asyncio.create_task(board.client.blpop(["bb-test-nothing"], timeout=1))
         await asyncio.sleep(0.05)
         with pytest.raises(Overloaded) as refused:
-            await board.get_state(uris=["bb://ws/t/k"])
+            await board.get_state(GetState.parse({"uris": ["bb://ws/t/k"]}))
         assert refused.value.code == "overloaded"
         assert refused.value.details["retry_after"] > 0
         await holder
@@ -191,10 +191,12 @@ async def test_a_call_that_waits_past_the_pool_timeout_is_overloaded_and_the_poo
         # would wait out the bound. One waiter at a time, so no call's wait depends on how
         # fast this machine serves the others.
         for _ in range(20):
-            answer = await board.get_state(uris=["bb://ws/t/k"])
+            answer = await board.get_state(GetState.parse({"uris": ["bb://ws/t/k"]}))
             assert answer["items"][0]["uri"] == "bb://ws/t/k"
         # Two at once: the second waits for the first's slot, far within the bound.
-        both = await asyncio.gather(*(board.get_state(uris=["bb://ws/t/k"]) for _ in range(2)))
+        both = await asyncio.gather(
+            *(board.get_state(GetState.parse({"uris": ["bb://ws/t/k"]})) for _ in range(2))
+        )
         assert len(both) == 2
     finally:
         await board.close()
@@ -206,7 +208,7 @@ async def test_connections_that_fail_to_connect_give_their_slot_back(tmp_path: P
         for _ in range(3):
             # Unavailable every time: a leaked slot would make the next one `overloaded`.
             with pytest.raises(Unavailable) as failed:
-                await board.get_state(uris=["bb://ws/t/k"])
+                await board.get_state(GetState.parse({"uris": ["bb://ws/t/k"]}))
             assert not isinstance(failed.value, Overloaded)
     finally:
         await board.close()

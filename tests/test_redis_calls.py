@@ -16,7 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import DataError
 
-from blackboard_mcp.store import Board, Overloaded, Unavailable
+from blackboard_mcp.store import Board, GetState, Overloaded, Unavailable, UpdateState
 from blackboard_mcp.store.connection import _redis_errors
 from blackboard_mcp.store.connection._wire import pack
 
@@ -48,8 +48,10 @@ async def test_a_redis_that_stops_answering_gives_unavailable_within_the_deadlin
     hung_board: Board,
 ) -> None:
     for call in (
-        lambda: hung_board.get_state(uris=["bb://ws/t/k"]),
-        lambda: hung_board.update_state(author="a", uri="bb://ws/t/k", digest="d", body="b"),
+        lambda: hung_board.get_state(GetState.parse({"uris": ["bb://ws/t/k"]})),
+        lambda: hung_board.update_state(
+            UpdateState.parse({"uri": "bb://ws/t/k", "digest": "d", "body": "b"}), author="a"
+        ),
     ):
         started = time.monotonic()
         with pytest.raises(Unavailable) as failed:
@@ -70,10 +72,10 @@ async def test_a_deadline_that_runs_out_waiting_for_a_connection_is_overloaded(
         holder = asyncio.create_task(board.client.blpop(["bb-test-nothing"], timeout=1))
         await asyncio.sleep(0.05)
         with pytest.raises(Overloaded):
-            await board.get_state(uris=["bb://ws/t/k"])
+            await board.get_state(GetState.parse({"uris": ["bb://ws/t/k"]}))
         await holder
         # The same task context, later: a real outage is not reported as `overloaded`.
-        answer = await board.get_state(uris=["bb://ws/t/k"])
+        answer = await board.get_state(GetState.parse({"uris": ["bb://ws/t/k"]}))
         assert answer["items"][0]["uri"] == "bb://ws/t/k"
     finally:
         await board.close()
@@ -88,7 +90,7 @@ async def test_every_one_of_many_operations_at_once_gets_its_own_deadline(
         await asyncio.sleep(delay)
         started = time.monotonic()
         with pytest.raises(Unavailable):
-            await hung_board.get_state(uris=[f"bb://ws/t/k{delay}"])
+            await hung_board.get_state(GetState.parse({"uris": [f"bb://ws/t/k{delay}"]}))
         return time.monotonic() - started
 
     waits = await asyncio.gather(*(timed(i * 0.02) for i in range(12)))
@@ -102,7 +104,7 @@ async def test_a_caller_cancelling_an_operation_gets_its_cancellation_not_unavai
 ) -> None:
     # A client that hangs up cancels its call's task: that is not a Redis outage, and the
     # deadline, which never fired, must not turn it into one.
-    call = asyncio.create_task(hung_board.get_state(uris=["bb://ws/t/k"]))
+    call = asyncio.create_task(hung_board.get_state(GetState.parse({"uris": ["bb://ws/t/k"]})))
     await asyncio.sleep(0.05)
     call.cancel()
     with pytest.raises(asyncio.CancelledError):

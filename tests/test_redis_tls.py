@@ -23,7 +23,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from store_support import write_read_list_and_search
 
-from blackboard_mcp.store import Board, EmbeddedRedis, Unavailable, board_client, free_port
+from blackboard_mcp.store import (
+    Board,
+    EmbeddedRedis,
+    ListKeys,
+    Unavailable,
+    UpdateState,
+    board_client,
+    free_port,
+)
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:
@@ -132,8 +140,10 @@ async def test_a_server_certificate_the_client_does_not_trust_is_refused(
     board = Board(client=board_client(tls_url.split("?")[0] + f"?ssl_ca_certs={other}"))
     try:
         with pytest.raises(Unavailable):
-            await board.update_state(author="me", uri="bb://w/t/a", digest="never")
+            await board.update_state(
+                UpdateState.parse({"uri": "bb://w/t/a", "digest": "never"}), author="me"
+            )
         with pytest.raises(Unavailable):
-            await board.list_keys(workspace="w", topic="t")
+            await board.list_keys(ListKeys.parse({"topic": "t"}), workspace="w")
     finally:
         await board.close()

@@ -17,7 +17,7 @@ from lifecycle_support import on_redis, run_cli, tool, write
 from support import GatewayProcess, admin_token, agent_token, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, EmbeddedRedis
+from blackboard_mcp.store import Board, EmbeddedRedis, GetState, UpdateState
 
 SWEEP = {"BB_RETENTION_SWEEP_SECONDS": "0.3"}
 
@@ -70,13 +70,17 @@ async def test_a_sweep_deletes_what_is_older_than_the_age_at_its_clock_and_keeps
         return int(seconds) * 1000 + int(micros) // 1000
 
     for uri in (u("runs", "old"), u("pinned", "keep")):
-        await board.update_state(author="agent-1", uri=uri, digest="d", body="x")
+        await board.update_state(
+            UpdateState.parse({"uri": uri, "digest": "d", "body": "x"}), author="agent-1"
+        )
     # Notes carry the server's time in ms: the fresh note is written a millisecond later at
     # least (Redis's clock, polled a few times; no sleep).
     between = await server_ms()
     while await server_ms() == between:
         pass
-    await board.update_state(author="agent-1", uri=u("runs", "fresh"), digest="d", body="x")
+    await board.update_state(
+        UpdateState.parse({"uri": u("runs", "fresh"), "digest": "d", "body": "x"}), author="agent-1"
+    )
     await board.set_retention(workspace=ws, max_age_seconds=3600)
     await board.set_retention(workspace=ws, topic="pinned", max_age_seconds=0)
     # At the server's own time nothing is an hour old.
@@ -90,7 +94,9 @@ async def test_a_sweep_deletes_what_is_older_than_the_age_at_its_clock_and_keeps
     assert [(s.workspace, s.topic, s.members) for s in swept or []] == [
         (ws, "runs", ["runs/fresh"])
     ]
-    read = await board.get_state(uris=[u("pinned", "keep"), u("runs", "old")], mode="ref")
+    read = await board.get_state(
+        GetState.parse({"uris": [u("pinned", "keep"), u("runs", "old")], "mode": "ref"})
+    )
     assert [item.get("error") for item in read["items"]] == [None, "not_found"]
     # Another owner cannot sweep while the lease is held.
     assert await board.sweep_retention(owner="b", lease_seconds=5) is None
@@ -160,7 +166,9 @@ async def test_retention_refuses_an_age_without_a_unit_and_is_off_by_default(
     env = on_redis(tmp_path, own_redis.url)
     board = Board.from_url(own_redis.url)
     try:
-        await board.update_state(author="a", uri="bb://w/t/k", digest="d")
+        await board.update_state(
+            UpdateState.parse({"uri": "bb://w/t/k", "digest": "d"}), author="a"
+        )
     finally:
         await board.close()
     shown = run_cli("retention", "show", "--workspace", "w", env=env)

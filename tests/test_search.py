@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 from store_support import WS, uri
 
-from blackboard_mcp.store import Board, InvalidArgument, StoreError, TooLarge
+from blackboard_mcp.store import (
+    Board,
+    GetState,
+    InvalidArgument,
+    LinkState,
+    SearchKeys,
+    StoreError,
+    TooLarge,
+    UpdateState,
+)
 from blackboard_mcp.store.connection._keys import INDEX_NAME, digest_index
 
 AUTHOR = "agent"
@@ -19,7 +28,8 @@ async def note(
     board: Board, path: str, digest: str, body: str = "", *, topic: str = "t", ws: str = WS
 ) -> None:
     await board.update_state(
-        author=AUTHOR, uri=uri(path, topic=topic, ws=ws), digest=digest, body=body
+        UpdateState.parse({"uri": uri(path, topic=topic, ws=ws), "digest": digest, "body": body}),
+        author=AUTHOR,
     )
 
 
@@ -33,7 +43,7 @@ async def seed(board: Board) -> None:
 
 async def test_finds_notes_by_digest_and_by_body(board: Board) -> None:
     await seed(board)
-    response = await board.search_keys(workspace=WS, q="kafka", topic="t")
+    response = await board.search_keys(SearchKeys.parse({"q": "kafka", "topic": "t"}), workspace=WS)
     assert set(found(response)) == {uri("in-digest"), uri("in-body")}
     for item in response["items"]:
         assert set(item) == {"uri", "digest", "score"}
@@ -46,7 +56,7 @@ async def test_finds_notes_by_digest_and_by_body(board: Board) -> None:
 
 async def test_digest_matches_rank_above_body_only_matches(board: Board) -> None:
     await seed(board)
-    response = await board.search_keys(workspace=WS, q="kafka", topic="t")
+    response = await board.search_keys(SearchKeys.parse({"q": "kafka", "topic": "t"}), workspace=WS)
     assert found(response) == [uri("in-digest"), uri("in-body")]
     assert response["items"][0]["score"] > response["items"][1]["score"]
 
@@ -54,13 +64,13 @@ async def test_digest_matches_rank_above_body_only_matches(board: Board) -> None
 async def test_notes_matching_more_words_rank_higher(board: Board) -> None:
     await note(board, "one", "Redis tuning.")
     await note(board, "two", "Redis cluster tuning guide.")
-    response = await board.search_keys(workspace=WS, q="redis cluster guide")
+    response = await board.search_keys(SearchKeys.parse({"q": "redis cluster guide"}), workspace=WS)
     assert found(response) == [uri("two"), uri("one")]
 
 
 async def test_search_never_returns_the_body(board: Board) -> None:
     await seed(board)
-    response = await board.search_keys(workspace=WS, q="throughput")
+    response = await board.search_keys(SearchKeys.parse({"q": "throughput"}), workspace=WS)
     assert response["items"] == [
         {
             "uri": uri("in-body"),
@@ -73,9 +83,9 @@ async def test_search_never_returns_the_body(board: Board) -> None:
 async def test_topic_filter_limits_the_search_to_that_topic(board: Board) -> None:
     await seed(board)
     await note(board, "elsewhere", "Kafka elsewhere.", topic="ops")
-    assert found(await board.search_keys(workspace=WS, q="kafka", topic="ops")) == [
-        uri("elsewhere", topic="ops")
-    ]
+    assert found(
+        await board.search_keys(SearchKeys.parse({"q": "kafka", "topic": "ops"}), workspace=WS)
+    ) == [uri("elsewhere", topic="ops")]
 
 
 async def test_readable_predicate_applies_inside_the_query(board: Board) -> None:
@@ -87,26 +97,32 @@ async def test_readable_predicate_applies_inside_the_query(board: Board) -> None
     for i in range(3):
         await note(board, f"v{i}", f"Visible {i}.", "kafka")
     response = await board.search_keys(
-        workspace=WS, q="kafka", limit=5, readable=lambda t: t != "secret"
+        SearchKeys.parse({"q": "kafka", "limit": 5}), workspace=WS, readable=lambda t: t != "secret"
     )
     assert len(response["items"]) == 5
     assert all("/secret/" not in u for u in found(response))
-    everything = await board.search_keys(workspace=WS, q="kafka", limit=50)
+    everything = await board.search_keys(
+        SearchKeys.parse({"q": "kafka", "limit": 50}), workspace=WS
+    )
     assert sum("/secret/" in u for u in found(everything)) == 13
 
 
 async def test_a_named_unreadable_topic_finds_nothing(board: Board) -> None:
     await seed(board)
     response = await board.search_keys(
-        workspace=WS, q="kafka", topic="secret", readable=lambda t: t != "secret"
+        SearchKeys.parse({"q": "kafka", "topic": "secret"}),
+        workspace=WS,
+        readable=lambda t: t != "secret",
     )
     assert response["items"] == []
 
 
 async def test_other_workspaces_are_never_searched(board: Board) -> None:
     await seed(board)
-    assert "bb://other/" not in str(await board.search_keys(workspace=WS, q="kafka workspace"))
-    assert found(await board.search_keys(workspace="other", q="kafka")) == [
+    assert "bb://other/" not in str(
+        await board.search_keys(SearchKeys.parse({"q": "kafka workspace"}), workspace=WS)
+    )
+    assert found(await board.search_keys(SearchKeys.parse({"q": "kafka"}), workspace="other")) == [
         uri("foreign", topic="t", ws="other")
     ]
 
@@ -114,13 +130,22 @@ async def test_other_workspaces_are_never_searched(board: Board) -> None:
 async def test_limit_caps_the_results(board: Board) -> None:
     for i in range(8):
         await note(board, f"n{i}", f"Kafka note {i}.")
-    assert len((await board.search_keys(workspace=WS, q="kafka", limit=3))["items"]) == 3
-    assert len((await board.search_keys(workspace=WS, q="kafka"))["items"]) == 8
+    assert (
+        len(
+            (await board.search_keys(SearchKeys.parse({"q": "kafka", "limit": 3}), workspace=WS))[
+                "items"
+            ]
+        )
+        == 3
+    )
+    assert (
+        len((await board.search_keys(SearchKeys.parse({"q": "kafka"}), workspace=WS))["items"]) == 8
+    )
 
 
 async def test_an_empty_result_is_a_valid_answer(board: Board) -> None:
     await seed(board)
-    response = await board.search_keys(workspace=WS, q="zeppelin")
+    response = await board.search_keys(SearchKeys.parse({"q": "zeppelin"}), workspace=WS)
     assert response["items"] == []
     assert (response["truncated"], response["omitted"], response["omitted_uris"]) == (False, 0, [])
     assert "warnings" not in response
@@ -128,7 +153,9 @@ async def test_an_empty_result_is_a_valid_answer(board: Board) -> None:
 
 
 async def test_an_empty_board_answers_with_no_results(board: Board) -> None:
-    assert (await board.search_keys(workspace=WS, q="anything"))["items"] == []
+    assert (await board.search_keys(SearchKeys.parse({"q": "anything"}), workspace=WS))[
+        "items"
+    ] == []
 
 
 @pytest.mark.parametrize(
@@ -138,7 +165,7 @@ async def test_a_query_with_no_searchable_words_is_empty_with_a_warning(
     board: Board, q: str
 ) -> None:
     await seed(board)
-    response = await board.search_keys(workspace=WS, q=q)
+    response = await board.search_keys(SearchKeys.parse({"q": q}), workspace=WS)
     assert response["items"] == []
     assert response["warnings"] == ["q has no searchable words; nothing was searched"]
 
@@ -182,7 +209,9 @@ async def test_query_syntax_in_q_never_reaches_other_topics_or_workspaces(
     board: Board, q: str
 ) -> None:
     await seed(board)
-    response = await board.search_keys(workspace=WS, q=q, readable=lambda t: t != "secret")
+    response = await board.search_keys(
+        SearchKeys.parse({"q": q}), workspace=WS, readable=lambda t: t != "secret"
+    )
     results = found(response)
     assert all(u.startswith(f"bb://{WS}/t/") for u in results), results
     assert "password" not in str(response)
@@ -196,7 +225,7 @@ async def test_query_syntax_in_q_never_reaches_other_topics_or_workspaces(
 async def test_query_syntax_in_q_raises_nothing_but_our_errors(board: Board, q: str) -> None:
     await seed(board)
     try:
-        await board.search_keys(workspace=WS, q=q, topic="t")
+        await board.search_keys(SearchKeys.parse({"q": q, "topic": "t"}), workspace=WS)
     except StoreError as exc:  # pragma: no cover - any of ours would be a refusal, not a leak
         assert isinstance(exc, InvalidArgument), exc
 
@@ -205,7 +234,9 @@ async def test_query_of_exactly_the_limit_is_allowed(board: Board) -> None:
     await seed(board)
     q = ("kafka " * 2000)[:10_000]
     assert len(q) == 10_000
-    assert set(found(await board.search_keys(workspace=WS, q=q, topic="t"))) == {
+    assert set(
+        found(await board.search_keys(SearchKeys.parse({"q": q, "topic": "t"}), workspace=WS))
+    ) == {
         uri("in-digest"),
         uri("in-body"),
     }
@@ -213,18 +244,27 @@ async def test_query_of_exactly_the_limit_is_allowed(board: Board) -> None:
 
 async def test_query_over_the_limit_is_too_large(board: Board) -> None:
     with pytest.raises(TooLarge) as info:
-        await board.search_keys(workspace=WS, q="x" * 10_001)
+        await board.search_keys(SearchKeys.parse({"q": "x" * 10_001}), workspace=WS)
     assert info.value.details["argument"] == "q"
     with pytest.raises(TooLarge):
-        await board.search_keys(workspace=WS, q="word " * 2048)  # 10 KB of text
+        await board.search_keys(
+            SearchKeys.parse({"q": "word " * 2048}), workspace=WS
+        )  # 10 KB of text
 
 
 async def test_many_distinct_words_are_accepted(board: Board) -> None:
     await seed(board)
     q = " ".join(f"w{i}" for i in range(500)) + " kafka"
     # Only the first 32 distinct words are searched; kafka comes after them.
-    assert (await board.search_keys(workspace=WS, q=q))["items"] == []
-    assert found(await board.search_keys(workspace=WS, q="kafka " + q, topic="t")) != []
+    assert (await board.search_keys(SearchKeys.parse({"q": q}), workspace=WS))["items"] == []
+    assert (
+        found(
+            await board.search_keys(
+                SearchKeys.parse({"q": "kafka " + q, "topic": "t"}), workspace=WS
+            )
+        )
+        != []
+    )
 
 
 @pytest.mark.parametrize(
@@ -245,12 +285,16 @@ async def test_unicode_words_are_found(board: Board, word: str, path: str) -> No
         "ru",
         "\u0436\u0443\u0440\u043d\u0430\u043b \u0441\u043e\u0431\u044b\u0442\u0438\u0439",
     )
-    assert found(await board.search_keys(workspace=WS, q=word)) == [uri(path)]
+    assert found(await board.search_keys(SearchKeys.parse({"q": word}), workspace=WS)) == [
+        uri(path)
+    ]
 
 
 async def test_search_is_case_insensitive(board: Board) -> None:
     await seed(board)
-    assert set(found(await board.search_keys(workspace=WS, q="KAFKA", topic="t"))) == {
+    assert set(
+        found(await board.search_keys(SearchKeys.parse({"q": "KAFKA", "topic": "t"}), workspace=WS))
+    ) == {
         uri("in-digest"),
         uri("in-body"),
     }
@@ -272,7 +316,7 @@ async def test_invalid_search_arguments_are_refused(
     board: Board, kwargs: dict[str, object], error: type[InvalidArgument], argument: str
 ) -> None:
     with pytest.raises(error) as info:
-        await board.search_keys(workspace=WS, **kwargs)
+        await board.search_keys(SearchKeys.parse({**kwargs}), workspace=WS)
     assert info.value.details["argument"] == argument
 
 
@@ -282,7 +326,7 @@ async def test_search_works_after_the_index_was_dropped(board: Board, index: str
     await board.client.execute_command("FT.DROPINDEX", index)
     # The index is rebuilt from the notes on the first search that misses it, and that
     # search answers from the whole rebuilt index, not from the part scanned so far.
-    response = await board.search_keys(workspace=WS, q="kafka", topic="t")
+    response = await board.search_keys(SearchKeys.parse({"q": "kafka", "topic": "t"}), workspace=WS)
     assert set(found(response)) == {uri("in-digest"), uri("in-body")}
     assert "warnings" not in response
 
@@ -293,22 +337,24 @@ async def test_words_the_query_parser_reserves_are_searched_as_plain_words(
 ) -> None:
     await note(board, "reserved", "The ismissing flag of otters.", "otter census")
     await note(board, "other", "Nothing relevant.", "Only other words.")
-    response = await board.search_keys(workspace=WS, q=q)
+    response = await board.search_keys(SearchKeys.parse({"q": q}), workspace=WS)
     assert found(response) == [uri("reserved")]
 
 
 async def test_stemming_still_applies_to_ordinary_words(board: Board) -> None:
     await note(board, "runner", "She was running late.", "")
-    response = await board.search_keys(workspace=WS, q="runs")
+    response = await board.search_keys(SearchKeys.parse({"q": "runs"}), workspace=WS)
     assert found(response) == [uri("runner")]
 
 
 async def test_every_topic_search_finds_what_a_topic_filtered_one_does(board: Board) -> None:
     # every_topic leaves the topic filter out of the query; an equivalent predicate keeps it.
     await seed(board)
-    unfiltered = await board.search_keys(workspace=WS, q="kafka", limit=50)
+    unfiltered = await board.search_keys(
+        SearchKeys.parse({"q": "kafka", "limit": 50}), workspace=WS
+    )
     filtered = await board.search_keys(
-        workspace=WS, q="kafka", limit=50, readable=lambda _topic: True
+        SearchKeys.parse({"q": "kafka", "limit": 50}), workspace=WS, readable=lambda _topic: True
     )
     assert sorted(found(unfiltered)) == sorted(found(filtered))
     assert sorted(found(unfiltered)) == sorted(
@@ -321,14 +367,25 @@ async def test_a_stale_hit_carries_the_same_warnings_as_a_read(board: Board) -> 
     await note(board, "new", "Kafka retention is now three days.")
     await note(board, "doubt", "Kafka retention was never seven days.")
     await note(board, "hidden-doubt", "Kafka retention doubts.", topic="secret")
-    await board.link_state(author=AUTHOR, src=uri("new"), rel="supersedes", dst=[uri("old")])
-    await board.link_state(author=AUTHOR, src=uri("doubt"), rel="contradicts", dst=[uri("old")])
     await board.link_state(
-        author=AUTHOR, src=uri("hidden-doubt", topic="secret"), rel="contradicts", dst=[uri("old")]
+        LinkState.parse({"src": uri("new"), "rel": "supersedes", "dst": [uri("old")]}),
+        author=AUTHOR,
+    )
+    await board.link_state(
+        LinkState.parse({"src": uri("doubt"), "rel": "contradicts", "dst": [uri("old")]}),
+        author=AUTHOR,
+    )
+    await board.link_state(
+        LinkState.parse(
+            {"src": uri("hidden-doubt", topic="secret"), "rel": "contradicts", "dst": [uri("old")]}
+        ),
+        author=AUTHOR,
     )
     readable = lambda topic: topic != "secret"  # noqa: E731
-    response = await board.search_keys(workspace=WS, q="kafka retention", readable=readable)
-    read = await board.get_state(uris=[uri("old")], readable=readable)
+    response = await board.search_keys(
+        SearchKeys.parse({"q": "kafka retention"}), workspace=WS, readable=readable
+    )
+    read = await board.get_state(GetState.parse({"uris": [uri("old")]}), readable=readable)
     assert uri("old") in found(response)
     stale = [w for w in response["warnings"] if w.startswith(uri("old"))]
     assert (

@@ -33,7 +33,7 @@ from serve_support import (
 from support import agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis, free_port
+from blackboard_mcp.store import EmbeddedRedis, UpdateState, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -127,7 +127,10 @@ async def test_an_orphaned_redis_on_the_data_dir_is_stopped_before_serve_starts_
 
     board = Board.from_url(orphan.url)
     await board.start()
-    await board.update_state(author="a", uri=uri, digest=f"note {uri}", body=uri, expect_version=0)
+    await board.update_state(
+        UpdateState.parse({"uri": uri, "digest": f"note {uri}", "body": uri, "expect_version": 0}),
+        author="a",
+    )
     await board.close()
     serve = start_serve(data)
     try:

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
-from blackboard_mcp.store import Board, StoreError, Unavailable
+from blackboard_mcp.store import Board, GetState, StoreError, Unavailable, UpdateState
 from blackboard_mcp.store.sources._source_reader import SourceReader
 
 if TYPE_CHECKING:
@@ -113,12 +113,15 @@ async def test_swapped_directory_symlink_never_lets_an_outside_file_in(
             uri = f"bb://ws/race/n{n}"
             try:
                 await board.update_state(
-                    author="a", uri=uri, digest="race", source_path="race/d/secret.txt"
+                    UpdateState.parse(
+                        {"uri": uri, "digest": "race", "source_path": "race/d/secret.txt"}
+                    ),
+                    author="a",
                 )
             except StoreError as exc:
                 refusals[exc.code] = refusals.get(exc.code, 0) + 1
                 continue
-            answer = await board.get_state(uris=[uri], mode="full")
+            answer = await board.get_state(GetState.parse({"uris": [uri], "mode": "full"}))
             stored.append(str(answer))
     assert swaps[0] > 100, "the swapping thread did not run"
     assert n > 100

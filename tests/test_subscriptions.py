@@ -34,7 +34,7 @@ from support import (
 )
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, EmbeddedRedis, RedisAuditLog, board_client
+from blackboard_mcp.store import Board, EmbeddedRedis, RedisAuditLog, UpdateState, board_client
 from blackboard_mcp.testing import listen_request
 
 PER_TOKEN = 2
@@ -206,7 +206,12 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
                     assert time.monotonic() < deadline, "the slow listener was never dropped"
                     batch = [addr(workspace, f"flood/{stem}/{n + i}") for i in range(50)]
                     await asyncio.gather(
-                        *(writer_board.update_state(author="w", uri=u, digest="d") for u in batch)
+                        *(
+                            writer_board.update_state(
+                                UpdateState.parse({"uri": u, "digest": "d"}), author="w"
+                            )
+                            for u in batch
+                        )
                     )
                     n += 50
                     # The fast listener keeps up batch by batch (on a busy machine a flood
@@ -217,7 +222,9 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
                             await anyio.sleep(0.01)
                 # The fast listener still hears about every write after the drop, promptly.
                 last = addr(workspace, f"flood/{stem}/last")
-                await writer_board.update_state(author="w", uri=last, digest="d")
+                await writer_board.update_state(
+                    UpdateState.parse({"uri": last, "digest": "d"}), author="w"
+                )
                 with anyio.fail_after(10):
                     while last not in seen:
                         await anyio.sleep(0.02)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from blackboard_mcp.store import Board, TiktokenCounter
+from blackboard_mcp.store import Board, ListKeys, TiktokenCounter, UpdateState
 
 
 @pytest.mark.parametrize("mode", ["digest", "table", "ref"])
@@ -14,9 +14,12 @@ async def test_list_keys_spent_tokens_matches_the_serialised_response(
 ) -> None:
     for i in range(12):
         await board.update_state(
-            author="a", uri=f"bb://w/t/n{i}", digest=f"note {i} on caches", body="b" * 50
+            UpdateState.parse(
+                {"uri": f"bb://w/t/n{i}", "digest": f"note {i} on caches", "body": "b" * 50}
+            ),
+            author="a",
         )
-    response = await board.list_keys(workspace="w", topic="t", mode=mode)
+    response = await board.list_keys(ListKeys.parse({"topic": "t", "mode": mode}), workspace="w")
     real = TiktokenCounter().count(orjson.dumps(response).decode())
     # Item costs are counted as each item is added, so the sum may run a little over the
     # exact count of the whole, never meaningfully under it.
@@ -26,8 +29,11 @@ async def test_list_keys_spent_tokens_matches_the_serialised_response(
 async def test_table_mode_costs_about_half_of_the_same_rows_as_json(board: Board) -> None:
     for i in range(20):
         await board.update_state(
-            author="a", uri=f"bb://w/t/n{i}", digest=f"finding {i} about replica lag", body="x"
+            UpdateState.parse(
+                {"uri": f"bb://w/t/n{i}", "digest": f"finding {i} about replica lag", "body": "x"}
+            ),
+            author="a",
         )
-    as_json = await board.list_keys(workspace="w", topic="t", mode="digest")
-    as_table = await board.list_keys(workspace="w", topic="t", mode="table")
+    as_json = await board.list_keys(ListKeys.parse({"topic": "t", "mode": "digest"}), workspace="w")
+    as_table = await board.list_keys(ListKeys.parse({"topic": "t", "mode": "table"}), workspace="w")
     assert as_table["spent_tokens"] < 0.7 * as_json["spent_tokens"]

@@ -13,7 +13,16 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Board, Unavailable, board_client, every_topic
+from blackboard_mcp.store import (
+    Board,
+    GetState,
+    LinkState,
+    ListKeys,
+    Unavailable,
+    UpdateState,
+    board_client,
+    every_topic,
+)
 from blackboard_mcp.store.connection._tx import Transaction, run_transaction
 
 
@@ -183,15 +192,23 @@ async def test_a_url_asking_for_resp3_still_writes_links_and_reads(redis_url: st
         await board.start()
         for name in ("a", "b"):
             await board.update_state(
-                author="me", uri=f"bb://w/t/{name}", digest=name, readable=everyone
+                UpdateState.parse({"uri": f"bb://w/t/{name}", "digest": name}),
+                author="me",
+                readable=everyone,
             )
         await board.link_state(
-            author="me", src="bb://w/t/a", rel="cites", dst=["bb://w/t/b"], readable=everyone
+            LinkState.parse({"src": "bb://w/t/a", "rel": "cites", "dst": ["bb://w/t/b"]}),
+            author="me",
+            readable=everyone,
         )
         await board.delete(author="me", workspace="w", uri="bb://w/t/b")
-        got = await board.get_state(uris=["bb://w/t/a"], mode="full", readable=everyone)
+        got = await board.get_state(
+            GetState.parse({"uris": ["bb://w/t/a"], "mode": "full"}), readable=everyone
+        )
         assert got["items"][0]["digest"] == "a" and got["cursor"] > 0
-        feed = await board.list_keys(workspace="w", topic="t", cursor=0, readable=everyone)
+        feed = await board.list_keys(
+            ListKeys.parse({"topic": "t", "cursor": 0}), workspace="w", readable=everyone
+        )
         assert [item["uri"] for item in feed["items"]] == ["bb://w/t/a"]
         assert any("bb://w/t/b" in w for w in feed["warnings"]), feed
     finally:

@@ -19,7 +19,7 @@ from blackboard_mcp.auth import (
     TokenRevoked,
     Unauthenticated,
 )
-from blackboard_mcp.store import Admission, Board, RedisCallAdmission
+from blackboard_mcp.store import Admission, Board, RedisCallAdmission, parse_request
 
 from ._errors import RateLimited, TooManyInFlight, UnknownArgument, UnknownTool, tool_error
 from ._metrics import GatewayMetrics
@@ -146,7 +146,8 @@ class ToolCaller:
             # Present means given with a value: a null is the same as leaving it out.
             args = {k: v for k, v in arguments.items() if v is not None}
             present = args.keys()
-            scope = scope_of(tool, args, grant)
+            request = parse_request(tool, args)
+            scope = scope_of(request, grant)
             gated = run is None and tool in GATED
             admission = None if gated else await self._admission.admit(grant)
             if admission is not None:
@@ -166,10 +167,10 @@ class ToolCaller:
                 # The same admission, judged in the write's first round trip: refused
                 # there, nothing is written and nothing read is answered.
                 gate = self._admission.gate(grant, lambda v: _refuse_unless_admitted(v, grant))
-                result = await self._manifest.handler(tool)(self._board, grant, args, gate)
+                result = await self._manifest.handler(tool)(self._board, grant, request, gate)
             else:
                 handler = run or self._manifest.handler(tool)
-                result = await handler(self._board, grant, args)
+                result = await handler(self._board, grant, request)
             return CallOutcome(result, False)
         except Exception as exc:
             body = tool_error(exc, request_id)

@@ -30,6 +30,7 @@ from blackboard_mcp.auth import Grant, WrongWorkspace
 from blackboard_mcp.store import (
     CATCH_UP_PATH,
     Board,
+    GetState,
     InvalidArgument,
     parse_address,
     parse_topic_address,
@@ -146,8 +147,8 @@ class BoardResources:
                 ]
             )
 
-        async def whole(board: Board, _grant: Grant, args: Mapping[str, Any]) -> dict[str, Any]:
-            note = await board.read_note(uri=args["uris"][0])
+        async def whole(board: Board, _grant: Grant, request: GetState) -> dict[str, Any]:
+            note = await board.read_note(request.uris[0])
             return {"kind": note.kind, "text": note.text, "version": note.version}
 
         outcome = await self._caller.call(

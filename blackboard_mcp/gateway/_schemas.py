@@ -7,15 +7,14 @@ defaults follow the five-tools contract exactly.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any
 
 from mcp.types import Tool, ToolAnnotations
 
-_S: dict[str, Any] = {"type": "string"}
-_URIS: dict[str, Any] = {"type": "array", "items": _S}
-_INT: dict[str, Any] = {"type": "integer"}
-_BUDGET: dict[str, Any] = {"type": "integer", "default": 2000}
-
+from blackboard_mcp.auth import ContractError, load_board_contract
+from blackboard_mcp.store import REQUESTS
 
 # Hints a client may use to decide what needs the user's confirmation. No tool reaches beyond
 # the board. update_state replaces a note's content and keeps no history (destructive), and a
@@ -27,11 +26,59 @@ _WRITE = ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_worl
 _LINK = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def _obj(required: list[str] | None, **props: dict[str, Any]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": props}
+_CONTRACT = load_board_contract()
+_WIRE_TYPES: dict[str, dict[str, Any]] = {
+    "Text": {"type": "string"},
+    "Int": {"type": "integer"},
+    "Float": {"type": "number"},
+    "Bool": {"type": "boolean"},
+}
+
+
+def _wire_type(tb_type: str) -> dict[str, Any]:
+    if tb_type == "List of Json":
+        return {"type": "array"}
+    if tb_type.startswith("List of "):
+        return {"type": "array", "items": _wire_type(tb_type.removeprefix("List of "))}
+    return dict(_WIRE_TYPES[tb_type])
+
+
+def _choices(annotation: Any) -> tuple[Any, ...]:
+    """The values of a ``Literal`` field (``X | None`` unwrapped), or none."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return typing.get_args(annotation)
+    for member in typing.get_args(annotation):
+        if typing.get_origin(member) is typing.Literal:
+            return typing.get_args(member)
+    return ()
+
+
+def _input_schema(tool: str) -> dict[str, Any]:
+    """The arguments, their wire types and which are required from the tool's request type in
+    contracts/board.tb; the choices and defaults from the request class the store takes."""
+    requirements = _CONTRACT.by_mcp_name(tool)
+    if requirements is None:
+        raise ContractError(f"{tool} has no contract")
+    request = REQUESTS[tool]
+    hints = typing.get_type_hints(request)
+    defaults = {f.name: f.default for f in dataclasses.fields(request)}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, tb_type in _CONTRACT.types[requirements.input_type].items():
+        if not tb_type.startswith("Optional "):
+            required.append(name)
+        choices = _choices(hints.get(name))
+        schema: dict[str, Any] = (
+            {"enum": list(choices)} if choices else _wire_type(tb_type.removeprefix("Optional "))
+        )
+        default = defaults.get(name)
+        if default not in (None, (), dataclasses.MISSING):
+            schema["default"] = default
+        properties[name] = schema
+    object_schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
-        schema["required"] = required
-    return schema
+        object_schema["required"] = required
+    return object_schema
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -42,19 +89,7 @@ TOOLS: tuple[Tool, ...] = (
             "append or source_path (server summarises a file). expect_version: last read's "
             "(0: create only)."
         ),
-        input_schema=_obj(
-            ["uri", "digest"],
-            uri=_S,
-            digest=_S,
-            body=_S,
-            source_path=_S,
-            columns=_URIS,
-            rows={"type": "array"},
-            append=_S,
-            expect_version=_INT,
-            sources=_URIS,
-            confidence={"type": "number"},
-        ),
+        input_schema=_input_schema("update_state"),
         annotations=_WRITE,
     ),
     Tool(
@@ -63,13 +98,7 @@ TOOLS: tuple[Tool, ...] = (
             "Batch read; digest unless mode says more; reports omissions. "
             "Catch up: bb://workspace/run/state/current."
         ),
-        input_schema=_obj(
-            ["uris"],
-            uris=_URIS,
-            mode={"enum": ["digest", "fields", "table", "full", "ref"], "default": "digest"},
-            fields=_URIS,
-            budget_tokens=_BUDGET,
-        ),
+        input_schema=_input_schema("get_state"),
         annotations=_READ,
     ),
     Tool(
@@ -78,45 +107,19 @@ TOOLS: tuple[Tool, ...] = (
             "List notes; always pass topic. 3+ rows: mode=table. cursor: changes since. "
             "More: after=next."
         ),
-        input_schema=_obj(
-            None,
-            topic=_S,
-            kind={"enum": ["text", "table", "summary"]},
-            order={"enum": ["recent", "name", "version"], "default": "recent"},
-            limit={"type": "integer", "default": 20},
-            mode={"enum": ["digest", "table", "ref"], "default": "digest"},
-            fields=_URIS,
-            budget_tokens=_BUDGET,
-            cursor=_INT,
-            after=_S,
-        ),
+        input_schema=_input_schema("list_keys"),
         annotations=_READ,
     ),
     Tool(
         name="search_keys",
         description="Search digests and contents before deriving; empty means nothing relates.",
-        input_schema=_obj(["q"], q=_S, topic=_S, limit={"type": "integer", "default": 10}),
+        input_schema=_input_schema("search_keys"),
         annotations=_READ,
     ),
     Tool(
         name="link_state",
         description="Link note src to dst notes.",
-        input_schema=_obj(
-            ["src", "rel", "dst"],
-            src=_S,
-            rel={
-                "enum": [
-                    "depends_on",
-                    "derived_from",
-                    "supersedes",
-                    "refines",
-                    "cites",
-                    "part_of",
-                    "contradicts",
-                ]
-            },
-            dst=_URIS,
-        ),
+        input_schema=_input_schema("link_state"),
         annotations=_LINK,
     ),
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -34,15 +35,16 @@ from .lifecycle._transfer import (
     export_notes,
     import_notes,
 )
-from .notes._addresses import parse_address, validate_workspace
+from .notes._addresses import Address, validate_workspace
 from .notes._appends import append_note
-from .notes._links import LinkResult, check_link, write_links
-from .notes._notes import NoteWrite, build_write, check_digest
+from .notes._links import LinkResult, write_links
+from .notes._notes import MAX_AUTHOR_CHARS, NoteWrite, check_sizes
 from .notes._tokencount import TiktokenCounter, TokenCounter
 from .notes._writes import WriteLimits, WriteResult, write_note
 from .reads._live import ChangeFeed, NoteContent, note_content, open_feed, readable_topics
 from .reads._reads import get_state, list_keys
 from .reads._views import Readable, every_topic
+from .requests import GetState, LinkState, ListKeys, SearchKeys, UpdateState
 from .search._search import search_keys
 from .sources._source_reader import SourceReader
 
@@ -178,18 +180,9 @@ class Board:
 
     async def update_state(
         self,
+        request: UpdateState,
         *,
         author: str,
-        uri: object,
-        digest: object,
-        body: object = None,
-        source_path: object = None,
-        columns: object = None,
-        rows: object = None,
-        append: object = None,
-        expect_version: object = None,
-        sources: object = None,
-        confidence: object = None,
         readable: Readable = every_topic,
         gate: Gate | None = None,
     ) -> WriteResult:
@@ -198,32 +191,7 @@ class Board:
         ``gate`` is judged before anything is read or written: in the write's first round
         trip, or (a ``source_path`` write, which reads a file first) in one of its own.
         """
-        if source_path is not None:
-            write = await self._source_write(
-                gate=gate,
-                author=author,
-                uri=uri,
-                digest=digest,
-                source_path=source_path,
-                other=(body, columns, rows, append),
-                expect_version=expect_version,
-                sources=sources,
-                confidence=confidence,
-            )
-        else:
-            write = build_write(
-                uri=uri,
-                digest=digest,
-                author=author,
-                body=body,
-                columns=columns,
-                rows=rows,
-                append=append,
-                expect_version=expect_version,
-                sources=sources,
-                confidence=confidence,
-                max_body_bytes=self._limits.max_body_bytes,
-            )
+        write = await self._note_write(request, author=author, gate=gate)
         apply = write_note if write.append is None else append_note
         result = await self._at_home(
             write.address.workspace,
@@ -233,7 +201,7 @@ class Board:
                 counter=self._counter,
                 limits=self._write_limits,
                 may_read=readable(write.address.topic),
-                gate=None if source_path is not None else gate,
+                gate=None if request.source_path is not None else gate,
             ),
         )
         if result["version"] == 1:
@@ -251,131 +219,75 @@ class Board:
         except StoreError as exc:
             log.warning("workspace %s not added to the registry: %s", workspace, exc)
 
-    async def _source_write(
-        self,
-        *,
-        gate: Gate | None,
-        author: str,
-        uri: object,
-        digest: object,
-        source_path: object,
-        other: tuple[object, ...],
-        expect_version: object,
-        sources: object,
-        confidence: object,
+    async def _note_write(
+        self, request: UpdateState, *, author: str, gate: Gate | None
     ) -> NoteWrite:
-        from ._errors import InvalidArgument
-
-        if any(v is not None for v in other):
-            raise InvalidArgument(
-                "source_path replaces body, columns+rows and append; give only one",
-                argument="source_path",
-            )
-        check_digest(digest)
-        base = build_write(
-            uri=uri,
-            digest=digest,
-            author=author,
-            expect_version=expect_version,
-            sources=sources,
-            confidence=confidence,
-            max_body_bytes=self._limits.max_body_bytes,
+        """The note to write: the request's content, or the summary of its ``source_path``
+        (read after ``gate`` is passed, in a round trip of its own), within the limits."""
+        base = NoteWrite(
+            address=request.uri,
+            digest=request.digest,
+            author=author[:MAX_AUTHOR_CHARS],
+            expect_version=request.expect_version,
+            sources=request.sources,
+            confidence=request.confidence,
         )
+        if request.source_path is None:
+            check_sizes(
+                body=request.body,
+                table=request.table,
+                append=request.append,
+                max_body_bytes=self._limits.max_body_bytes,
+            )
+            return dataclasses.replace(
+                base,
+                body=request.body,
+                table=request.table,
+                append=request.append,
+                kind="table" if request.table is not None else "text",
+            )
         if gate is not None:
-            await self._at_home(base.address.workspace, lambda client: pass_gate(client, gate))
-        summary = await self._sources.summarize(source_path)
-        return NoteWrite(
-            address=base.address,
-            digest=base.digest,
-            author=base.author,
+            await self._at_home(request.uri.workspace, lambda client: pass_gate(client, gate))
+        summary = await self._sources.summarize(request.source_path)
+        return dataclasses.replace(
+            base,
             body=summary.body,
             table=summary.table,
-            expect_version=base.expect_version,
-            sources=base.sources,
-            confidence=base.confidence,
             kind="table" if summary.table is not None else "summary",
             origin=f"{summary.relative_path} ({summary.size_bytes} bytes, "
             f"{summary.line_count} lines, sha256 {summary.sha256[:16]})",
         )
 
     async def get_state(
-        self,
-        *,
-        uris: object,
-        mode: object = None,
-        fields: object = None,
-        budget_tokens: object = None,
-        readable: Readable = every_topic,
-        gate: Gate | None = None,
+        self, request: GetState, *, readable: Readable = every_topic, gate: Gate | None = None
     ) -> dict[str, Any]:
         """``gate`` rides the read's first round trip and is judged before anything read is
-        used (a call whose uris do not parse is refused before it, sending nothing)."""
+        used."""
         return await self._at_home(
-            _workspace_of(uris),
-            lambda client: get_state(
-                client,
-                self._counter,
-                uris=uris,
-                mode=mode,
-                fields=fields,
-                budget_tokens=budget_tokens,
-                readable=readable,
-                gate=gate,
-            ),
+            request.workspace,
+            lambda client: get_state(client, self._counter, request, readable=readable, gate=gate),
         )
 
     async def list_keys(
-        self,
-        *,
-        workspace: str,
-        topic: object = None,
-        kind: object = None,
-        order: object = None,
-        limit: object = None,
-        mode: object = None,
-        fields: object = None,
-        budget_tokens: object = None,
-        cursor: object = None,
-        after: object = None,
-        readable: Readable = every_topic,
+        self, request: ListKeys, *, workspace: str, readable: Readable = every_topic
     ) -> dict[str, Any]:
         return await self._at_home(
             workspace,
             lambda client: list_keys(
-                client,
-                self._counter,
-                workspace=workspace,
-                topic=topic,
-                kind=kind,
-                order=order,
-                limit=limit,
-                mode=mode,
-                fields=fields,
-                budget_tokens=budget_tokens,
-                cursor=cursor,
-                after=after,
-                readable=readable,
+                client, self._counter, request, workspace=workspace, readable=readable
             ),
         )
 
     async def search_keys(
-        self,
-        *,
-        workspace: str,
-        q: object,
-        topic: object = None,
-        limit: object = None,
-        readable: Readable = every_topic,
+        self, request: SearchKeys, *, workspace: str, readable: Readable = every_topic
     ) -> dict[str, Any]:
         async def search(_home: aioredis.Redis[bytes]) -> dict[str, Any]:
             client, index = await self._placement.search_index(workspace)
             return await search_keys(
                 client,
                 self._counter,
+                request,
                 workspace=workspace,
-                q=q,
-                topic=topic,
-                limit=limit,
                 readable=readable,
                 index=index,
             )
@@ -384,11 +296,9 @@ class Board:
 
     async def link_state(
         self,
+        request: LinkState,
         *,
         author: str,
-        src: object,
-        rel: object,
-        dst: object,
         readable: Readable = every_topic,
         gate: Gate | None = None,
     ) -> LinkResult:
@@ -396,14 +306,14 @@ class Board:
 
         ``gate`` is judged in the transaction's first round trip, before anything is written.
         """
-        source, relation, targets = check_link(src, rel, dst)
+        source = request.src
         return await self._at_home(
             source.workspace,
             lambda client: write_links(
                 client,
                 source,
-                relation,
-                targets,
+                request.rel,
+                list(request.dst),
                 author=author,
                 changelog_maxlen=self._limits.changelog_maxlen,
                 max_retries=self._limits.cas_max_retries,
@@ -414,7 +324,7 @@ class Board:
         )
 
     async def delete(
-        self, *, author: str, workspace: object, topic: object = None, uri: object = None
+        self, *, author: str, workspace: str, topic: str | None = None, uri: str | None = None
     ) -> DeleteReport:
         """Delete a note, a topic or (neither given) a workspace: its notes and retention."""
         target = delete_target(workspace, topic=topic, uri=uri)
@@ -431,18 +341,18 @@ class Board:
         return report
 
     async def plan_delete(
-        self, *, workspace: object, topic: object = None, uri: object = None
+        self, *, workspace: str, topic: str | None = None, uri: str | None = None
     ) -> DeleteReport:
         """What ``delete`` with the same target would remove now; removes nothing."""
         target = delete_target(workspace, topic=topic, uri=uri)
         return await self._at_home(target.workspace, lambda client: plan_delete(client, target))
 
-    async def retention(self, workspace: object) -> RetentionPolicy:
+    async def retention(self, workspace: str) -> RetentionPolicy:
         ws = validate_workspace(workspace)
         return await self._at_home(ws, lambda client: read_policy(client, ws))
 
     async def set_retention(
-        self, *, workspace: object, topic: object = None, max_age_seconds: object
+        self, *, workspace: str, topic: str | None = None, max_age_seconds: int | None
     ) -> RetentionPolicy:
         """Set the workspace's maximum note age, or a topic's; ``None`` clears it."""
         ws = validate_workspace(workspace)
@@ -469,14 +379,14 @@ class Board:
             now_ms=now_ms,
         )
 
-    async def export_notes(self, workspace: object) -> AsyncIterator[dict[str, Any]]:
+    async def export_notes(self, workspace: str) -> AsyncIterator[dict[str, Any]]:
         """Every note of ``workspace`` as an export record, oldest write first."""
         ws = validate_workspace(workspace)
         client = await self._placement.home(ws)
         async for record in export_notes(client, ws):
             yield record
 
-    async def count_notes(self, workspace: object) -> int:
+    async def count_notes(self, workspace: str) -> int:
         ws = validate_workspace(workspace)
         return await self._at_home(ws, lambda client: count_notes(client, ws))
 
@@ -525,9 +435,8 @@ class Board:
             workspace, lambda client: readable_topics(client, workspace, readable)
         )
 
-    async def read_note(self, *, uri: object) -> NoteContent:
+    async def read_note(self, address: Address) -> NoteContent:
         """A note's whole content; the caller has checked its topic may be read."""
-        address = parse_address(uri)
         return await self._at_home(address.workspace, lambda client: note_content(client, address))
 
     async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:
@@ -603,12 +512,3 @@ def _index_state(nodes: list[NodeReport]) -> str:
     if states == {"ready"}:
         return "ready"
     return "building" if states <= {"ready", "building"} else "unavailable"
-
-
-def _workspace_of(uris: object) -> str:
-    """The workspace of a get_state call, to route it; validation proper happens later."""
-    if isinstance(uris, list) and uris and isinstance(uris[0], str):
-        with contextlib.suppress(StoreError):
-            return parse_address(uris[0]).workspace
-    # Not valid: get_state refuses it before it reaches Redis, wherever it is sent.
-    return ""

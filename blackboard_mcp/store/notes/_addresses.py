@@ -53,26 +53,8 @@ def validate_name(name: object, what: str) -> str:
     return name
 
 
-# Agents send the same few addresses call after call: a valid one is parsed once. Bounded;
-# past the bound the cache starts again (an invalid address is never kept).
-_MAX_PARSED = 4096
-_parsed: dict[str, Address] = {}
-
-
 def parse_address(uri: object, *, argument: str = "uri") -> Address:
     """Parse and validate ``uri``; raise InvalidArgument naming what is wrong."""
-    if type(uri) is str:
-        known = _parsed.get(uri)
-        if known is not None:
-            return known
-    address = _parse_address(uri, argument)
-    if len(_parsed) >= _MAX_PARSED:
-        _parsed.clear()
-    _parsed[address.uri] = address
-    return address
-
-
-def _parse_address(uri: object, argument: str) -> Address:
     if not isinstance(uri, str):
         raise InvalidArgument(
             f"{argument} must be a string like bb://ws/topic/key", argument=argument

@@ -7,10 +7,10 @@ from typing import Any, Literal, TypedDict
 
 import redis.asyncio as aioredis
 
-from .._errors import InvalidArgument, NotFound, TooLarge
+from .._errors import NotFound
 from ..connection import _keys as keys
 from ..connection._tx import Gate, ReplicaWait, Transaction, run_transaction
-from ._addresses import Address, parse_address
+from ._addresses import Address
 from ._commit import queue_commit
 
 Relation = Literal[
@@ -33,28 +33,6 @@ class LinkResult(TypedDict):
     rel: str
     linked: list[str]
     warnings: list[str]
-
-
-def check_link(src: object, rel: object, dst: object) -> tuple[Address, Relation, list[Address]]:
-    source = parse_address(src, argument="src")
-    if rel not in RELATIONS:
-        raise InvalidArgument(f"rel must be one of {', '.join(RELATIONS)}", argument="rel")
-    if isinstance(dst, str):
-        dst = [dst]
-    if not isinstance(dst, list | tuple) or not dst:
-        raise InvalidArgument("dst must be a non-empty list of addresses", argument="dst")
-    if len(dst) > MAX_TARGETS:
-        raise TooLarge(f"{len(dst)} targets; the limit is {MAX_TARGETS}", argument="dst")
-    targets: list[Address] = []
-    for value in dst:
-        target = parse_address(value, argument="dst")
-        if target.workspace != source.workspace:
-            raise InvalidArgument(f"{target.uri} is in another workspace", argument="dst")
-        if target == source:
-            raise InvalidArgument("a note cannot be linked to itself", argument="dst")
-        if target not in targets:
-            targets.append(target)
-    return source, rel, targets
 
 
 async def write_links(

@@ -1,4 +1,4 @@
-"""What a note is, and the validation every write passes before it touches Redis."""
+"""What a note is, and the checks of a write's arguments (store/requests uses them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Literal
 
 from .._errors import InvalidArgument, TooLarge
 from ._addresses import Address, parse_address
-from ._tables import Table, build_table
+from ._tables import Table
 
 NoteKind = Literal["text", "table", "summary"]
 KINDS: tuple[NoteKind, ...] = ("text", "table", "summary")
@@ -131,72 +131,16 @@ class NoteWrite:
     warnings: list[str] = field(default_factory=list)
 
 
-def build_write(
-    *,
-    uri: object,
-    digest: object,
-    author: str,
-    body: object = None,
-    columns: object = None,
-    rows: object = None,
-    append: object = None,
-    expect_version: object = None,
-    sources: object = None,
-    confidence: object = None,
-    max_body_bytes: int,
-) -> NoteWrite:
-    """Validate every argument before any I/O, so a bad call writes nothing."""
-    address = parse_address(uri)
-    checked_digest = check_digest(digest)
-    forms = [
-        name
-        for name, given in (
-            ("body", body is not None),
-            ("columns+rows", columns is not None or rows is not None),
-            ("append", append is not None),
-        )
-        if given
-    ]
-    if len(forms) > 1:
-        raise InvalidArgument(
-            f"give one of body, columns+rows, append or source_path, not {' and '.join(forms)}",
-            argument=forms[1].split("+")[0],
-        )
-    table = None
-    text_body = None
-    text_append = None
-    if columns is not None or rows is not None:
-        if columns is None or rows is None:
-            raise InvalidArgument("a table needs both columns and rows", argument="columns")
-        table = build_table(columns, rows)
+def check_sizes(
+    *, body: str | None, table: Table | None, append: str | None, max_body_bytes: int
+) -> None:
+    """The content's size against the board's limit (``BoardLimits.max_body_bytes``)."""
     if body is not None:
-        text_body = require_text(body, "body")
-        _check_size(text_body, "body", max_body_bytes)
+        _check_size(body, "body", max_body_bytes)
     if append is not None:
-        text_append = require_text(append, "append")
-        if not text_append:
-            raise InvalidArgument("append is empty", argument="append")
-        _check_size(text_append, "append", max_body_bytes)
+        _check_size(append, "append", max_body_bytes)
     if table is not None:
         _check_size(table.to_tsv(), "rows", max_body_bytes)
-    version = check_expect_version(expect_version)
-    if text_append is not None and version is not None:
-        raise InvalidArgument(
-            "append does not take expect_version: it always extends the latest version",
-            argument="expect_version",
-        )
-    return NoteWrite(
-        address=address,
-        digest=checked_digest,
-        author=author[:MAX_AUTHOR_CHARS],
-        body=text_body,
-        table=table,
-        append=text_append,
-        expect_version=version,
-        sources=check_sources(sources, address.workspace),
-        confidence=check_confidence(confidence),
-        kind="table" if table is not None else "text",
-    )
 
 
 def _check_size(text: str, argument: str, limit: int) -> None:

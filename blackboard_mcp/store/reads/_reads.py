@@ -20,30 +20,23 @@ from ..connection._pool import WaitingConnectionPool
 from ..connection._redis_errors import mapped_redis_errors
 from ..connection._tx import Gate
 from ..lifecycle._delete import decode_deleted, deleted_since
-from ..notes._addresses import Address, parse_address, validate_name
+from ..notes._addresses import Address
 from ..notes._links import decode_links, link_warnings
-from ..notes._notes import KINDS
 from ..notes._tokencount import TokenCounter, count_as_json_string
-from ._budget import Entry, Render, check_budget, finish, fit, plan, position_ranges
-from ._paging import ORDERS, Order, decode, encode, select_page
+from ..requests import GetState, ListKeys
+from ._budget import Entry, Render, finish, fit, plan, position_ranges
+from ._paging import encode, select_page
 from ._views import (
-    GET_MODES,
-    LIST_MODES,
     META_FIELDS,
     Readable,
     build_entry,
-    check_fields,
-    check_list_fields,
-    check_mode,
     fields_for,
     finish_content,
     iso_time,
 )
 
-MAX_URIS = 100
 # A change feed names this many of the notes deleted since its cursor, and counts the rest.
 _NAMED_DELETIONS = 5
-MAX_LIMIT = 200
 # Bytes of an offloaded body fetched per token of budget when only its start can be shown.
 # A token of cl100k is rarely over 16 bytes; a cut that uses up a short prefix is still
 # exact, it just shows less than the budget allowed.
@@ -195,29 +188,16 @@ async def _show(
 async def get_state(
     client: aioredis.Redis[bytes],
     counter: TokenCounter,
+    request: GetState,
     *,
-    uris: object,
-    mode: object = None,
-    fields: object = None,
-    budget_tokens: object = None,
     readable: Readable,
     gate: Gate | None = None,
 ) -> dict[str, Any]:
-    if isinstance(uris, str):
-        uris = [uris]
-    if not isinstance(uris, list | tuple) or not uris:
-        raise InvalidArgument("uris must be a non-empty list of addresses", argument="uris")
-    if len(uris) > MAX_URIS:
-        raise InvalidArgument(f"at most {MAX_URIS} uris per call", argument="uris")
-    given = [parse_address(u, argument="uris") for u in uris]
+    given = request.uris
     addresses = list(dict.fromkeys(given))
-    if len({a.workspace for a in addresses}) > 1:
-        raise InvalidArgument("all uris of one call must be in one workspace", argument="uris")
-    checked_mode = check_mode(mode, GET_MODES)
-    checked_fields = check_fields(fields)
-    if checked_mode == "fields" and not checked_fields:
-        raise InvalidArgument("mode=fields needs fields=[...]", argument="fields")
-    budget = check_budget(budget_tokens)
+    checked_mode = request.mode
+    checked_fields = request.fields
+    budget = request.budget_tokens
     # Where each position of ``uris`` is in ``addresses`` (duplicates share one item).
     index = {a: i for i, a in enumerate(addresses)}
     slot = [index[a] for a in given]
@@ -253,35 +233,24 @@ async def get_state(
 async def list_keys(
     client: aioredis.Redis[bytes],
     counter: TokenCounter,
+    request: ListKeys,
     *,
     workspace: str,
-    topic: object = None,
-    kind: object = None,
-    order: object = None,
-    limit: object = None,
-    mode: object = None,
-    fields: object = None,
-    budget_tokens: object = None,
-    cursor: object = None,
-    after: object = None,
     readable: Readable,
 ) -> dict[str, Any]:
-    checked_mode = check_mode(mode, LIST_MODES)
-    checked_fields = check_list_fields(check_fields(fields))
-    budget = check_budget(budget_tokens)
-    checked_order = _check_order(order)
-    checked_limit = _check_limit(limit)
-    since = _check_cursor(cursor)
-    feed = "changes" if since is not None else checked_order
-    start = decode(feed, after)
-    if kind is not None and kind not in KINDS:
-        raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}", argument="kind")
+    checked_mode = request.mode
+    checked_fields = request.fields
+    budget = request.budget_tokens
+    since = request.cursor
+    feed = request.feed
+    start = request.after
+    topic = request.topic
     notices: list[str] = []
     async with mapped_redis_errors():
         if topic is not None:
             # The gateway has checked the caller's scopes already; filter anyway, so the
             # store never lists a topic its ``readable`` predicate refuses.
-            topics = [t for t in [validate_name(topic, "topic")] if readable(t)]
+            topics = [t for t in [topic] if readable(t)]
         else:
             known = sorted(t.decode() for t in await client.smembers(keys.topics(workspace)))
             topics = [t for t in known if readable(t)]
@@ -294,8 +263,8 @@ async def list_keys(
             workspace,
             topics,
             feed=feed,
-            kind=kind if isinstance(kind, str) else None,
-            limit=checked_limit,
+            kind=request.kind,
+            limit=request.limit,
             after=start,
             since=since,
         )
@@ -346,7 +315,7 @@ async def list_keys(
     return fitted.response
 
 
-def _shown_topic(name: str, topic: object, readable: Readable) -> bool:
+def _shown_topic(name: str, topic: str | None, readable: Readable) -> bool:
     return (topic is None or name == topic) and readable(name)
 
 
@@ -366,32 +335,6 @@ def _page_cursor(since: int | None, rows: list[Any], shown: int, stop: Any, now:
     if since is not None and (shown < len(rows) or stop is not None):
         return int(rows[shown - 1].score) if shown else since
     return now
-
-
-def _check_order(value: object) -> Order:
-    if value is None:
-        return "recent"
-    if value not in ORDERS:
-        raise InvalidArgument(f"order must be one of {', '.join(ORDERS)}", argument="order")
-    return value
-
-
-def _check_limit(value: object) -> int:
-    if value is None:
-        return 20
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
-        raise InvalidArgument(
-            f"limit must be a whole number from 1 to {MAX_LIMIT}", argument="limit"
-        )
-    return value
-
-
-def _check_cursor(value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidArgument("cursor must be a cursor from an earlier read", argument="cursor")
-    return value
 
 
 def _escape_cell(value: str) -> str:

@@ -21,23 +21,20 @@ import redis.asyncio as aioredis
 from redis.commands.search.query import Query
 from redis.exceptions import ResponseError
 
-from .._errors import InvalidArgument, TooLarge, Unavailable
+from .._errors import Unavailable
 from ..connection import _keys as keys
 from ..connection._redis_errors import mapped_redis_errors
-from ..notes._addresses import validate_name
 from ..notes._links import decode_links, link_warnings
-from ..notes._notes import require_text
 from ..notes._tokencount import TokenCounter
 from ..reads._budget import DEFAULT_BUDGET, Entry, finish, fit, plan
 from ..reads._views import Readable, every_topic
+from ..requests import SearchKeys
 from ._index import DIGEST_WEIGHT, ensure_index, wait_until_indexed
 
 log = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 10_000
 MAX_TERMS = 32
 MAX_TERM_CHARS = 64
-MAX_LIMIT = 50
 # search_keys takes no budget argument: its answer is held to the reads' default budget.
 SEARCH_BUDGET = DEFAULT_BUDGET
 # How long a search that had to rebuild the index waits for its scan of the existing notes
@@ -146,26 +143,14 @@ def _query(
 async def search_keys(
     client: aioredis.Redis[bytes],
     counter: TokenCounter,
+    request: SearchKeys,
     *,
     workspace: str,
-    q: object,
-    topic: object = None,
-    limit: object = None,
     readable: Readable,
     index: str = keys.INDEX_NAME,
 ) -> dict[str, Any]:
     """``index`` is the index that holds this workspace's notes (one per cluster primary)."""
-    text = require_text(q, "q")
-    if len(text) > MAX_QUERY_CHARS:
-        raise TooLarge(
-            f"q has {len(text)} characters; the limit is {MAX_QUERY_CHARS}", argument="q"
-        )
-    if limit is None:
-        limit = 10
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidArgument(
-            f"limit must be a whole number from 1 to {MAX_LIMIT}", argument="limit"
-        )
+    text, topic, limit = request.q, request.topic, request.limit
     terms = query_terms(text)
     warnings: list[str] = []
     if not terms:
@@ -176,7 +161,7 @@ async def search_keys(
         topics: list[str] | None
         if topic is not None:
             # Scopes were checked by the gateway; the predicate is applied here as well.
-            topics = [t for t in [validate_name(topic, "topic")] if readable(t)]
+            topics = [t for t in [topic] if readable(t)]
             [sequence] = await pipe.execute()
         elif readable is every_topic:
             # Nothing to leave out: no topic filter, which would double the query's cost.
