@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import orjson
-import redis.asyncio as aioredis
 from support import (
     TEST_JWT_SECRET,
     GatewayProcess,
@@ -23,7 +22,7 @@ from support import (
 )
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog
+from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog, SingleRedis, board_client
 
 
 async def test_calls_allowed_and_refused_are_in_the_audit_stream(
@@ -115,9 +114,9 @@ async def test_every_call_of_a_burst_is_audited_exactly_once(
 
     async with httpx.AsyncClient(timeout=30.0) as http:
         await asyncio.gather(*(one(http, rid) for rid in ids))
-    client = aioredis.Redis.from_url(redis_server.url)
+    client = board_client(redis_server.url)
     try:
-        log = RedisAuditLog(client=client, maxlen=1000)
+        log = RedisAuditLog(redis=SingleRedis(client), maxlen=1000)
         deadline = asyncio.get_running_loop().time() + 5
         while True:
             records = await log.tail(workspace, 100)

@@ -19,10 +19,9 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 import pytest
-import redis.asyncio as aioredis
 from support import GatewayProcess, agent_token
 
-from blackboard_mcp.store import RedisAuditLog
+from blackboard_mcp.store import RedisAuditLog, SingleRedis, board_client
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import TokenIssuer
@@ -305,9 +304,9 @@ async def test_each_call_is_audited_under_the_request_id_it_sent_or_a_fresh_one(
     for n in range(3):
         wire.send(tool_call(token, uri, f"unnamed {n}"))
         written(wire.answer(), f"unnamed {n}")
-    client = aioredis.Redis.from_url(redis_server.url)
+    client = board_client(redis_server.url)
     try:
-        log = RedisAuditLog(client=client, maxlen=1000)
+        log = RedisAuditLog(redis=SingleRedis(client), maxlen=1000)
         for _ in range(100):
             records = await log.tail(workspace, 10)
             if len(records) >= 4:

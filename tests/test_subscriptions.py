@@ -20,7 +20,6 @@ from urllib.parse import urlsplit
 import anyio
 import httpx
 import pytest
-import redis.asyncio as aioredis
 from mcp.client.subscriptions import ResourceUpdated, Subscription, SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from support import (
@@ -34,7 +33,14 @@ from support import (
 )
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, EmbeddedRedis, RedisAuditLog, UpdateState, board_client
+from blackboard_mcp.store import (
+    Board,
+    EmbeddedRedis,
+    RedisAuditLog,
+    SingleRedis,
+    UpdateState,
+    board_client,
+)
 from blackboard_mcp.testing import listen_request
 
 PER_TOKEN = 2
@@ -324,9 +330,9 @@ async def test_a_listen_is_audited_as_a_listen_of_the_addresses_it_names(
         with pytest.raises(MCPError):
             async with listener.listen(resource_subscriptions=[addr(workspace, "secret")]):
                 pass
-    client = aioredis.Redis.from_url(redis_server.url)
+    client = board_client(redis_server.url)
     try:
-        log = RedisAuditLog(client=client, maxlen=1000)
+        log = RedisAuditLog(redis=SingleRedis(client), maxlen=1000)
         records = []
         for _ in range(50):  # the gateway writes its audit records in the background
             records = (await log.tail(workspace, 10))[::-1]  # newest first: turn it

@@ -28,7 +28,7 @@ from blackboard_mcp.auth import (
     keys_from_settings,
 )
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog
+from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog, SingleRedis, board_client
 
 SECRET = "rules-secret-" + "q" * 40
 HOUR = 3600
@@ -188,11 +188,10 @@ async def test_audit_tail_prints_one_escaped_line_per_record(
     redis_server: EmbeddedRedis, workspace: str
 ) -> None:
     """Records written before names were checked, or by anything else, cannot forge lines."""
-    import redis.asyncio as aioredis
 
-    client = aioredis.Redis.from_url(redis_server.url)
+    client = board_client(redis_server.url)
     try:
-        log = RedisAuditLog(client=client, maxlen=100)
+        log = RedisAuditLog(redis=SingleRedis(client), maxlen=100)
         forged_line = "x\n1700000000.000\tadmin\tadmin.issue\tok\t0.0ms\tbb://w/a/b"
         for subject, tool in ((forged_line, "get_state"), ("worker-1", "update_state")):
             await log.record(

@@ -72,7 +72,7 @@ def cmd_audit_tail(args: argparse.Namespace, settings: Settings) -> int:
         )
 
     async def newest(board: Board) -> tuple[list[tuple[str, AuditRecord]], bool]:
-        log = RedisAuditLog(client=board.client, maxlen=settings.audit_maxlen)
+        log = RedisAuditLog(redis=board.redis, maxlen=settings.audit_maxlen)
         entries = list(reversed(await log.newest(args.workspace, args.count)))
         return entries, bool(entries) or await board.workspace_exists(args.workspace)
 
@@ -103,7 +103,7 @@ async def _follow(
     board: Board, settings: Settings, args: argparse.Namespace, last: str, widths: list[int]
 ) -> int:
     """Print records as they arrive, until interrupted (Ctrl-C exits 130)."""
-    log = RedisAuditLog(client=board.client, maxlen=settings.audit_maxlen)
+    log = RedisAuditLog(redis=board.redis, maxlen=settings.audit_maxlen)
     while True:
         entries = await log.after(args.workspace, last, block_ms=_FOLLOW_BLOCK_MS)
         for entry_id, record in entries:

@@ -54,7 +54,7 @@ async def audit(
     board: Board, settings: Settings, *, workspace: str, tool: str, target: str, outcome: str
 ) -> None:
     """One audit record of an operator's command, beside the gateway's own."""
-    log = RedisAuditLog(client=board.client, maxlen=settings.audit_maxlen)
+    log = RedisAuditLog(redis=board.redis, maxlen=settings.audit_maxlen)
     await log.record(
         AuditRecord(
             at=time.time(),

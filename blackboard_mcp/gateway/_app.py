@@ -107,7 +107,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         manifest=manifest,
         authorizer=Authorizer(),
         admission=RedisCallAdmission(
-            client=parts.board.client,
+            redis=parts.board.redis,
             limiter=RedisRateLimiter(
                 client=parts.board.client, per_minute=settings.rate_limit_per_minute
             ),

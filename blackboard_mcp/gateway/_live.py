@@ -313,10 +313,9 @@ class ChangeHub:
                         "change feed of %s: read failed: %s", workspace, failure_reason(exc)
                     )
                     await asyncio.sleep(_RETRY_SECONDS)
-                    if self._board.is_cluster:
-                        # A failover or a reshard moves the workspace to another primary:
-                        # read on there, from the same entry.
-                        feed = await self._reopen(feed, workspace)
+                    # On a fresh connection, to wherever the workspace is now (a failover or
+                    # a reshard may have moved it), from the same entry.
+                    feed = await self._reopen(feed, workspace)
                     continue
                 interests = list(self._interests.get(workspace, {}).values())
                 for change in changes:

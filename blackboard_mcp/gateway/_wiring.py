@@ -65,7 +65,7 @@ def build_parts(settings: Settings, *, metrics_dir: Path | None = None) -> Gatew
         if signing_key is not None
         else None
     )
-    audit = RedisAuditLog(client=board.client, maxlen=settings.audit_maxlen)
+    audit = RedisAuditLog(redis=board.redis, maxlen=settings.audit_maxlen)
     return GatewayParts(
         settings=settings,
         board=board,

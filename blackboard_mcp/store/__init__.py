@@ -27,7 +27,14 @@ from .access._audit_log import RedisAuditLog
 from .access._ratelimit import RedisRateLimiter
 from .access._revocations import RedisRevocationList
 from .connection._location import client_location, failure_reason, redacted_url
-from .connection._placement import ClusterMode, NodeReport, board_client, open_client
+from .connection._placement import (
+    ClusterMode,
+    NodeReport,
+    Placement,
+    SingleRedis,
+    board_client,
+    open_client,
+)
 from .connection._tx import Gate
 from .embedded._embedded import (
     EmbeddedBinaries,
@@ -105,6 +112,7 @@ __all__ = [
     "NotFound",
     "NoteContent",
     "Overloaded",
+    "Placement",
     "Readable",
     "RedisAuditLog",
     "RedisCallAdmission",
@@ -112,6 +120,7 @@ __all__ = [
     "RedisRevocationList",
     "RetentionPolicy",
     "SearchKeys",
+    "SingleRedis",
     "StoreError",
     "Swept",
     "TiktokenCounter",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -11,9 +10,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
-from redis.exceptions import MovedError
 
-from ._errors import StoreError, Unavailable
+from ._errors import StoreError
 from .connection import _keys as keys
 from .connection._location import failure_reason
 from .connection._placement import ClusterMode, NodeReport, Placement, SingleRedis, open_placement
@@ -135,23 +133,7 @@ class Board:
     async def _at_home(
         self, workspace: str, op: Callable[[aioredis.Redis[bytes]], Awaitable[T]]
     ) -> T:
-        """Run ``op`` on the Redis that holds ``workspace``, following a slot that moved once."""
-        client = await self._placement.home(workspace)
-        try:
-            return await op(client)
-        except Unavailable as exc:
-            if not self._placement.is_cluster:
-                raise
-            # A failover or a reshard: read the slot map again so that this call (after
-            # MOVED, when nothing ran) or the next one (after a dead primary) goes to the
-            # slot's new primary. A dead primary is not waited for: `unavailable` now.
-            moved = isinstance(exc.__cause__, MovedError)
-            with contextlib.suppress(StoreError):
-                await self._placement.refresh(force=moved)
-            if not moved:
-                raise
-            client = await self._placement.home(workspace)
-            return await op(client)
+        return await self._placement.at_home(workspace, op)
 
     @property
     def client(self) -> aioredis.Redis[bytes]:
@@ -163,8 +145,10 @@ class Board:
         return self._placement.location
 
     @property
-    def is_cluster(self) -> bool:
-        return self._placement.is_cluster
+    def redis(self) -> Placement:
+        """Where this board's keys live: what the access adapters (admission, audit) send
+        their key-routed commands through."""
+        return self._placement
 
     @property
     def counter(self) -> TokenCounter:
@@ -457,13 +441,7 @@ class Board:
             "index": _index_state(nodes),
             "used_memory_bytes": sum(n.used_memory_bytes for n in nodes if n.role == "primary"),
         }
-        if self._placement.is_cluster:
-            report["cluster"] = True
-            report["nodes"] = [n.as_dict() for n in nodes]
-        elif not nodes[0].up:
-            # Its reason says why; asking the same Redis for the note counts would only wait
-            # out a second deadline.
-            raise Unavailable(f"the board's Redis: {nodes[0].reason}")
+        report.update(self._placement.topology(nodes))
         async with mapped_redis_errors():
             workspaces = sorted(w.decode() for w in await self._client.smembers(keys.workspaces()))
             pipe = self._client.pipeline(transaction=False)

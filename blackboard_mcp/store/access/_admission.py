@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import redis.asyncio as aioredis
-
-from ..connection._pool import wire_pool
+from ..connection._placement import Placement
 from ..connection._redis_errors import mapped_redis_errors
 from ..connection._tx import Gate
 from ._ratelimit import COUNT_LUA, WINDOW_SECONDS, RedisRateLimiter
@@ -44,23 +42,18 @@ class Admission:
 
 
 class RedisCallAdmission:
-    def __init__(self, *, client: aioredis.Redis[bytes], limiter: RedisRateLimiter) -> None:
+    def __init__(self, *, redis: Placement, limiter: RedisRateLimiter) -> None:
         self._limiter = limiter
-        # On a single Redis the check goes on one of the store's own connections, as EVAL
-        # (see ``gate``): through redis-py it cost list_keys and search_keys more CPU than
-        # their answer's JSON. A cluster client has no such pool; there it is redis-py's
-        # EVALSHA, which loads the script on NOSCRIPT by itself.
-        self._pool = wire_pool(client)
-        self._admit = client.register_script(_ADMIT)
+        # As EVAL, like ``gate``: a Redis caches an EVAL'd script by itself, and on a single
+        # Redis it goes on one of the store's own connections (through redis-py's command
+        # path it cost list_keys and search_keys more CPU than their answer's JSON).
+        self._redis = redis
 
     async def admit(self, token: TokenIdentity) -> Admission:
         """Check revocation, then count the call against its subject's budget."""
         keys, args = self._arguments(token)
         async with mapped_redis_errors():
-            if self._pool is not None:
-                (reply,) = await self._pool.round_trip([("EVAL", _ADMIT, len(keys), *keys, *args)])
-            else:
-                reply = await self._admit(keys=keys, args=args)
+            (reply,) = await self._redis.send([("EVAL", _ADMIT, len(keys), *keys, *args)])
         return self._verdict(int(reply))
 
     def gate(self, token: TokenIdentity, on_verdict: Callable[[Admission], None]) -> Gate:

@@ -6,11 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-import redis.asyncio as aioredis
 
 from blackboard_mcp.auth import AuditRecord
 
-from ..connection._pool import wire_pool
+from ..connection._placement import Placement
 from ..connection._redis_errors import mapped_redis_errors
 
 
@@ -31,8 +30,9 @@ def _fields(record: AuditRecord) -> dict[Any, Any]:
 
 
 class RedisAuditLog:
-    def __init__(self, *, client: aioredis.Redis[bytes], maxlen: int) -> None:
-        self._client = client
+    def __init__(self, *, redis: Placement, maxlen: int) -> None:
+        self._redis = redis
+        self._client = redis.client
         self._maxlen = maxlen
 
     async def record(self, record: AuditRecord) -> None:
@@ -42,21 +42,8 @@ class RedisAuditLog:
         if not records:
             return
         async with mapped_redis_errors():
-            pool = wire_pool(self._client)
-            if pool is not None:
-                # A single Redis: the batch as plain commands in one wire round trip.
-                await pool.round_trip([self._xadd(record) for record in records])
-                return
-            # A cluster's client routes each workspace's stream to the node of its slot.
-            pipe = self._client.pipeline(transaction=False)
-            for record in records:
-                pipe.xadd(
-                    _key(record.workspace),
-                    _fields(record),
-                    maxlen=self._maxlen,
-                    approximate=True,
-                )
-            await pipe.execute()
+            # Each workspace's stream on the node of its slot; one round trip on one Redis.
+            await self._redis.send([self._xadd(record) for record in records])
 
     def _xadd(self, record: AuditRecord) -> tuple[Any, ...]:
         fields = [v for pair in _fields(record).items() for v in pair]

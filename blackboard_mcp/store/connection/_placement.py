@@ -21,11 +21,13 @@ the whole cluster from one index on any node: then there is one index, as on a s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import redis
 import redis.asyncio as aioredis
@@ -34,9 +36,10 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.connection import parse_url
 from redis.crc import key_slot
+from redis.exceptions import MovedError
 from redis.retry import Retry as SyncRetry
 
-from .._errors import Unavailable
+from .._errors import StoreError, Unavailable
 from ..search._index import ensure_index, index_ready, retire_old_indexes
 from ..search._upgrade import drop_retired_keys
 from . import _keys as keys
@@ -47,6 +50,8 @@ from ._redis_py_adapter import reload_slot_map, slot_owner
 from ._wire import WireConnection
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+Command = tuple[Any, ...]
 
 ClusterMode = Literal["auto", "on", "off"]
 _DETECT_TIMEOUT_SECONDS = 3.0
@@ -126,7 +131,6 @@ def _node_pool_kwargs(url: str) -> dict[str, Any]:
 class SingleRedis:
     """One Redis holds every workspace and the one search index."""
 
-    is_cluster = False
 
     def __init__(self, client: aioredis.Redis[bytes]) -> None:
         if not isinstance(client.connection_pool, WaitingConnectionPool):
@@ -144,6 +148,26 @@ class SingleRedis:
 
     async def home(self, workspace: str) -> aioredis.Redis[bytes]:
         return self._client
+
+    async def at_home(
+        self, workspace: str, op: Callable[[aioredis.Redis[bytes]], Awaitable[T]]
+    ) -> T:
+        """Run ``op`` on the client that holds ``workspace``."""
+        return await op(self._client)
+
+    async def send(self, commands: Sequence[Command]) -> list[Any]:
+        """Independent commands, each on the node of its key: here one round trip on one of
+        the store's own connections. Inside ``mapped_redis_errors()``."""
+        pool: WaitingConnectionPool = self._client.connection_pool
+        return await pool.round_trip(commands)
+
+    def topology(self, nodes: list[NodeReport]) -> dict[str, Any]:
+        """What ``health`` says of the nodes beyond their memory and index."""
+        if not nodes[0].up:
+            # Its reason says why; asking the same Redis for the note counts would only wait
+            # out a second deadline.
+            raise Unavailable(f"the board's Redis: {nodes[0].reason}")
+        return {}
 
     async def search_index(self, workspace: str) -> tuple[aioredis.Redis[bytes], str]:
         return self._client, keys.INDEX_NAME
@@ -171,7 +195,6 @@ class SingleRedis:
 class ClusterRedis:
     """A Redis Cluster: a workspace's home is the primary that owns its slot."""
 
-    is_cluster = True
 
     def __init__(
         self,
@@ -251,6 +274,38 @@ class ClusterRedis:
         """A plain client for the primary that owns ``workspace``'s slot (as last known)."""
         await self._ready()
         return self._node_client(self._owner(workspace))
+
+    async def at_home(
+        self, workspace: str, op: Callable[[aioredis.Redis[bytes]], Awaitable[T]]
+    ) -> T:
+        """Run ``op`` on the primary that holds ``workspace``, following a slot that moved
+        once."""
+        client = await self.home(workspace)
+        try:
+            return await op(client)
+        except Unavailable as exc:
+            # A failover or a reshard: read the slot map again so that this call (after
+            # MOVED, when nothing ran) or the next one (after a dead primary) goes to the
+            # slot's new primary. A dead primary is not waited for: `unavailable` now.
+            moved = isinstance(exc.__cause__, MovedError)
+            with contextlib.suppress(StoreError):
+                await self.refresh(force=moved)
+            if not moved:
+                raise
+            client = await self.home(workspace)
+            return await op(client)
+
+    async def send(self, commands: Sequence[Command]) -> list[Any]:
+        """Independent commands, each routed by redis-py to the node of its key (it follows
+        MOVED and ASK). Inside ``mapped_redis_errors()``."""
+        pipe = self._cluster.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return await pipe.execute()
+
+    def topology(self, nodes: list[NodeReport]) -> dict[str, Any]:
+        """What ``health`` says of the nodes beyond their memory and index."""
+        return {"cluster": True, "nodes": [n.as_dict() for n in nodes]}
 
     async def search_index(self, workspace: str) -> tuple[aioredis.Redis[bytes], str]:
         await self._ready()

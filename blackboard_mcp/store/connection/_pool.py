@@ -153,10 +153,3 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
         finally:
             if held:
                 self._free.release()
-
-
-def wire_pool(client: object) -> WaitingConnectionPool | None:
-    """The board's pool behind ``client``, which lends wires; None for a cluster's client,
-    whose commands go to the node of their slot through redis-py."""
-    pool = getattr(client, "connection_pool", None)
-    return pool if isinstance(pool, WaitingConnectionPool) else None
