@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blackboard_mcp.store import (
     CATCH_UP_PATH,
@@ -12,6 +14,7 @@ from blackboard_mcp.store import (
     is_valid_name,
     parse_address,
 )
+from blackboard_mcp.store.notes._addresses import MAX_DEPTH, checked_address
 
 VALID = [
     ("bb://ws/topic/key", Address("ws", "topic", "key")),
@@ -164,3 +167,45 @@ def test_remembered_addresses_answer_as_parsing_them_would() -> None:
         parse_address("bb://WS/t1/k1")
     assert parse_address("bb://ws/t1/k1") == Address("ws", "t1", "k1")
     assert parse_address("bb://ws/t1/k1").uri == "bb://ws/t1/k1"
+
+
+# Addresses near the rules' edges: valid parts (of the longest lengths too) and parts that
+# break one rule, up to two segments more than the limit allows; and free text.
+_PART = st.one_of(
+    st.text(alphabet="aZ09._~-/é \n", max_size=4),
+    st.sampled_from(["w" * 65, "k" * 129, ".", "..", "", "-a", "_a", ".a", "A"]),
+)
+_NAME_PART = st.one_of(st.sampled_from(["a", "ws", "0.9", "w" * 64]), _PART)
+_VALID_SEGMENT = st.sampled_from(["s", "A~b", "x..y", "-", "k" * 128])
+_SEGMENTS = st.one_of(
+    st.lists(_VALID_SEGMENT, max_size=3),
+    st.lists(_VALID_SEGMENT, min_size=MAX_DEPTH - 1, max_size=MAX_DEPTH + 2),
+    st.lists(st.one_of(st.just("s"), _PART), max_size=4),
+)
+_NEAR_ADDRESS = st.one_of(
+    st.builds(
+        lambda ws, topic, segments: f"bb://{ws}/{topic}/" + "/".join(segments),
+        _NAME_PART,
+        _NAME_PART,
+        _SEGMENTS,
+    ),
+    st.lists(_PART, max_size=12).map("".join),
+)
+
+
+@given(_NEAR_ADDRESS)
+@settings(max_examples=3000, deadline=None)
+def test_the_one_match_parse_accepts_exactly_what_the_part_by_part_checks_accept(
+    text: str,
+) -> None:
+    try:
+        expected: Address | str = checked_address(text)
+    except InvalidArgument as exc:
+        expected = exc.message
+    try:
+        got: Address | str = parse_address(text)
+    except InvalidArgument as exc:
+        got = exc.message
+    assert got == expected
+    if isinstance(got, Address):
+        assert got.uri == text
