@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     # before it is answered `overloaded` (store/connection/_pool.py).
     redis_pool_size: int = Field(default=64, ge=1)
     redis_pool_timeout: float = Field(default=5.0, gt=0)
+    # How long one store operation (a write, a read, a batch of an import) may wait for
+    # Redis before it is answered `unavailable` (store/connection/_redis_errors.py).
+    redis_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
     # A write is acknowledged once this many replicas have it (WAIT after EXEC, at most
     # wait_replicas_timeout_ms); past the timeout the call answers `unconfirmed`.
     wait_replicas: int = Field(default=0, ge=0)

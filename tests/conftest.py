@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +12,8 @@ import redis
 from hypothesis import Phase, settings
 from support import TEST_JWT_SECRET, GatewayProcess, start_gateway, stop_gateway
 
-from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis, board_client
+from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis, board_client, set_redis_timeout
+from blackboard_mcp.store.connection._redis_errors import DEFAULT_REDIS_TIMEOUT_SECONDS
 from blackboard_mcp.testing import LocalCluster
 
 if TYPE_CHECKING:
@@ -80,6 +81,14 @@ def redis_url(redis_server: EmbeddedRedis) -> Iterator[str]:
     client.flushall()
     client.close()
     yield redis_server.url
+
+
+@pytest.fixture
+def redis_timeout() -> Iterator[Callable[[float], None]]:
+    """Sets this process's BB_REDIS_TIMEOUT_SECONDS for one test (the store reads it as a
+    setting read once per process), and puts the default back after."""
+    yield set_redis_timeout
+    set_redis_timeout(DEFAULT_REDIS_TIMEOUT_SECONDS)
 
 
 @pytest.fixture

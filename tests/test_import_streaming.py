@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,6 @@ from support import child_process
 
 from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile, GetState, UpdateState
 from blackboard_mcp.store.connection import _keys as keys
-from blackboard_mcp.store.connection import _redis_errors
 from blackboard_mcp.store.lifecycle._transfer import _BATCH, Imported, check_record
 
 # Runs the real CLI in a process of its own and reports the peak of what Python allocated
@@ -147,12 +146,12 @@ async def test_a_file_changed_during_the_import_does_not_tear_it(
 
 
 async def test_an_import_longer_than_one_operations_deadline_completes(
-    board: Board, monkeypatch: pytest.MonkeyPatch
+    board: Board, redis_timeout: Callable[[float], None]
 ) -> None:
     # The deadline bounds each of the import's round trips, not the whole import: here the
     # file is read slowly (a slow disk, a pipe), so the import as a whole outlasts several
     # deadlines while every round trip to Redis stays well inside one.
-    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 1.0)
+    redis_timeout(1.0)
     ws = "slow-import"
     notes = 3 * _BATCH
 

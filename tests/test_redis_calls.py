@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 import redis.asyncio as aioredis
@@ -34,9 +34,11 @@ def silent_server() -> Iterator[int]:
 
 
 @pytest.fixture
-async def hung_board(silent_server: int, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Board]:
+async def hung_board(
+    silent_server: int, redis_timeout: Callable[[float], None]
+) -> AsyncIterator[Board]:
     """A board on the hung Redis, whose operations have 0.3 s each."""
-    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.3)
+    redis_timeout(0.3)
     board = Board.from_url(f"redis://127.0.0.1:{silent_server}/0", pool_size=20)
     try:
         yield board
@@ -62,11 +64,11 @@ async def test_a_redis_that_stops_answering_gives_unavailable_within_the_deadlin
 
 
 async def test_a_deadline_that_runs_out_waiting_for_a_connection_is_overloaded(
-    redis_url: str, monkeypatch: pytest.MonkeyPatch
+    redis_url: str, redis_timeout: Callable[[float], None]
 ) -> None:
     # The pool would wait 5 s; the operation's deadline (0.3 s) runs out first, while the
     # call still waits for a connection: Redis answers, so the answer is `overloaded`.
-    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.3)
+    redis_timeout(0.3)
     board = Board.from_url(redis_url, pool_size=1, pool_wait_seconds=5.0)
     try:
         holder = asyncio.create_task(board.client.blpop(["bb-test-nothing"], timeout=1))
@@ -116,9 +118,9 @@ async def test_a_caller_cancelling_an_operation_gets_its_cancellation_not_unavai
 
 
 async def test_a_task_whose_operation_ran_out_of_time_goes_on_uncancelled(
-    monkeypatch: pytest.MonkeyPatch,
+    redis_timeout: Callable[[float], None],
 ) -> None:
-    monkeypatch.setattr(_redis_errors, "DEADLINE_SECONDS", 0.2)
+    redis_timeout(0.2)
     started = time.monotonic()
     # An operation inside another (one store call made by another): the outer deadline is
     # the one that counts, and it fires once.

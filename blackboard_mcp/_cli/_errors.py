@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from blackboard_mcp.errors import BoardError, StartupError
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import failure_reason
+from blackboard_mcp.store import failure_reason, set_redis_timeout
 
 PROG = "blackboard-mcp"
 RUNTIME_FAILURE = 1
@@ -105,7 +105,9 @@ def run_command(
     """Read the settings, then run one command with them; a failure (a malformed setting
     included) prints two lines on stderr, a traceback only when debugging."""
     try:
-        return func(args, Settings())
+        settings = Settings()
+        set_redis_timeout(settings.redis_timeout_seconds)
+        return func(args, settings)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:

@@ -20,6 +20,7 @@ from blackboard_mcp.store import (
     EmbeddedRedisError,
     RedisAuditLog,
     RedisRevocationList,
+    set_redis_timeout,
 )
 
 from ._app import GatewayParts, create_app
@@ -32,6 +33,7 @@ def build_parts(settings: Settings, *, metrics_dir: Path | None = None) -> Gatew
     if not settings.redis_url:
         # `serve` starts the embedded Redis and passes its URL to the workers.
         raise EmbeddedRedisError("no BB_REDIS_URL: start with `blackboard-mcp serve`")
+    set_redis_timeout(settings.redis_timeout_seconds)
     board = Board.from_url(
         settings.redis_url,
         limits=board_limits(settings),

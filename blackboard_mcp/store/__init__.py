@@ -35,6 +35,7 @@ from .connection._placement import (
     board_client,
     open_client,
 )
+from .connection._redis_errors import redis_timeout, set_redis_timeout
 from .connection._tx import Gate
 from .embedded._embedded import (
     EmbeddedBinaries,
@@ -147,7 +148,9 @@ __all__ = [
     "parse_request",
     "parse_topic_address",
     "redacted_url",
+    "redis_timeout",
     "set_parent_death_signal",
+    "set_redis_timeout",
     "validate_workspace",
     "write_private",
 ]

@@ -45,7 +45,7 @@ from ..search._upgrade import drop_retired_keys
 from . import _keys as keys
 from ._location import client_location, failure_reason, redacted_url
 from ._pool import WaitingConnectionPool
-from ._redis_errors import mapped_redis_errors
+from ._redis_errors import mapped_redis_errors, redis_timeout
 from ._redis_py_adapter import reload_slot_map, slot_owner
 from ._wire import WireConnection
 
@@ -86,10 +86,12 @@ class NodeReport:
 
 def is_cluster_node(url: str) -> bool:
     """Whether the Redis at ``url`` is a node of a Redis Cluster (``INFO cluster``)."""
+    # A start-up question: asked within the process's Redis timeout, and never long.
+    seconds = min(_DETECT_TIMEOUT_SECONDS, redis_timeout())
     client = redis.Redis.from_url(
         url,
-        socket_timeout=_DETECT_TIMEOUT_SECONDS,
-        socket_connect_timeout=_DETECT_TIMEOUT_SECONDS,
+        socket_timeout=seconds,
+        socket_connect_timeout=seconds,
         retry=SyncRetry(NoBackoff(), 0),
     )
     try:
@@ -130,7 +132,6 @@ def _node_pool_kwargs(url: str) -> dict[str, Any]:
 
 class SingleRedis:
     """One Redis holds every workspace and the one search index."""
-
 
     def __init__(self, client: aioredis.Redis[bytes]) -> None:
         if not isinstance(client.connection_pool, WaitingConnectionPool):
@@ -194,7 +195,6 @@ class SingleRedis:
 
 class ClusterRedis:
     """A Redis Cluster: a workspace's home is the primary that owns its slot."""
-
 
     def __init__(
         self,

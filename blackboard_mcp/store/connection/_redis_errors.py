@@ -1,8 +1,10 @@
 """Map redis-py's exceptions to the store's, once, at the boundary; and bound the wait.
 
 Every store operation runs its Redis commands inside ``mapped_redis_errors()``, which is
-also where a hung Redis is noticed: the block has ``DEADLINE_SECONDS`` to finish, or the
-operation answers ``Unavailable``. One deadline per operation replaces redis-py's socket
+also where a hung Redis is noticed: the block has ``redis_timeout()`` seconds to finish
+(``BB_REDIS_TIMEOUT_SECONDS``, 5 by default), or the operation answers ``Unavailable``.
+A long command (an import, an export, a sweep) opens one operation per batch, so the bound
+holds each batch, not the whole command. One deadline per operation replaces redis-py's socket
 timeout, which wrapped every command's write in ``asyncio.wait_for`` (a task each) and its
 read in ``asyncio.timeout``: about a fifth of the CPU of a compare-and-swap write.
 
@@ -25,7 +27,23 @@ from redis import exceptions as rx
 from .._errors import Overloaded, StoreError, Unavailable
 
 # As long as a Redis command could take before redis-py's socket timeout gave up (5 s).
-DEADLINE_SECONDS = 5.0
+DEFAULT_REDIS_TIMEOUT_SECONDS = 5.0
+# The process's bound, from its settings (``set_redis_timeout``): one Settings a process,
+# read once, so one value; the store's call sites need not carry it.
+_timeout_seconds = DEFAULT_REDIS_TIMEOUT_SECONDS
+
+
+def set_redis_timeout(seconds: float) -> None:
+    """How long one store operation may wait for Redis in this process."""
+    global _timeout_seconds
+    if not seconds > 0:
+        raise ValueError("the Redis timeout is a positive number of seconds")
+    _timeout_seconds = seconds
+
+
+def redis_timeout() -> float:
+    return _timeout_seconds
+
 
 # How often the running operations' deadlines are checked, so how late one may fire.
 _TICK_SECONDS = 0.05
@@ -108,7 +126,7 @@ class RedisOperation:
         self._task = task
         self._deadlines = _deadlines(task.get_loop())
         self._cancelling = task.cancelling()
-        self._owner = self._deadlines.start(task, DEADLINE_SECONDS)
+        self._owner = self._deadlines.start(task, _timeout_seconds)
 
     async def __aexit__(
         self,
@@ -146,7 +164,7 @@ def _mapped(exc: BaseException) -> StoreError | None:
         if deadline_hit_in_pool.get():
             deadline_hit_in_pool.set(False)
             return Overloaded("no Redis connection came free in time; the board is busy")
-        return Unavailable(f"the board's Redis did not answer within {DEADLINE_SECONDS:g} s")
+        return Unavailable(f"the board's Redis did not answer within {_timeout_seconds:g} s")
     if isinstance(exc, rx.MaxConnectionsError):  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
         # Every pooled connection stayed busy for the pool's whole wait (store/connection/_pool.py):
         # Redis answers, this process has more calls in hand than connections.
