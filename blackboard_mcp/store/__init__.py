@@ -27,9 +27,9 @@ from .access._audit_log import RedisAuditLog
 from .access._ratelimit import RedisRateLimiter
 from .access._revocations import RedisRevocationList
 from .connection._location import client_location, failure_reason, redacted_url
+from .connection._nodes import NodeReport
 from .connection._placement import (
     ClusterMode,
-    NodeReport,
     Placement,
     SingleRedis,
     board_client,

@@ -1,4 +1,10 @@
-"""The board: the store's one public object, five operations over one Redis."""
+"""The board: the store's one public object, five operations over one Redis.
+
+Longer than most modules on purpose: it is the store's whole face (the five tools'
+operations and the operators' ones), each method a few lines handing a typed request or a
+checked name to the part that does the work; split, the face would have to be pieced
+together from several files.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +20,8 @@ import redis.asyncio as aioredis
 from ._errors import StoreError
 from .connection import _keys as keys
 from .connection._location import failure_reason
-from .connection._placement import ClusterMode, NodeReport, Placement, SingleRedis, open_placement
+from .connection._nodes import NodeReport
+from .connection._placement import ClusterMode, Placement, SingleRedis, open_placement
 from .connection._redis_errors import mapped_redis_errors
 from .connection._tx import Gate, ReplicaWait, pass_gate
 from .lifecycle._delete import (

@@ -5,6 +5,9 @@ stored token counts among them) and its links; the budget then decides which ite
 shown, and the second fetches content (a body, an offloaded blob, or just the start of one
 for an item that will be cut) for those items only. A read at a small budget over notes of a
 megabyte each moves kilobytes, not megabytes.
+
+get_state and list_keys share those two passes, so they stay in one module, a little over
+400 lines.
 """
 
 from __future__ import annotations
