@@ -15,6 +15,7 @@ from blackboard_mcp._cli import (
     add_audit_commands,
     add_delete_command,
     add_health_command,
+    add_restore_command,
     add_retention_commands,
     add_serve_command,
     add_token_commands,
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_delete_command(sub)
     add_transfer_commands(sub)
     add_retention_commands(sub)
+    add_restore_command(sub)
     return parser
 
 

@@ -69,6 +69,10 @@ class Settings(BaseSettings):
     # wait_replicas_timeout_ms); past the timeout the call answers `unconfirmed`.
     wait_replicas: int = Field(default=0, ge=0)
     wait_replicas_timeout_ms: int = Field(default=1000, ge=1)
+    # Past versions kept per note (0: no history) and their maximum age in seconds (0: no
+    # age bound); store/notes/_history.py.
+    history_versions: int = Field(default=50, ge=0, le=10_000)
+    history_max_age_seconds: int = Field(default=30 * 24 * 3600, ge=0)
 
     # Auth
     jwt_secret: SecretStr | None = None
@@ -234,4 +238,6 @@ def board_limits(settings: Settings) -> BoardLimits:
         source_read_threads=settings.source_read_threads,
         wait_replicas=settings.wait_replicas,
         wait_timeout_ms=settings.wait_replicas_timeout_ms,
+        history_versions=settings.history_versions,
+        history_max_age_seconds=settings.history_max_age_seconds,
     )

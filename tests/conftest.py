@@ -106,6 +106,15 @@ async def board(redis_url: str, source_root: Path) -> AsyncIterator[Board]:
     await board.close()
 
 
+@pytest.fixture
+async def board_without_history(redis_url: str) -> AsyncIterator[Board]:
+    """A board keeping no past versions: what a note's own blob references do, alone."""
+    board = Board(client=board_client(redis_url), limits=BoardLimits(history_versions=0))
+    await board.start()
+    yield board
+    await board.close()
+
+
 @pytest.fixture(scope="session")
 def gateway(
     redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory

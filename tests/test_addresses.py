@@ -176,7 +176,7 @@ _PART = st.one_of(
     st.sampled_from(["w" * 65, "k" * 129, ".", "..", "", "-a", "_a", ".a", "A"]),
 )
 _NAME_PART = st.one_of(st.sampled_from(["a", "ws", "0.9", "w" * 64]), _PART)
-_VALID_SEGMENT = st.sampled_from(["s", "A~b", "x..y", "-", "k" * 128])
+_VALID_SEGMENT = st.sampled_from(["s", "A~b", "x..y", "-", "k" * 128, "s@7", "s@0", "s@12@3"])
 _SEGMENTS = st.one_of(
     st.lists(_VALID_SEGMENT, max_size=3),
     st.lists(_VALID_SEGMENT, min_size=MAX_DEPTH - 1, max_size=MAX_DEPTH + 2),

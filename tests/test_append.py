@@ -259,32 +259,32 @@ async def test_an_append_to_a_note_near_the_size_limit_keeps_every_byte(
 
 
 async def test_appending_to_a_note_that_shares_its_blob_leaves_the_other_note_whole(
-    board: Board, redis_url: str
+    board_without_history: Board, redis_url: str
 ) -> None:
     shared = "same large body " * 2000  # 32 KB: offloaded, content-addressed
     for name in ("a", "b"):
-        await board.update_state(
+        await board_without_history.update_state(
             UpdateState.parse({"uri": uri(name), "digest": "Twin.", "body": shared}), author=AUTHOR
         )
     client = raw(redis_url)
     try:
         [blob] = {client.hget(f"bbn:{{ws}}:t/{n}", "blob") for n in ("a", "b")}
         assert client.hget("bbr:{ws}", blob) == b"2"
-        await board.update_state(
+        await board_without_history.update_state(
             UpdateState.parse({"uri": uri("a"), "digest": "Twin.", "append": " more"}),
             author=AUTHOR,
         )
-        assert (await body_of(board, uri("a")))[0] == shared + " more"
-        assert (await body_of(board, uri("b")))[0] == shared
+        assert (await body_of(board_without_history, uri("a")))[0] == shared + " more"
+        assert (await body_of(board_without_history, uri("b")))[0] == shared
         own = client.hget("bbn:{ws}:t/a", "blob")
         assert own is not None and own.startswith(b"log-") and own != blob
         assert client.hget("bbr:{ws}", blob) == b"1"
         # Rewritten whole, the note's log blob is freed; deleted, the shared one goes too.
-        await board.update_state(
+        await board_without_history.update_state(
             UpdateState.parse({"uri": uri("a"), "digest": "Short.", "body": "short"}), author=AUTHOR
         )
         assert not client.exists(f"bbb:{{ws}}:{own.decode()}")
-        await board.delete(author=AUTHOR, workspace="ws", uri=uri("b"))
+        await board_without_history.delete(author=AUTHOR, workspace="ws", uri=uri("b"))
         assert client.keys("bbb:*") == []
     finally:
         client.close()

@@ -326,6 +326,26 @@ def assert_consistent(url: str, workspace: str) -> None:
                     assert f"{rel}\t{member}".encode() in client.smembers(
                         f"{other}:{{{workspace}}}:{target}"
                     )
+        # Kept versions belong to notes that exist, and each holds a reference to its blob.
+        kept_sets = {
+            k.decode().split(":", 2)[2]
+            for k in client.scan_iter(match=f"bbhv:{{{workspace}}}:*", count=1000)
+        }
+        assert kept_sets <= notes, kept_sets - notes
+        kept = {
+            k.decode().split(":", 2)[2]
+            for k in client.scan_iter(match=f"bbh:{{{workspace}}}:*", count=1000)
+        }
+        listed_kept = set()
+        for member in kept_sets:
+            for version in client.zrange(f"bbhv:{{{workspace}}}:{member}", 0, -1):
+                listed_kept.add(f"{member}@{version.decode()}")
+        assert kept == listed_kept, kept ^ listed_kept
+        for name in kept:
+            blob = (client.hget(f"bbh:{{{workspace}}}:{name}", "blob") or b"").decode()
+            if blob:
+                refs[blob] = refs.get(blob, 0) + 1
+                assert client.exists(f"bbb:{{{workspace}}}:{blob}")
         stored = {k.decode(): int(v) for k, v in client.hgetall(f"bbr:{{{workspace}}}").items()}
         assert stored == refs
     finally:

@@ -545,3 +545,22 @@ async def test_the_health_command_reports_the_board_and_fails_when_redis_is_gone
     bad = health(f"redis://127.0.0.1:{free_port()}/0")
     assert bad.returncode == 1
     assert '"redis": "unavailable"' in bad.stdout
+
+
+async def test_listing_or_searching_a_topic_the_token_cannot_read_is_refused_not_emptied(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    writer = agent_token(issuer, workspace)
+    async with mcp_client(gateway.mcp_url, writer) as client:
+        err, _ = await call(
+            client, "update_state", uri=f"bb://{workspace}/vault/k", digest="Hidden.", body="x"
+        )
+        assert not err
+    reader = agent_token(issuer, workspace, sub="reader", read=["public"])
+    async with mcp_client(gateway.mcp_url, reader) as client:
+        for tool, args in (("list_keys", {}), ("search_keys", {"q": "hidden"})):
+            err, body = await call(client, tool, topic="vault", **args)
+            # Refused before the handler, naming the topic: an empty answer would read as
+            # "nothing there".
+            assert err and body["error"]["code"] == "forbidden", (tool, body)
+            assert "vault" in body["error"]["message"]

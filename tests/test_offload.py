@@ -114,55 +114,55 @@ async def test_two_notes_with_the_same_large_body_share_one_blob(
 
 
 async def test_blob_is_kept_while_another_note_uses_it_and_freed_after(
-    board: Board, redis_url: str
+    board_without_history: Board, redis_url: str
 ) -> None:
-    await board.update_state(
+    await board_without_history.update_state(
         UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": LARGE}), author=AUTHOR
     )
-    await board.update_state(
+    await board_without_history.update_state(
         UpdateState.parse({"uri": uri("b"), "digest": "B.", "body": LARGE}), author=AUTHOR
     )
 
-    await board.update_state(
+    await board_without_history.update_state(
         UpdateState.parse({"uri": uri("a"), "digest": "A small.", "body": "small"}), author=AUTHOR
     )
     assert blob_keys(redis_url) == {f"bbb:{{ws}}:{sha(LARGE)}"}
     assert refcounts(redis_url) == {sha(LARGE): 1}
-    assert await full_body(board, uri("a")) == "small"
-    assert await full_body(board, uri("b")) == LARGE
+    assert await full_body(board_without_history, uri("a")) == "small"
+    assert await full_body(board_without_history, uri("b")) == LARGE
 
-    await board.update_state(
+    await board_without_history.update_state(
         UpdateState.parse({"uri": uri("b"), "digest": "B small.", "body": "tiny"}), author=AUTHOR
     )
     assert blob_keys(redis_url) == set()
     assert refcounts(redis_url) == {}
     assert note_hash(redis_url, "t/b")["blob"] == ""
-    assert await full_body(board, uri("b")) == "tiny"
+    assert await full_body(board_without_history, uri("b")) == "tiny"
 
 
 async def test_replacing_one_large_body_with_another_frees_the_old_blob(
-    board: Board, redis_url: str
+    board_without_history: Board, redis_url: str
 ) -> None:
-    await board.update_state(
+    await board_without_history.update_state(
         UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": LARGE}), author=AUTHOR
     )
-    await board.update_state(
+    await board_without_history.update_state(
         UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": OTHER_LARGE}), author=AUTHOR
     )
     assert blob_keys(redis_url) == {f"bbb:{{ws}}:{sha(OTHER_LARGE)}"}
     assert refcounts(redis_url) == {sha(OTHER_LARGE): 1}
-    assert await full_body(board, uri("a")) == OTHER_LARGE
+    assert await full_body(board_without_history, uri("a")) == OTHER_LARGE
 
 
 async def test_rewriting_the_same_large_body_keeps_one_reference(
-    board: Board, redis_url: str
+    board_without_history: Board, redis_url: str
 ) -> None:
     for _ in range(3):
-        await board.update_state(
+        await board_without_history.update_state(
             UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": LARGE}), author=AUTHOR
         )
     assert refcounts(redis_url) == {sha(LARGE): 1}
-    await board.update_state(
+    await board_without_history.update_state(
         UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": "small"}), author=AUTHOR
     )
     assert blob_keys(redis_url) == set()

@@ -1643,8 +1643,10 @@ def _apply(op: str, args: dict[str, Any], note: ModelNote) -> None:
 
 
 def _blob_references_are_exact(client: redis.Redis[bytes], workspace: str) -> None:
-    """Offloaded content is counted once per note that holds it, and kept while counted."""
+    """Offloaded content is counted once per note and once per kept past version that holds
+    it, and kept while counted."""
     notes = list(client.scan_iter(match=f"bbn:{{{workspace}}}:*", count=5000))
+    notes += list(client.scan_iter(match=f"bbh:{{{workspace}}}:*", count=5000))
     held: dict[str, int] = {}
     for name in notes:
         blob = (client.hget(name, "blob") or b"").decode()

@@ -97,11 +97,8 @@ ANNOTATIONS = {
     "get_state": READ_ONLY,
     "list_keys": READ_ONLY,
     "search_keys": READ_ONLY,
-    "update_state": {
-        "destructiveHint": True,
-        "idempotentHint": False,
-        "openWorldHint": False,
-    },
+    # destructiveHint true and idempotentHint false are the protocol's defaults.
+    "update_state": {"openWorldHint": False},
     "link_state": {
         "destructiveHint": False,
         "idempotentHint": True,

@@ -1,5 +1,5 @@
 """The ``blackboard-mcp`` commands, one module each (serve, health, token, audit, delete,
-retention, export and import), and what they share: their failures, Redis, keys."""
+restore, retention, export and import), and what they share: their failures, Redis, keys."""
 
 from ._audit import add_audit_commands, iso
 from ._delete import add_delete_command
@@ -16,6 +16,7 @@ from ._redis import (
     redis_url,
     require_embedded_binaries,
 )
+from ._restore import add_restore_command
 from ._retention import add_retention_commands
 from ._serve import add_serve_command
 from ._tokens import add_token_commands
@@ -31,6 +32,7 @@ __all__ = [
     "add_audit_commands",
     "add_delete_command",
     "add_health_command",
+    "add_restore_command",
     "add_retention_commands",
     "add_serve_command",
     "add_token_commands",

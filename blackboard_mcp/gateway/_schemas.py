@@ -17,12 +17,14 @@ from blackboard_mcp.auth import ContractError, load_board_contract
 from blackboard_mcp.store import REQUESTS
 
 # Hints a client may use to decide what needs the user's confirmation. No tool reaches beyond
-# the board. update_state replaces a note's content and keeps no history (destructive), and a
-# repeat writes again (append extends twice; without expect_version a new version): not
-# idempotent. link_state only adds links, and re-adding one changes no link. The writes leave
-# out readOnlyHint: false is the protocol's default, and the surface's budget is tight.
+# the board. update_state replaces a note's content, and its past versions are kept only
+# within the board's bounds (destructive), and a repeat writes again (append extends twice;
+# without expect_version a new version): not idempotent. link_state only adds links, and
+# re-adding one changes no link. What equals the protocol's default is left out (readOnlyHint
+# false, and for update_state destructiveHint true and idempotentHint false): the surface's
+# budget is tight.
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+_WRITE = ToolAnnotations(open_world_hint=False)
 _LINK = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -85,9 +87,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="update_state",
         description=(
-            "Write note uri (bb://workspace/topic/key): short digest plus body, columns+rows, "
-            "append or source_path (server summarises a file). expect_version: last read's "
-            "(0: create only)."
+            "Write note uri (bb://ws/topic/key): short digest plus body, columns+rows, append "
+            "or source_path (a server file). expect_version: last read's (0: create)."
         ),
         input_schema=_input_schema("update_state"),
         annotations=_WRITE,
@@ -95,8 +96,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="get_state",
         description=(
-            "Batch read; digest unless mode says more; reports omissions. "
-            "Catch up: bb://workspace/run/state/current."
+            "Batch read; digest unless mode says more. uri@N: past version N. "
+            "Catch up: bb://ws/run/state/current."
         ),
         input_schema=_input_schema("get_state"),
         annotations=_READ,
@@ -104,21 +105,21 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="list_keys",
         description=(
-            "List notes; always pass topic. 3+ rows: mode=table. cursor: changes since. "
-            "More: after=next."
+            "List notes; always pass topic (a note uri: its versions). 3+ rows: mode=table. "
+            "cursor: changes since. More: after=next."
         ),
         input_schema=_input_schema("list_keys"),
         annotations=_READ,
     ),
     Tool(
         name="search_keys",
-        description="Search digests and contents before deriving; empty means nothing relates.",
+        description="Search digests and bodies before deriving; empty: nothing relates.",
         input_schema=_input_schema("search_keys"),
         annotations=_READ,
     ),
     Tool(
         name="link_state",
-        description="Link note src to dst notes.",
+        description="Link src to dst notes.",
         input_schema=_input_schema("link_state"),
         annotations=_LINK,
     ),

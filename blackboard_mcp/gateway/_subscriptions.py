@@ -64,7 +64,9 @@ def _follows(
     for uri in uris:
         topic = parse_topic_address(uri, argument="topic")
         if topic is None:
-            address = parse_address(uri, argument="resourceSubscriptions")
+            address = parse_address(uri, argument="resourceSubscriptions").require_note(
+                "resourceSubscriptions"
+            )
             notes.add(address.uri)
             checked.append(address.uri)
             followed.append(address.uri)

@@ -38,7 +38,7 @@ class CallScope:
 
 def scope_of(request: ToolRequest, grant: Grant) -> CallScope:
     """Which topics ``request`` would read and write, from its addresses and topic alone."""
-    if isinstance(request, ListKeys | SearchKeys):
+    if isinstance(request, SearchKeys) or (isinstance(request, ListKeys) and not request.reads):
         topics = frozenset() if request.topic is None else frozenset([request.topic])
         return CallScope(grant.workspace, read_topics=topics)
     reads, writes = request.reads, request.writes

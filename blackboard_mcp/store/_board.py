@@ -42,8 +42,10 @@ from .lifecycle._transfer import (
 )
 from .notes._addresses import Address, validate_workspace
 from .notes._appends import append_note
+from .notes._history import HistoryLimits
 from .notes._links import LinkResult, write_links
 from .notes._notes import MAX_AUTHOR_CHARS, NoteWrite, check_sizes
+from .notes._restore import restore_request
 from .notes._tokencount import TiktokenCounter, TokenCounter
 from .notes._writes import WriteLimits, WriteResult, write_note
 from .reads._live import ChangeFeed, NoteContent, note_content, open_feed, readable_topics
@@ -72,6 +74,10 @@ class BoardLimits:
     # Replicas that must have a write before it is acknowledged (WAIT), and how long to wait.
     wait_replicas: int = 0
     wait_timeout_ms: int = 1000
+    # Past versions kept per note, and for how long (store/notes/_history.py); 0 turns
+    # history off, or the age bound off.
+    history_versions: int = 50
+    history_max_age_seconds: int = 30 * 24 * 3600
 
 
 class Board:
@@ -108,6 +114,10 @@ class Board:
             changelog_maxlen=self._limits.changelog_maxlen,
             max_retries=self._limits.cas_max_retries,
             wait=self._wait,
+            history=HistoryLimits(
+                versions=self._limits.history_versions,
+                max_age_ms=self._limits.history_max_age_seconds * 1000,
+            ),
         )
         self._sources = SourceReader(
             root=self._limits.source_root,
@@ -313,6 +323,14 @@ class Board:
                 wait=self._wait,
             ),
         )
+
+    async def restore(self, address: Address, *, author: str) -> WriteResult:
+        """Write the past version ``address`` names (``...@N``) as the note's newest, by
+        compare-and-swap against the version it reads now (store/notes/_restore.py)."""
+        request = await self._at_home(
+            address.workspace, lambda client: restore_request(client, address)
+        )
+        return await self.update_state(request, author=author)
 
     async def delete(
         self, *, author: str, workspace: str, topic: str | None = None, uri: str | None = None

@@ -130,6 +130,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=_GATEWAY,
     ),
     Mutation(
+        name="write-keeps-no-version",
+        why="a whole write replaces a note and its old version is lost",
+        path="blackboard_mcp/store/notes/_writes.py",
+        original="tx.queue(*keep_version_command(ws, member, limits.history))",
+        replacement="pass",
+        tests=("tests/test_history.py",),
+    ),
+    Mutation(
+        name="past-version-shows-the-current-one",
+        why="bb://ws/topic/key@N answers with the note as it is now",
+        path="blackboard_mcp/store/reads/_reads.py",
+        original='if kept is None or note["version"] == str(address.version):',
+        replacement="if True:",
+        tests=("tests/test_history.py",),
+    ),
+    Mutation(
+        name="deleted-note-keeps-its-history",
+        why="a deleted note's past versions (and their blobs) stay in Redis for ever",
+        path="blackboard_mcp/store/lifecycle/_delete.py",
+        original="""redis.call('DEL', note, p_out .. member, p_in .. member)
+    forget_versions(member)""",
+        replacement="""redis.call('DEL', note, p_out .. member, p_in .. member)""",
+        tests=("tests/test_history.py", "tests/test_delete.py"),
+    ),
+    Mutation(
         name="watch-removed",
         why="a write based on a stale read commits over a concurrent one",
         path="blackboard_mcp/store/connection/_tx.py",
@@ -192,8 +217,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="update-state-announced-idempotent",
         why="clients are told a repeated update_state changes nothing, and retry it blindly",
         path="blackboard_mcp/gateway/_schemas.py",
-        original="_WRITE = ToolAnnotations(destructive_hint=True, idempotent_hint=False,",
-        replacement="_WRITE = ToolAnnotations(destructive_hint=True, idempotent_hint=True,",
+        original="_WRITE = ToolAnnotations(open_world_hint=False)",
+        replacement="_WRITE = ToolAnnotations(idempotent_hint=True, open_world_hint=False)",
         tests=("tests/test_tool_surface.py",),
     ),
     Mutation(

@@ -28,6 +28,16 @@ def note(workspace: str, member: str) -> str:
     return f"{NOTE_PREFIX}{{{workspace}}}:{member}"
 
 
+def version(workspace: str, member: str, version: int | str) -> str:
+    """A kept past version of a note (store/notes/_history.py): a copy of its hash."""
+    return f"bbh:{{{workspace}}}:{member}@{version}"
+
+
+def versions(workspace: str, member: str) -> str:
+    """The versions kept of a note: a sorted set, each version scored by its number."""
+    return f"bbhv:{{{workspace}}}:{member}"
+
+
 def blob(workspace: str, sha256: str) -> str:
     return f"bbb:{{{workspace}}}:{sha256}"
 
@@ -118,6 +128,9 @@ def member_prefixes(workspace: str) -> dict[str, str]:
         # by_kind is <prefix><topic>:<kind>
         "by_kind": by_kind(workspace, "", "")[:-1],
         "blob": blob(workspace, ""),
+        # A kept version is <prefix><member>@<version>.
+        "version": version(workspace, "", "")[:-1],
+        "versions": versions(workspace, ""),
     }
 
 

@@ -39,6 +39,7 @@ local p_note, p_out, p_in = ARGV[1], ARGV[2], ARGV[3]
 local p_recent, p_name, p_version, p_kind, p_blob = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local maxlen, author, keep, uri_prefix = ARGV[9], ARGV[10], tonumber(ARGV[11]), ARGV[12]
 local cutoff = tonumber(ARGV[13])
+local p_kept, p_kept_set = ARGV[14], ARGV[15]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deleted = {}
@@ -49,7 +50,21 @@ local function unlink(set, prefix, member)
     redis.call('SREM', prefix .. string.sub(link, tab + 1), string.sub(link, 1, tab) .. member)
   end
 end
-for i = 14, #ARGV do
+-- A note's kept versions go with it, and each one's reference to its blob.
+local function forget_versions(member)
+  local set = p_kept_set .. member
+  for _, ver in ipairs(redis.call('ZRANGE', set, 0, -1)) do
+    local kept = p_kept .. member .. '@' .. ver
+    local blob = redis.call('HGET', kept, 'blob')
+    if blob and blob ~= '' and redis.call('HINCRBY', refs, blob, -1) <= 0 then
+      redis.call('HDEL', refs, blob)
+      redis.call('DEL', p_blob .. blob)
+    end
+    redis.call('DEL', kept)
+  end
+  redis.call('DEL', set)
+end
+for i = 16, #ARGV do
   local member = ARGV[i]
   local note = p_note .. member
   local f = redis.call('HMGET', note, 'topic', 'kind', 'blob', 'version', 'updated')
@@ -60,6 +75,7 @@ for i = 14, #ARGV do
     unlink(p_out .. member, p_in, member)
     unlink(p_in .. member, p_out, member)
     redis.call('DEL', note, p_out .. member, p_in .. member)
+    forget_versions(member)
     redis.call('ZREM', p_recent .. topic, path)
     redis.call('ZREM', p_name .. topic, path)
     redis.call('ZREM', p_version .. topic, path)
@@ -84,6 +100,7 @@ for i = 14, #ARGV do
     redis.call('ZREM', p_recent .. topic, path)
     redis.call('ZREM', p_name .. topic, path)
     redis.call('ZREM', p_version .. topic, path)
+    forget_versions(member)
     touched[topic] = true
   end
 end
@@ -122,7 +139,7 @@ def delete_target(workspace: object, *, topic: object = None, uri: object = None
     if topic is not None and uri is not None:
         raise InvalidArgument("give a topic or a uri, not both", argument="uri")
     if uri is not None:
-        address = parse_address(uri)
+        address = parse_address(uri).require_note("uri")
         if address.workspace != ws:
             raise InvalidArgument(f"{address.uri} is not in workspace {ws}", argument="uri")
         return Target(ws, address.topic, address.member)
@@ -204,6 +221,8 @@ async def delete_members(
             str(changelog_maxlen),
             f"{SCHEME}{workspace}/",
             "" if written_before_ms is None else str(written_before_ms),
+            prefixes["version"],
+            prefixes["versions"],
             *members,
         )
     return [m.decode() if isinstance(m, bytes) else str(m) for m in deleted]

@@ -251,7 +251,7 @@ def check_record(
     """
     if not isinstance(record, dict):
         raise InvalidArgument("a note record must be a JSON object")
-    address = parse_address(record.get("uri"))
+    address = parse_address(record.get("uri")).require_note("uri")
     if address.workspace != source:
         raise InvalidArgument(f"{address.uri} is not in workspace {source}", argument="uri")
     kind = _need(record, "kind", str)
@@ -298,7 +298,7 @@ def check_record(
     for link in _need(record, "links", list):
         if not isinstance(link, dict) or link.get("rel") not in RELATIONS:
             raise InvalidArgument("each link is {rel, to} with a known rel", argument="links")
-        to = parse_address(link.get("to"), argument="links")
+        to = parse_address(link.get("to"), argument="links").require_note("links")
         if to.workspace != source:
             raise InvalidArgument(f"{to.uri} is in another workspace", argument="links")
         links.append((str(link["rel"]), to.member))

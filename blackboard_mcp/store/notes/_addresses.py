@@ -25,15 +25,35 @@ class Address:
     workspace: str
     topic: str
     path: str  # the key path below the topic, e.g. "state/current"
+    # A past version of the note (``bb://ws/topic/key@7``); None names the note itself.
+    version: int | None = None
     # Both are read several times per call: made once, with the address.
     uri: str = field(init=False, repr=False, compare=False)
     member: str = field(init=False, repr=False, compare=False)
-    """The note's name inside its workspace: ``<topic>/<path>``."""
+    """The note's name inside its workspace: ``<topic>/<path>``, whatever the version."""
 
     def __post_init__(self) -> None:
         member = f"{self.topic}/{self.path}"
         object.__setattr__(self, "member", member)
-        object.__setattr__(self, "uri", f"{SCHEME}{self.workspace}/{member}")
+        at = "" if self.version is None else f"@{self.version}"
+        object.__setattr__(self, "uri", f"{SCHEME}{self.workspace}/{member}{at}")
+
+    @property
+    def note(self) -> Address:
+        """The note this address names a version of (itself when it names none)."""
+        if self.version is None:
+            return self
+        return Address(self.workspace, self.topic, self.path)
+
+    def require_note(self, argument: str) -> Address:
+        """This address, which must name a note rather than one of its past versions."""
+        if self.version is not None:
+            raise InvalidArgument(
+                f"{argument} {self.uri} names version {self.version}; {argument} takes the "
+                f"note's address, {self.note.uri}",
+                argument=argument,
+            )
+        return self
 
     def __str__(self) -> str:
         return self.uri
@@ -57,9 +77,12 @@ def validate_name(name: object, what: str) -> str:
 # of them empty, "." or "..". Anything it does not match goes the long way, which names the
 # fault (and accepts exactly what this does: tests/test_addresses.py).
 _SEGMENT_TEXT = r"[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,127}"
+# A version after the key: ``@7``. ``@`` cannot occur in a key segment.
+_VERSION_TEXT = r"[1-9][0-9]{0,17}"
+_VERSION = re.compile(_VERSION_TEXT)
 _VALID = re.compile(
     rf"bb://({_NAME.pattern})/({_NAME.pattern})/((?:{_SEGMENT_TEXT}/){{0,{MAX_DEPTH - 1}}}"
-    rf"{_SEGMENT_TEXT})"
+    rf"{_SEGMENT_TEXT})(?:@({_VERSION_TEXT}))?"
 )
 
 
@@ -68,7 +91,9 @@ def parse_address(uri: object, *, argument: str = "uri") -> Address:
     if type(uri) is str and len(uri) <= MAX_URI_LENGTH:
         match = _VALID.fullmatch(uri)
         if match is not None:
-            return Address(match[1], match[2], match[3])
+            return Address(
+                match[1], match[2], match[3], None if match[4] is None else int(match[4])
+            )
     return checked_address(uri, argument=argument)
 
 
@@ -87,7 +112,18 @@ def checked_address(uri: object, *, argument: str = "uri") -> Address:
             f"{argument} {uri!r} must start with {SCHEME} (bb://<workspace>/<topic>/<key>)",
             argument=argument,
         )
-    parts = uri[len(SCHEME) :].split("/")
+    version: int | None = None
+    text = uri
+    if "@" in uri:
+        text, _, version_text = uri.rpartition("@")
+        if _VERSION.fullmatch(version_text) is None:
+            raise InvalidArgument(
+                f"{argument} {uri!r}: a version follows the key as @<number>, from 1 "
+                "(bb://<workspace>/<topic>/<key>@7)",
+                argument=argument,
+            )
+        version = int(version_text)
+    parts = text[len(SCHEME) :].split("/")
     if len(parts) < 3:
         raise InvalidArgument(
             f"{argument} {uri!r} needs a workspace, a topic and a key: bb://<workspace>/<topic>/<key>",
@@ -111,7 +147,7 @@ def checked_address(uri: object, *, argument: str = "uri") -> Address:
                 "(1-128 characters)",
                 argument=argument,
             )
-    return Address(workspace, topic, "/".join(segments))
+    return Address(workspace, topic, "/".join(segments), version)
 
 
 def catch_up_address(workspace: str) -> Address:

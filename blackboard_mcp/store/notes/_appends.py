@@ -38,6 +38,7 @@ from ..connection import _keys as keys
 from ..connection._pool import WaitingConnectionPool
 from ..connection._redis_errors import mapped_redis_errors
 from ..connection._tx import Gate
+from ._history import KEEP_VERSION_LUA
 from ._notes import NoteWrite
 from ._tokencount import TokenCounter, count_as_json_string
 from ._writes import SEARCH_TEXT_BYTES, WriteLimits, WriteResult
@@ -46,14 +47,19 @@ LOG_BLOB_PREFIX = "log-"
 
 # KEYS: 1 note, 2 sequence, 3 change log, 4 by_name, 5 by_version, 6 topics, 7 blob refs,
 #       8 by_kind text, 9 by_kind summary, 10 the blob the caller saw (or any key of the
-#       slot), 11 a new log blob (used only if the content moves into one)
+#       slot), 11 a new log blob (used only if the content moves into one), 12 the note's
+#       kept versions (store/notes/_history.py)
 # ARGV: 1 text, 2 max body bytes, 3 offload bytes, 4 search text bytes, 5 path,
 #       6 change log maxlen, 7 uri, 8 author, 9 digest, 10 digest tokens, 11 text tokens,
 #       12 sources json, 13 confidence, 14 sources given, 15 confidence given,
-#       16 the blob name the caller saw, 17 the new log blob's name, 18 workspace, 19 topic
+#       16 the blob name the caller saw, 17 the new log blob's name, 18 workspace, 19 topic,
+#       20 the kept versions' key prefix, 21 the blobs' key prefix, 22 versions kept,
+#       23 their maximum age in ms
 # Returns {version, seq}; {-1} for a table; {-2, size} over the limit; {-3, blob} when the
 # note's blob is not the one the caller saw (read it, declare it, call again).
-_APPEND = """
+_APPEND = (
+    KEEP_VERSION_LUA
+    + """
 local note = KEYS[1]
 local old = redis.call('HMGET', note, 'version', 'kind', 'blob', 'size', 'body_tokens')
 -- The search text is read only while it can still grow (reading a full one costs its size).
@@ -69,6 +75,9 @@ if blob ~= ARGV[16] then return {-3, blob} end
 local text = ARGV[1]
 local size = (tonumber(old[4]) or 0) + #text
 if size > tonumber(ARGV[2]) then return {-2, size} end
+-- Nothing is refused past here: keep the version this append replaces (its blob's
+-- reference goes with the copy, so the note may drop its own below), then extend.
+keep_version(note, KEYS[12], KEYS[7], ARGV[20], ARGV[21], tonumber(ARGV[22]), tonumber(ARGV[23]))
 
 local fields = {}
 local function put(name, value)
@@ -166,6 +175,7 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[6], '*',
   'at', now)
 return {version, seq}
 """
+)
 
 
 async def append_note(
@@ -220,7 +230,7 @@ async def append_note(
             (
                 "EVAL",
                 _APPEND,
-                11,
+                12,
                 note_key,
                 keys.sequence(ws),
                 keys.changelog(ws),
@@ -232,11 +242,16 @@ async def append_note(
                 keys.by_kind(ws, topic, "summary"),
                 keys.blob(ws, seen or new_log),
                 keys.blob(ws, new_log),
+                keys.versions(ws, member),
                 *fixed_args,
                 seen,
                 new_log,
                 ws,
                 topic,
+                keys.version(ws, member, ""),
+                keys.blob(ws, ""),
+                limits.history.versions,
+                limits.history.max_age_ms,
             )
         ]
         if limits.wait is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 import orjson
@@ -17,6 +17,7 @@ from .._errors import Conflict
 from ..connection import _keys as keys
 from ..connection._tx import Gate, ReplicaWait, Transaction, run_transaction
 from ._commit import queue_commit
+from ._history import HistoryLimits, keep_version_command
 from ._notes import NoteWrite
 from ._tokencount import TokenCounter, count_as_json_string
 
@@ -40,6 +41,7 @@ class WriteLimits:
     changelog_maxlen: int
     max_retries: int
     wait: ReplicaWait | None = None
+    history: HistoryLimits = field(default_factory=HistoryLimits)
 
 
 def _decode(value: bytes | str | None) -> str:
@@ -137,12 +139,17 @@ async def write_note(
             "origin": write.origin,
         }
         tx.multi()
+        # First, while the note is still the old version: keep it (and apply the bounds).
+        tx.queue(*keep_version_command(ws, member, limits.history))
+        # A kept version holds a reference of its own to the old blob, so the note's own
+        # reference can go without the blob going with it.
+        kept_blob = bool(old_version and limits.history.versions > 0)
         if new_blob != old_blob:
             if new_blob:
                 tx.queue("SET", keys.blob(ws, new_blob), encoded, "NX")
                 tx.queue("HINCRBY", refs_key, new_blob, 1)
             if old_blob:
-                if blob_counts and blob_counts[0] <= 1:
+                if not kept_blob and blob_counts and blob_counts[0] <= 1:
                     tx.queue("DEL", keys.blob(ws, old_blob))
                     tx.queue("HDEL", refs_key, old_blob)
                 else:

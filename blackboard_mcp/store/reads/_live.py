@@ -138,10 +138,17 @@ async def note_content(client: aioredis.Redis[bytes], address: Address) -> NoteC
     """The note's whole content, an offloaded body fetched in full. The caller has checked
     that the topic may be read."""
     key = keys.note(address.workspace, address.member)
+    fields = ["kind", "version", "body", "blob", "size"]
     async with mapped_redis_errors():
-        kind, version, body, blob, size = await client.hmget(
-            key, ["kind", "version", "body", "blob", "size"]
-        )
+        kind, version, body, blob, size = await client.hmget(key, fields)
+        if (
+            kind is not None
+            and address.version is not None
+            and int(version or 0) != address.version
+        ):
+            # A past version: its kept copy (store/notes/_history.py), if it is still kept.
+            kept = keys.version(address.workspace, address.member, address.version)
+            kind, version, body, blob, size = await client.hmget(kept, fields)
         if kind is None:
             raise NotFound(f"no note at {address.uri}", uri=address.uri)
         if blob:

@@ -30,12 +30,13 @@ import redis.asyncio as aioredis
 from .._errors import InvalidArgument
 from ..connection import _keys as keys
 from ..connection._pool import WaitingConnectionPool
+from ..notes._addresses import Address
 from ..notes._notes import KINDS
 
 Order = Literal["recent", "name", "version"]
 ORDERS: tuple[Order, ...] = ("recent", "name", "version")
-_LETTERS = {"recent": "r", "name": "n", "version": "v", "changes": "c"}
-_AFTER = re.compile(r"([rnvc])(\d{1,19}):([a-z0-9][a-z0-9._-]{0,63})/(\S{1,1100})")
+_LETTERS = {"recent": "r", "name": "n", "version": "v", "changes": "c", "history": "h"}
+_AFTER = re.compile(r"([rnvch])(\d{1,19}):([a-z0-9][a-z0-9._-]{0,63})/(\S{1,1100})")
 # A kind filter on name or version order examines at most this many notes per topic per
 # call; a page may then hold fewer rows than ``limit`` (even none) and still carry ``next``.
 SCAN_CAP = 5000
@@ -57,6 +58,27 @@ def make_row(feed: str, topic: str, path: str, score: float) -> Row:
     if feed == "changes":
         return Row((value, topic, path), topic, path, value)
     return Row((-value, topic, path), topic, path, value)
+
+
+async def history_page(
+    client: aioredis.Redis[bytes], note: Address, *, limit: int, after: Row | None
+) -> tuple[list[Row], Row | None]:
+    """A page of ``note``'s versions, newest first: the current one (on the first page),
+    then the kept ones (store/notes/_history.py), below ``after``'s version if given."""
+    ws, member = note.workspace, note.member
+    top = "+inf" if after is None else f"({after.score}"
+    pool: WaitingConnectionPool = client.connection_pool
+    current, kept = await pool.round_trip(
+        [
+            ("HGET", keys.note(ws, member), "version"),
+            ("ZREVRANGEBYSCORE", keys.versions(ws, member), top, "-inf", "LIMIT", 0, limit + 1),
+        ]
+    )
+    versions = [int(v) for v in kept]
+    if current is not None and (after is None or int(current) < after.score):
+        versions.insert(0, int(current))
+    rows = [make_row("history", note.topic, note.path, v) for v in versions]
+    return rows[:limit], rows[limit] if len(rows) > limit else None
 
 
 def encode(feed: str, row: Row) -> str:

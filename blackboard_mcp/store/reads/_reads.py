@@ -28,7 +28,7 @@ from ..notes._links import decode_links, link_warnings
 from ..notes._tokencount import TokenCounter, count_as_json_string
 from ..requests import GetState, ListKeys
 from ._budget import Entry, Render, finish, fit, plan, position_ranges
-from ._paging import encode, select_page
+from ._paging import encode, history_page, select_page
 from ._views import (
     META_FIELDS,
     Readable,
@@ -75,9 +75,13 @@ async def _fetch_meta(
     if deletions_after is not None:
         commands.append(deleted_since(workspace, deletions_after))
     for address in addresses:
-        commands.append(("HMGET", keys.note(address.workspace, address.member), *names))
-        commands.append(("SMEMBERS", keys.links_out(address.workspace, address.member)))
-        commands.append(("SMEMBERS", keys.links_in(address.workspace, address.member)))
+        ws, member = address.workspace, address.member
+        commands.append(("HMGET", keys.note(ws, member), *names))
+        if address.version is not None:
+            # The kept copy, unless the version asked for is the current one.
+            commands.append(("HMGET", keys.version(ws, member, address.version), *names))
+        commands.append(("SMEMBERS", keys.links_out(ws, member)))
+        commands.append(("SMEMBERS", keys.links_in(ws, member)))
     commands.append(("GET", keys.sequence(workspace)))
     pool: WaitingConnectionPool = client.connection_pool
     replies = await pool.round_trip(commands)
@@ -86,14 +90,39 @@ async def _fetch_meta(
     deleted = decode_deleted(replies.pop(0)) if deletions_after is not None else []
     cursor = int(replies.pop() or 0)
     out: Fetched = []
-    for i in range(len(addresses)):
-        values, outgoing, incoming = replies[3 * i : 3 * i + 3]
-        if values[0] is None:
-            out.append((None, set(), set()))
-            continue
-        note = {f: _text(v) for f, v in zip(names, values, strict=True)}
-        out.append((note, set(outgoing), set(incoming)))
+    at = 0
+    for address in addresses:
+        values = replies[at]
+        kept = replies[at + 1] if address.version is not None else None
+        at += 3 if kept is None else 4
+        outgoing, incoming = replies[at - 2], replies[at - 1]
+        note = _version_of(address, names, values, kept)
+        out.append((note, set(outgoing), set(incoming)) if note else (None, set(), set()))
     return out, cursor, deleted
+
+
+# Marks on a fetched note's fields (never shown): the note's current version when the
+# fields are a kept past version's, whose content is then read from the kept copy.
+CURRENT_VERSION = "_current_version"
+
+
+def _version_of(
+    address: Address, names: list[str], values: list[Any], kept: list[Any] | None
+) -> dict[str, str] | None:
+    """The fields of what ``address`` names: the note, or the kept version it asks for."""
+    if values[0] is None:
+        return None
+    note = {f: _text(v) for f, v in zip(names, values, strict=True)}
+    if kept is None or note["version"] == str(address.version):
+        if kept is not None:
+            note["uri"] = address.uri
+        return note
+    if kept[0] is None:
+        return None
+    past = {f: _text(v) for f, v in zip(names, kept, strict=True)}
+    past["uri"] = address.uri
+    past[CURRENT_VERSION] = note["version"]
+    return past
 
 
 async def _fetch_content(
@@ -109,7 +138,12 @@ async def _fetch_content(
     commands: list[tuple[Any, ...]] = []
     for i, (entry, address, note) in enumerate(wanted):
         if not note.get("blob"):
-            commands.append(("HGET", keys.note(address.workspace, address.member), "body"))
+            key = (
+                keys.version(address.workspace, address.member, note["version"])
+                if CURRENT_VERSION in note
+                else keys.note(address.workspace, address.member)
+            )
+            commands.append(("HGET", key, "body"))
             continue
         # A blob is read up to the size its note said: an appended note's log blob may have
         # grown since (store/notes/_appends.py), and what was read is this version's content.
@@ -147,7 +181,10 @@ def _entries(
     mode: Any,
     fields: Sequence[str],
     readable: Readable,
+    mark_past: bool = True,
 ) -> list[tuple[Entry, dict[str, str] | None]]:
+    """The items; a past version's says so and names the current one, unless ``mark_past``
+    is off (a note's list of versions, where the first is the current one)."""
     out: list[tuple[Entry, dict[str, str] | None]] = []
     for address, (note, outgoing, incoming) in zip(addresses, fetched, strict=True):
         if note is None:
@@ -156,9 +193,17 @@ def _entries(
             continue
         links = _filter_links(address.workspace, outgoing, incoming, readable)
         warnings = link_warnings(address.uri, links)
+        current = note.get(CURRENT_VERSION)
+        if current is not None and mark_past:
+            warnings.append(
+                f"{address.uri} is a past version; the note is at version {current} "
+                "(links shown are its current ones)"
+            )
         entry = build_entry(
             note, mode=mode, fields=fields, links=links, warnings=warnings, readable=readable
         )
+        if current is not None and mark_past:
+            entry.item["current_version"] = int(current)
         out.append((entry, note))
     return out
 
@@ -250,7 +295,17 @@ async def list_keys(
     topic = request.topic
     notices: list[str] = []
     async with mapped_redis_errors():
-        if topic is not None:
+        if request.note is not None:
+            # A note's versions, newest first; its scopes were checked as a read of it.
+            topics = []
+            note = request.note
+            rows, stop = (
+                await history_page(client, note, limit=request.limit, after=start)
+                if readable(note.topic)
+                else ([], None)
+            )
+            addresses = [Address(workspace, r.topic, r.path, r.score) for r in rows]
+        elif topic is not None:
             # The gateway has checked the caller's scopes already; filter anyway, so the
             # store never lists a topic its ``readable`` predicate refuses.
             topics = [t for t in [topic] if readable(t)]
@@ -261,17 +316,18 @@ async def list_keys(
                 f"no topic given: listed every topic you may read ({len(topics)}); "
                 "pass topic= to narrow it"
             )
-        rows, stop = await select_page(
-            client,
-            workspace,
-            topics,
-            feed=feed,
-            kind=request.kind,
-            limit=request.limit,
-            after=start,
-            since=since,
-        )
-        addresses = [Address(workspace, r.topic, r.path) for r in rows]
+        if request.note is None:
+            rows, stop = await select_page(
+                client,
+                workspace,
+                topics,
+                feed=feed,
+                kind=request.kind,
+                limit=request.limit,
+                after=start,
+                since=since,
+            )
+            addresses = [Address(workspace, r.topic, r.path) for r in rows]
         names = META_FIELDS if checked_mode == "table" else fields_for(checked_mode, checked_fields)
         fetched, now, deleted = await _fetch_meta(
             client, workspace, addresses, names, deletions_after=since
@@ -288,7 +344,12 @@ async def list_keys(
             # Fields name exactly what each item holds, in digest and ref mode alike.
             entry_mode = "fields" if checked_fields else checked_mode
         built = _entries(
-            addresses, fetched, mode=entry_mode, fields=checked_fields, readable=readable
+            addresses,
+            fetched,
+            mode=entry_mode,
+            fields=checked_fields,
+            readable=readable,
+            mark_past=request.note is None,
         )
 
     def render(items: list[dict[str, Any]], warnings: list[str], shown: int) -> dict[str, Any]:

@@ -29,7 +29,7 @@ class LinkState:
 
     @classmethod
     def parse(cls, args: Mapping[str, Any]) -> LinkState:
-        source = parse_address(args.get("src"), argument="src")
+        source = parse_address(args.get("src"), argument="src").require_note("src")
         rel = args.get("rel")
         if rel not in RELATIONS:
             raise InvalidArgument(f"rel must be one of {', '.join(RELATIONS)}", argument="rel")
@@ -42,7 +42,7 @@ class LinkState:
             raise TooLarge(f"{len(dst)} targets; the limit is {MAX_TARGETS}", argument="dst")
         targets: list[Address] = []
         for value in dst:
-            target = parse_address(value, argument="dst")
+            target = parse_address(value, argument="dst").require_note("dst")
             if target.workspace != source.workspace:
                 raise InvalidArgument(f"{target.uri} is in another workspace", argument="dst")
             if target == source:

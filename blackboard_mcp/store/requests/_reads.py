@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from .._errors import InvalidArgument
-from ..notes._addresses import Address, parse_address, validate_name
+from ..notes._addresses import SCHEME, Address, parse_address, validate_name
 from ..notes._notes import KINDS, NoteKind
 from ..reads._budget import DEFAULT_BUDGET, check_budget
 from ..reads._paging import ORDERS, Order, Row, decode
@@ -72,15 +72,20 @@ class ListKeys:
     budget_tokens: int = DEFAULT_BUDGET
     cursor: int | None = None
     after: Row | None = None
+    # topic= a note's address: the page lists that note's versions.
+    note: Address | None = None
 
     @property
     def feed(self) -> str:
-        """What the page walks: the change feed after ``cursor``, or the notes in ``order``."""
+        """What the page walks: a note's versions, the change feed after ``cursor``, or the
+        notes in ``order``."""
+        if self.note is not None:
+            return "history"
         return "changes" if self.cursor is not None else self.order
 
     @property
     def reads(self) -> tuple[Address, ...]:
-        return ()
+        return () if self.note is None else (self.note,)
 
     @property
     def writes(self) -> tuple[Address, ...]:
@@ -89,6 +94,15 @@ class ListKeys:
     @classmethod
     def parse(cls, args: Mapping[str, Any]) -> ListKeys:
         topic = args.get("topic")
+        note = None
+        if isinstance(topic, str) and topic.startswith(SCHEME):
+            note = parse_address(topic, argument="topic").require_note("topic")
+            if args.get("cursor") is not None or args.get("kind") is not None:
+                raise InvalidArgument(
+                    "a note's versions take no cursor or kind; page them with after=next",
+                    argument="topic",
+                )
+            topic = None
         checked_topic = None if topic is None else validate_name(topic, "topic")
         # check_mode has held it to LIST_MODES, the values of ListMode.
         mode = cast(ListMode, check_mode(args.get("mode"), LIST_MODES))
@@ -97,7 +111,8 @@ class ListKeys:
         order = _check_order(args.get("order"))
         limit = _check_limit(args.get("limit"))
         cursor = _check_cursor(args.get("cursor"))
-        after = decode("changes" if cursor is not None else order, args.get("after"))
+        feed = "history" if note is not None else "changes" if cursor is not None else order
+        after = decode(feed, args.get("after"))
         kind = args.get("kind")
         if kind is not None and kind not in KINDS:
             raise InvalidArgument(f"kind must be one of {', '.join(KINDS)}", argument="kind")
@@ -111,6 +126,7 @@ class ListKeys:
             budget,
             cursor,
             after,
+            note,
         )
 
 

@@ -46,7 +46,7 @@ class UpdateState:
 
     @classmethod
     def parse(cls, args: Mapping[str, Any]) -> UpdateState:
-        address = parse_address(args.get("uri"))
+        address = parse_address(args.get("uri")).require_note("uri")
         source_path = args.get("source_path")
         body, columns, rows, append = (args.get(n) for n in ("body", "columns", "rows", "append"))
         if source_path is not None:
