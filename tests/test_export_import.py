@@ -88,7 +88,7 @@ def moved(items: list[dict[str, Any]], source: str, target: str) -> list[dict[st
 def export(env: dict[str, str], ws: str, out: Path) -> list[dict[str, Any]]:
     result = run_cli("export", "--workspace", ws, "--out", str(out), env=env)
     assert result.returncode == 0, result.stderr
-    assert "exported 7 notes and 4 links" in result.stderr
+    assert "exported 7 notes (2 past versions kept with them) and 4 links" in result.stderr
     assert "\r" not in result.stderr  # no progress bar when stderr is not a terminal
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 
@@ -107,12 +107,19 @@ async def test_a_workspace_moves_from_a_redis_url_into_a_running_embedded_serve(
     dump = tmp_path / "board.jsonl"
     lines = export(on_redis(tmp_path, redis_server.url), workspace, dump)
     assert lines[0]["format"] == "blackboard-mcp-export"
-    assert lines[0]["version"] == 1
+    assert lines[0]["version"] == 2
     assert lines[0]["notes"] == 7
     big = next(line for line in lines[1:] if line["uri"].endswith("/big"))
     assert big["content"] == OFFLOADED and big["offloaded"] is True
     log = next(line for line in lines[1:] if line["uri"].endswith("/log"))
     assert log["version"] == 3 and log["content"] == "first second third"
+    # Its kept past versions come just before it, oldest first (export format 2).
+    at = lines.index(log)
+    assert [(line["uri"], line["content"]) for line in lines[at - 2 : at]] == [
+        (log["uri"] + "@1", "first"),
+        (log["uri"] + "@2", "first second"),
+    ]
+    assert lines[at - 1]["current_version"] == 3
 
     serve = start_serve(tmp_path / "fresh")
     try:
@@ -121,8 +128,13 @@ async def test_a_workspace_moves_from_a_redis_url_into_a_running_embedded_serve(
         assert result.returncode == 0, result.stderr
         assert "imported 7 notes" in result.stdout
         assert "4 links added" in result.stdout
+        assert "2 past versions kept with the notes written" in result.stdout
         after = await read_all(serve.mcp_url, token, uris)
         assert after == before
+        history = [f"{log['uri']}@{v}" for v in (1, 2)]
+        assert await read_all(serve.mcp_url, token, history) == await read_all(
+            gateway.mcp_url, token, history
+        )
         found = await tool(serve.mcp_url, token, "search_keys", q="finding")
         assert {i["uri"] for i in found["items"]} == {uris[4], uris[5]}
     finally:

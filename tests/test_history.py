@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +26,7 @@ from blackboard_mcp.store import (
     ListKeys,
     UpdateState,
     board_client,
+    check_record,
     parse_address,
 )
 
@@ -394,3 +396,41 @@ def test_a_malformed_version_is_refused_naming_the_form(value: str) -> None:
     with pytest.raises(Exception) as info:
         parse_address(value)
     assert getattr(info.value, "code", "") == "invalid_argument"
+
+
+async def test_an_export_with_history_imports_elsewhere_and_exports_again_the_same(
+    board: Board,
+) -> None:
+    source, target = "hsrc", "hdst"
+    big = "offloaded text " * 1500
+    writes = [
+        ("t/plain", {"body": "one"}),
+        ("t/plain", {"body": "two"}),
+        ("t/plain", {"columns": ["a", "b"], "rows": [["1", "2"]]}),
+        ("t/big", {"body": big}),
+        ("t/big", {"body": "small now"}),
+        ("t/big", {"body": big + "and more"}),
+        ("t/log", {"append": "first"}),
+        ("t/log", {"append": " second"}),
+        ("t/log", {"append": " third"}),
+    ]
+    for i, (name, content) in enumerate(writes):
+        await board.update_state(
+            UpdateState.parse({"uri": f"bb://{source}/{name}", "digest": f"Write {i}.", **content}),
+            author="writer",
+        )
+    exported = [record async for record in board.export_notes(source)]
+    assert sum("current_version" in r for r in exported) == 6  # 2 + 2 + 2 past versions
+    records = [check_record(r, source=source, target=target) for r in exported]
+    report = await board.import_notes(
+        lambda: iter(records), workspace=target, replace=False, author="importer"
+    )
+    assert (report.imported, report.versions) == (3, 6)
+    again = [record async for record in board.export_notes(target)]
+    moved = orjson.loads(orjson.dumps(exported).replace(b"bb://hsrc/", b"bb://hdst/"))
+    assert again == moved
+    # Importing the same file again adds nothing: every note and version is there already.
+    report = await board.import_notes(
+        lambda: iter(records), workspace=target, replace=False, author="importer"
+    )
+    assert (report.imported, report.resumed, report.versions) == (0, 3, 0)

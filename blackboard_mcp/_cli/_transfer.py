@@ -53,16 +53,19 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     workspace = validate_workspace(args.workspace)
     out_path: Path | None = args.out
 
-    async def run(board: Board) -> tuple[int, int]:
+    async def run(board: Board) -> tuple[int, int, int]:
         await require_workspace(board, workspace)
         total = await board.count_notes(workspace)
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         with _output(out_path) as out:
             out.write(json.dumps(export_header(workspace, total, now)) + "\n")
             progress = _Progress("exporting", total)
-            count = links = 0
+            count = links = versions = 0
             async for record in board.export_notes(workspace):
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                if "current_version" in record:
+                    versions += 1  # a kept past version, just before its note
+                    continue
                 count += 1
                 links += len(record["links"])
                 if count % 100 == 0:
@@ -74,12 +77,12 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             board, settings, workspace=workspace, tool="cli.export",
             target=f"bb://{workspace}/", outcome=f"exported {count} to {where}",
         )  # fmt: skip
-        return count, links
+        return count, links, versions
 
-    count, links = on_board(settings, run)
+    count, links, versions = on_board(settings, run)
     print(
-        f"exported {count} notes and {links} links of workspace {workspace!r}"
-        + (f" to {out_path}" if out_path else ""),
+        f"exported {count} notes ({versions} past versions kept with them) and {links} links "
+        f"of workspace {workspace!r}" + (f" to {out_path}" if out_path else ""),
         file=sys.stderr,
     )
     return 0
@@ -210,7 +213,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         f"{report.replaced} replaced, {report.skipped} skipped (already there; --replace "
         f"overwrites them), {report.links} links added, {report.links_skipped} links skipped "
         f"(a note at either end is missing), {report.links_of_skipped} links of the skipped "
-        "notes left as the board has them"
+        f"notes left as the board has them, {report.versions} past versions kept with the "
+        "notes written"
     )
     return 0
 

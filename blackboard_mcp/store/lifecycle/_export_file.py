@@ -175,16 +175,30 @@ def _spooled(record: Imported) -> bytes:
     address = record.address
     # An offloaded note's content is not in its fields (its body is empty).
     content = record.content.decode() if record.offloaded else None
-    return orjson.dumps([address.topic, address.path, record.fields, content, record.links]) + b"\n"
+    return (
+        orjson.dumps(
+            [
+                address.topic,
+                address.path,
+                record.fields,
+                content,
+                record.links,
+                address.version,
+                record.current,
+            ]
+        )
+        + b"\n"
+    )
 
 
 def _unspooled(line: bytes, target: str) -> Imported:
     """The record ``_spooled`` wrote, as ``check_record`` gave it."""
-    topic, path, fields, content, links = orjson.loads(line)
+    topic, path, fields, content, links, version, current = orjson.loads(line)
     offloaded = content is not None
     data = content.encode() if offloaded else str(fields["body"]).encode()
     pairs = tuple((str(rel), str(member)) for rel, member in links)
-    return Imported(Address(target, topic, path), fields, data, offloaded, pairs)
+    kept = None if current is None else (int(current[0]), str(current[1]))
+    return Imported(Address(target, topic, path, version), fields, data, offloaded, pairs, kept)
 
 
 @contextmanager

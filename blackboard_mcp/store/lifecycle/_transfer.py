@@ -35,7 +35,10 @@ from ..notes._writes import SEARCH_TEXT_BYTES
 from ._delete import delete_members
 
 FORMAT = "blackboard-mcp-export"
-FORMAT_VERSION = 1
+# 2: a note's kept past versions (store/notes/_history.py) come as records of their own,
+# ``uri`` ending in @N, just before the note's record. Version 1 files (no history) import.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _BATCH = 100
 _INT_FIELDS = ("version", "size", "est_tokens", "digest_tokens", "body_tokens", "nrows")
 _TIME_FIELDS = ("created", "updated")
@@ -72,6 +75,25 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'seq', seq, 'op', 'impo
 return seq
 """
 
+# Adds a kept past version to a note, only if the note is the one the file gives it to
+# (its current version and digest) and the version is not kept already. KEYS: the note, the
+# kept copy, the note's kept versions, blob refs, the blob. ARGV: the note's version and
+# digest, the kept version, the blob's name and content, then the copy's fields.
+_IMPORT_VERSION = """
+local current = redis.call('HMGET', KEYS[1], 'version', 'digest')
+if current[1] ~= ARGV[1] or current[2] ~= ARGV[2] then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local fields = {}
+for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[2], unpack(fields))
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('SET', KEYS[5], ARGV[5], 'NX')
+  redis.call('HINCRBY', KEYS[4], ARGV[4], 1)
+end
+return 1
+"""
+
 # Adds links from one note only if it and each target still exist (a delete may be running).
 # KEYS: the note, its outgoing links. ARGV: its member, the prefixes of notes and of incoming
 # links (completed with a target, in the same slot), then rel, target pairs.
@@ -104,6 +126,7 @@ def export_header(workspace: str, count: int, exported_at: str) -> dict[str, Any
 def _to_record(
     workspace: str, member: str, note: dict[str, str], content: str, links: set[bytes]
 ) -> dict[str, Any]:
+    """A note as a record; a kept past version (``member`` ending in ``@N``) as one too."""
     confidence = note.get("confidence", "")
     return {
         "uri": f"{SCHEME}{workspace}/{member}",
@@ -161,43 +184,74 @@ async def export_notes(
 async def _read_batch(
     client: aioredis.Redis[bytes], ws: str, members: Sequence[str]
 ) -> list[dict[str, Any]]:
+    """The records of ``members``: each note's kept versions, oldest first, then the note."""
     out: list[dict[str, Any]] = []
     pending = list(members)
     for _attempt in range(8):
         async with mapped_redis_errors():
+            # The notes, their links and which versions they keep, read at one moment; then
+            # the kept versions (immutable once written) and the offloaded contents.
             pipe = client.pipeline(transaction=True)
             for member in pending:
                 pipe.hgetall(keys.note(ws, member))
                 pipe.smembers(keys.links_out(ws, member))
+                pipe.zrange(keys.versions(ws, member), 0, -1)
             replies = await pipe.execute()
             notes = [
-                ({k.decode(): v.decode() for k, v in raw.items()}, links)
-                for raw, links in zip(replies[::2], replies[1::2], strict=True)
+                (member, _decoded(raw), links, [int(v) for v in versions])
+                for member, raw, links, versions in zip(
+                    pending, replies[::3], replies[1::3], replies[2::3], strict=True
+                )
             ]
             pipe = client.pipeline(transaction=False)
-            for note, _links in notes:
-                if note.get("blob"):
+            for member, _note, _links, kept in notes:
+                for version in kept:
+                    pipe.hgetall(keys.version(ws, member, version))
+            kept_fields = iter(await pipe.execute())
+            # (the note's member, the record's name, its fields, its links)
+            entries: list[tuple[str, str, dict[str, str], set[bytes]]] = []
+            for member, note, links, kept in notes:
+                for version in kept:
+                    entries.append(
+                        (member, f"{member}@{version}", _decoded(next(kept_fields)), set())
+                    )
+                entries.append((member, member, note, links))
+            pipe = client.pipeline(transaction=False)
+            for _member, _name, fields, _links in entries:
+                if fields.get("blob"):
                     # Up to the size read with it: a log blob may have grown since.
-                    end = int(note.get("size") or 0) - 1
-                    pipe.getrange(keys.blob(ws, note["blob"]), 0, end)
+                    pipe.getrange(
+                        keys.blob(ws, fields["blob"]), 0, int(fields.get("size") or 0) - 1
+                    )
             blobs = iter(await pipe.execute())
-        retry = []
-        for member, (note, links) in zip(pending, notes, strict=True):
-            if not note:
-                continue  # deleted since it was listed
-            content = note.get("body", "")
-            if note.get("blob"):
-                data = next(blobs) or b""
-                if len(data) < int(note.get("size") or 0):
-                    # Rewritten between the two reads, and its old blob freed: read it again.
-                    retry.append(member)
+        current = {member: note for member, note, _links, _kept in notes}
+        retry: set[str] = set()
+        records: list[tuple[str, dict[str, Any]]] = []
+        for member, name, fields, links in entries:
+            data = next(blobs) if fields.get("blob") else None
+            if not fields:
+                continue  # deleted since it was listed, or a version dropped meanwhile
+            content = fields.get("body", "")
+            if data is not None or fields.get("blob"):
+                if len(data or b"") < int(fields.get("size") or 0):
+                    # Rewritten between the reads, and its old blob freed: read it again.
+                    retry.add(member)
                     continue
-                content = data.decode()
-            out.append(_to_record(ws, member, note, content, links))
+                content = (data or b"").decode()
+            record = _to_record(ws, name, fields, content, links)
+            if name != member:
+                record["current_version"] = int(current[member].get("version") or 0)
+                record["current_digest"] = current[member].get("digest", "")
+            records.append((member, record))
+        out += [record for member, record in records if member not in retry]
         if not retry:
             break
-        pending = retry
+        pending = [m for m in pending if m in retry]
     return out
+
+
+def _decoded(raw: dict[bytes, bytes]) -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in raw.items()}
 
 
 @dataclass(frozen=True)
@@ -209,6 +263,9 @@ class Imported:
     content: bytes
     offloaded: bool
     links: tuple[tuple[str, str], ...]  # (rel, target member)
+    # A kept past version (``address.version`` set): the version and digest its note must
+    # have now for the version to be added to it.
+    current: tuple[int, str] | None = None
 
 
 def check_header(value: object) -> str:
@@ -218,10 +275,10 @@ def check_header(value: object) -> str:
             f"the first line is not a {FORMAT} header", argument="file",
             hint="give a file written by `blackboard-mcp export`",
         )  # fmt: skip
-    if value.get("version") != FORMAT_VERSION:
+    if value.get("version") not in READABLE_VERSIONS:
         raise InvalidArgument(
-            f"export format version {value.get('version')!r}; this release reads version "
-            f"{FORMAT_VERSION}",
+            f"export format version {value.get('version')!r}; this release reads versions "
+            f"{' and '.join(map(str, READABLE_VERSIONS))}",
             argument="file",
             hint="import with the release that exported it, or a newer one",
         )
@@ -251,7 +308,20 @@ def check_record(
     """
     if not isinstance(record, dict):
         raise InvalidArgument("a note record must be a JSON object")
-    address = parse_address(record.get("uri")).require_note("uri")
+    address = parse_address(record.get("uri"))
+    current = None
+    if address.version is not None:
+        # A kept past version of a note, as format 2 exports them.
+        current = (
+            _need(record, "current_version", int),
+            check_digest(record.get("current_digest")),
+        )
+        if not address.version < current[0] <= MAX_SAFE_INTEGER:
+            raise InvalidArgument(
+                "a past version's number is below its note's current_version", argument="uri"
+            )
+        if record.get("links"):
+            raise InvalidArgument("a past version carries no links", argument="links")
     if address.workspace != source:
         raise InvalidArgument(f"{address.uri} is not in workspace {source}", argument="uri")
     kind = _need(record, "kind", str)
@@ -302,10 +372,10 @@ def check_record(
         if to.workspace != source:
             raise InvalidArgument(f"{to.uri} is in another workspace", argument="links")
         links.append((str(link["rel"]), to.member))
-    moved = Address(target, address.topic, address.path)
+    moved = Address(target, address.topic, address.path, address.version)
     blob = hashlib.sha256(content).hexdigest() if offloaded else ""
     fields: dict[str, str | int | float] = {
-        "uri": moved.uri,
+        "uri": moved.note.uri,
         "ws": target,
         "topic": moved.topic,
         "kind": kind,
@@ -323,7 +393,11 @@ def check_record(
         "size": len(content),
         "nrows": content.count(b"\n") if kind == "table" else 0,
     }
-    return Imported(moved, fields, content, offloaded, tuple(links))
+    if current is not None:
+        fields["seq"] = 0  # a kept version's sequence number does not travel
+        if numbers["version"] != address.version:
+            raise InvalidArgument("version must be the one its uri names", argument="version")
+    return Imported(moved, fields, content, offloaded, tuple(links), current)
 
 
 @dataclass
@@ -337,6 +411,8 @@ class ImportReport:
     links_skipped: int = 0
     # The links the file gives the notes it skipped: left as the board has them.
     links_of_skipped: int = 0
+    # Kept past versions added to the notes this import wrote (format 2 files).
+    versions: int = 0
 
 
 # (pass, records done in it): "notes" first, then "links", after every batch.
@@ -369,6 +445,7 @@ async def import_notes(
     # Sent by hash (EVALSHA), not as text with every note: the script is most of the bytes of
     # a small note's command. A pipeline loads a script Redis does not have before it runs.
     write_note, add_links = client.register_script(_IMPORT), client.register_script(_LINK)
+    add_version = client.register_script(_IMPORT_VERSION)
     written = bytearray()  # bit i: the i-th record was written (not skipped)
     index = 0
     # One deadline per batch's round trip, not one for the whole import: an import of any
@@ -388,14 +465,19 @@ async def import_notes(
         pipe = client.pipeline(transaction=False)
         for note in batch:
             _count_tokens(note, counter)
-            await _queue_import(
-                pipe, write_note, note, author=author, changelog_maxlen=changelog_maxlen
-            )
+            if note.current is None:
+                await _queue_import(
+                    pipe, write_note, note, author=author, changelog_maxlen=changelog_maxlen
+                )
         async with mapped_redis_errors():
-            written_seqs = await pipe.execute()
-        for seq in written_seqs:
+            seqs = iter(await pipe.execute())
+        for note in batch:
             if index % 8 == 0:
                 written.append(0)
+            if note.current is not None:
+                index += 1  # a past version: added in the second pass, to its note
+                continue
+            seq = next(seqs)
             if seq:
                 written[index // 8] |= 1 << index % 8
                 if seq > 0:
@@ -410,8 +492,12 @@ async def import_notes(
     index = 0
     for batch in _batches(records()):
         chosen = []
+        versions = []
         for note in batch:
-            if index < 8 * len(written) and written[index // 8] >> index % 8 & 1:
+            if note.current is not None:
+                # Its note may come later in the file: every note is written by now.
+                versions.append(note)
+            elif index < 8 * len(written) and written[index // 8] >> index % 8 & 1:
                 chosen.append(note)
             else:
                 report.links_of_skipped += len(note.links)
@@ -419,11 +505,14 @@ async def import_notes(
         pipe = client.pipeline(transaction=False)
         for note in chosen:
             await _queue_links(pipe, add_links, note)
+        for version in versions:
+            await _queue_version(pipe, add_version, version)
         async with mapped_redis_errors():
-            added_links = await pipe.execute()
-        for note, added in zip(chosen, added_links, strict=True):
-            report.links += int(added)
-            report.links_skipped += len(note.links) - int(added)
+            added = iter(await pipe.execute())
+        for note, count in zip(chosen, added, strict=False):
+            report.links += int(count)
+            report.links_skipped += len(note.links) - int(count)
+        report.versions += sum(int(count) for count in added)
         if progress is not None:
             progress("links", index)
     return report
@@ -477,6 +566,32 @@ async def _queue_import(
             topic,
             note.content if blob else b"",
             *flat,
+        ),
+        client=pipe,
+    )
+
+
+async def _queue_version(pipe: Any, script: Any, version: Imported) -> None:
+    address = version.address
+    assert version.current is not None and address.version is not None
+    ws, member = address.workspace, address.member
+    blob = str(version.fields["blob"])
+    fields = {k: v for k, v in version.fields.items() if k != "stext"}
+    await script(
+        keys=(
+            keys.note(ws, member),
+            keys.version(ws, member, address.version),
+            keys.versions(ws, member),
+            keys.blob_refs(ws),
+            keys.blob(ws, blob),
+        ),
+        args=(
+            str(version.current[0]),
+            version.current[1],
+            str(address.version),
+            blob,
+            version.content if blob else b"",
+            *[v for pair in fields.items() for v in pair],
         ),
         client=pipe,
     )
