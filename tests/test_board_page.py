@@ -282,3 +282,54 @@ async def test_more_pages_of_a_topic_are_loaded_with_the_more_button_from_the_ke
     assert await more.is_hidden()
     assert errors == []
     await context.close()
+
+
+async def test_a_note_shows_its_versions_and_the_changes_between_any_two(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object, tmp_path: Path
+) -> None:
+    token = admin_token(issuer, workspace)
+    plan, table = addr(workspace, "plans/q3"), addr(workspace, "plans/budget")
+    async with mcp_client(gateway.mcp_url, token) as client:
+        for body in ("ship A\nthen B", "ship A\nthen C\nand D", "ship E\nthen C\nand D"):
+            await call(client, "update_state", uri=plan, digest="The plan.", body=body)
+        for rows in (
+            [["rent", "10"], ["food", "5"]],
+            [["rent", "12"], ["food", "5"], ["fun", "1"]],
+        ):
+            await call(
+                client,
+                "update_state",
+                uri=table,
+                digest="Budget.",
+                columns=["item", "eur"],
+                rows=rows,
+            )
+    context, page, _requested, errors = await open_board(browser, gateway.url, token)
+    try:
+        await page.click("text=plans (2)")
+        await page.click(f"text={plan}")
+        await page.wait_for_selector("#versions-status:text-is('3 versions')")
+        cells = await page.locator("#versions tbody tr td:nth-child(3)").all_text_contents()
+        assert cells == ["3", "2", "1"]
+        # By default the newest against the one before it.
+        await page.click("#compare")
+        await page.wait_for_selector("#diff li")
+        diff = [
+            (await li.get_attribute("class"), await li.text_content())
+            for li in await page.locator("#diff li").all()
+        ]
+        assert diff == [("removed", "ship A"), ("added", "ship E"), ("same", "then C"),
+                        ("same", "and D")]  # fmt: skip
+        await page.check(f"input[name=old][value='{plan}@1']")
+        await page.click("#compare")
+        await page.wait_for_selector("#diff li.removed:text-is('then B')")
+        await page.click(f"text={table}")
+        await page.wait_for_selector("#versions-status:text-is('2 versions')")
+        await page.click("#compare")
+        await page.wait_for_selector("#diff li.cell")
+        changes = await page.locator("#diff li").all_text_contents()
+        assert changes == ["row 1, eur: 10 → 12", "row 3: fun | 1"]
+        assert errors == []
+        await page.screenshot(path=str(screenshot_dir(tmp_path) / "board-versions.png"))
+    finally:
+        await context.close()

@@ -204,7 +204,114 @@ async function openNote(uri) {
     list.append(li);
   }
   renderGraph(uri, links, item.sources || []);
+  await loadVersions(uri);
   panel.scrollIntoView({ block: "nearest" });
+}
+
+// A note's versions: list_keys with the note's address as the topic, newest first.
+async function loadVersions(uri) {
+  const body = $("versions").querySelector("tbody");
+  body.replaceChildren();
+  $("diff").replaceChildren();
+  $("versions-status").textContent = "";
+  const rows = [];
+  let after = null;
+  do {
+    const args = { topic: uri, mode: "table", limit: 200, budget_tokens: 100000,
+      fields: ["version", "digest", "author", "updated", "size"] };
+    if (after) args.after = after;
+    const page = await callTool("list_keys", args);
+    if (page.error) { $("versions-status").textContent = page.error.message; return; }
+    const lines = (page.table || "").split("\n").slice(1).filter(line => line);
+    for (const line of lines) rows.push(line.split("\t"));
+    after = page.next;
+  } while (after && rows.length < 1000);
+  rows.forEach((cells, i) => {
+    const tr = el("tr");
+    for (const [side, checked] of [["old", i === 1], ["new", i === 0]]) {
+      const td = el("td");
+      const input = el("input", null, { type: "radio", name: side, value: cells[0],
+        "aria-label": side + " version " + cells[1] });
+      input.checked = checked;
+      td.append(input);
+      tr.append(td);
+    }
+    for (const cell of cells.slice(1)) tr.append(el("td", cell));
+    body.append(tr);
+  });
+  $("compare").disabled = rows.length < 2;
+  $("versions-status").textContent = rows.length + (rows.length === 1 ? " version" : " versions");
+}
+
+async function compareVersions(event) {
+  event.preventDefault();
+  const form = $("compare-form");
+  const older = form.querySelector("input[name=old]:checked");
+  const newer = form.querySelector("input[name=new]:checked");
+  const list = $("diff");
+  list.replaceChildren();
+  if (!older || !newer) return;
+  const data = await callTool("get_state", { uris: [older.value, newer.value], mode: "full",
+    budget_tokens: 100000 });
+  if (data.error) { $("versions-status").textContent = data.error.message; return; }
+  const [a, b] = data.items;
+  if (!a || !b || a.error || b.error) {
+    $("versions-status").textContent = "A version could not be read in full.";
+    return;
+  }
+  const changes = a.table !== undefined && b.table !== undefined
+    ? tableChanges(a.table, b.table) : lineChanges(text(a), text(b));
+  for (const [kind, line] of changes) list.append(el("li", line, { class: kind }));
+  if (!changes.some(([kind]) => kind !== "same")) list.append(el("li", "No change in content.", { class: "same" }));
+  $("versions-status").textContent = "Changes from " + short(older.value) + " to " + short(newer.value);
+}
+
+function text(item) { return item.body !== undefined ? item.body : (item.table || ""); }
+
+// Lines removed and added, by the longest common subsequence; past 2,000 lines a side the
+// page does not compare (the grid would be millions of cells) and shows both whole instead.
+function lineChanges(before, after) {
+  const a = before.split("\n"), b = after.split("\n");
+  if (a.length > 2000 || b.length > 2000) {
+    return [...a.map(l => ["removed", l]), ...b.map(l => ["added", l])];
+  }
+  const common = Array.from({ length: a.length + 1 }, () => new Int32Array(b.length + 1));
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      common[i][j] = a[i] === b[j] ? common[i + 1][j + 1] + 1
+        : Math.max(common[i + 1][j], common[i][j + 1]);
+    }
+  }
+  const out = [];
+  let i = 0, j = 0;
+  while (i < a.length && j < b.length) {
+    if (a[i] === b[j]) { out.push(["same", a[i]]); i++; j++; }
+    else if (common[i + 1][j] >= common[i][j + 1]) out.push(["removed", a[i++]]);
+    else out.push(["added", b[j++]]);
+  }
+  while (i < a.length) out.push(["removed", a[i++]]);
+  while (j < b.length) out.push(["added", b[j++]]);
+  return out;
+}
+
+// Two tables with the same columns: each changed cell by row and column, then rows added or
+// removed at the end; other tables are compared as lines.
+function tableChanges(before, after) {
+  const a = before.split("\n").map(l => l.split("\t"));
+  const b = after.split("\n").map(l => l.split("\t"));
+  if (a[0].join("\t") !== b[0].join("\t")) return lineChanges(before, after);
+  const out = [];
+  const columns = a[0];
+  for (let r = 1; r < Math.max(a.length, b.length); r++) {
+    if (r >= a.length) { out.push(["added", "row " + r + ": " + b[r].join(" | ")]); continue; }
+    if (r >= b.length) { out.push(["removed", "row " + r + ": " + a[r].join(" | ")]); continue; }
+    columns.forEach((name, c) => {
+      if (a[r][c] !== b[r][c]) {
+        out.push(["cell", "row " + r + ", " + name + ": " + a[r][c] + " → " + b[r][c]]);
+      }
+    });
+  }
+  return out;
 }
 
 function short(uri) {
@@ -354,6 +461,7 @@ document.addEventListener("DOMContentLoaded", () => {
     location.reload();
   });
   $("notes-more").addEventListener("click", moreNotes);
+  $("compare-form").addEventListener("submit", compareVersions);
   for (const th of $("notes").querySelectorAll("th")) {
     th.querySelector("button").addEventListener("click", () => sortBy(th.dataset.key));
   }
