@@ -434,3 +434,98 @@ async def test_an_export_with_history_imports_elsewhere_and_exports_again_the_sa
         lambda: iter(records), workspace=target, replace=False, author="importer"
     )
     assert (report.imported, report.resumed, report.versions) == (0, 3, 0)
+
+
+async def _kept(board: Board, note: str, workspace: str) -> list[int]:
+    page = await board.list_keys(ListKeys.parse({"topic": note, "limit": 200}), workspace=workspace)
+    return [item["version"] for item in page["items"]]
+
+
+async def test_a_topics_history_bounds_override_its_workspaces_and_the_boards(
+    board: Board,
+) -> None:
+    ws = "bounds"
+    await board.update_state(
+        UpdateState.parse({"uri": f"bb://{ws}/logs/n", "digest": "D.", "body": "0"}), author="a"
+    )
+    await board.set_history_bounds(workspace=ws, versions=3, max_age_seconds=None)
+    policy = await board.set_history_bounds(
+        workspace=ws, topic="scratch", versions=0, max_age_seconds=None
+    )
+    assert policy.versions == {"*": 3, "scratch": 0}
+    for topic in ("logs", "scratch", "plans"):
+        for i in range(1, 7):
+            await board.update_state(
+                UpdateState.parse({"uri": f"bb://{ws}/{topic}/n", "digest": "D.", "body": str(i)}),
+                author="a",
+            )
+    assert await _kept(board, f"bb://{ws}/logs/n", ws) == [7, 6, 5, 4]
+    assert await _kept(board, f"bb://{ws}/scratch/n", ws) == [6]
+    assert await _kept(board, f"bb://{ws}/plans/n", ws) == [6, 5, 4, 3]
+    # Cleared, the board's bound (50) applies again from the next write.
+    await board.set_history_bounds(workspace=ws, versions=None, max_age_seconds=None)
+    await board.update_state(
+        UpdateState.parse({"uri": f"bb://{ws}/plans/n", "digest": "D.", "body": "7"}), author="a"
+    )
+    assert await _kept(board, f"bb://{ws}/plans/n", ws) == [7, 6, 5, 4, 3]
+
+
+async def test_the_retention_sweep_expires_old_versions_by_their_topics_age_never_the_current(
+    board: Board, redis_url: str
+) -> None:
+    ws = "aging"
+    for topic in ("short", "long"):
+        for i in range(3):
+            await board.update_state(
+                UpdateState.parse({"uri": f"bb://{ws}/{topic}/n", "digest": "D.", "body": str(i)}),
+                author="a",
+            )
+    await board.set_history_bounds(workspace=ws, versions=None, max_age_seconds=3600)
+    await board.set_history_bounds(workspace=ws, topic="long", versions=None, max_age_seconds=0)
+    raw = redis.Redis.from_url(redis_url)
+    try:
+        seconds, micros = raw.time()
+    finally:
+        raw.close()
+    now_ms = seconds * 1000 + micros // 1000
+    # An hour and a bit later by the sweep's clock: the workspace's age has passed.
+    swept = await board.sweep_retention(owner="t", lease_seconds=5, now_ms=now_ms + 3_700_000)
+    assert swept == []  # no note is past a note age: only versions went
+    assert await _kept(board, f"bb://{ws}/short/n", ws) == [3]
+    assert await _kept(board, f"bb://{ws}/long/n", ws) == [3, 2, 1]  # 0: no age bound
+    raw = redis.Redis.from_url(redis_url)
+    try:
+        assert raw.zrange("bbhx:{aging}", 0, -1) == [b"long/n@1", b"long/n@2"]
+    finally:
+        raw.close()
+
+
+def test_the_cli_sets_history_bounds_for_a_topic_and_shows_them(
+    redis_url: str, tmp_path: Path
+) -> None:
+    async def write() -> None:
+        board = Board(client=board_client(redis_url))
+        try:
+            await board.update_state(
+                UpdateState.parse({"uri": "bb://clihist/t/n", "digest": "D.", "body": "x"}),
+                author="a",
+            )
+        finally:
+            await board.close()
+
+    asyncio.run(write())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BB_")}
+    env.update(BB_REDIS_URL=redis_url, HOME=str(tmp_path))
+    base = [sys.executable, "-m", "blackboard_mcp.cli", "retention"]
+    result = subprocess.run(
+        [*base, "history", "--workspace", "clihist", "--topic", "t", "--versions", "5",
+         "--max-age", "7d"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "history of topic t: 5 past versions, each kept 7d" in result.stdout
+    bad = subprocess.run(
+        [*base, "history", "--workspace", "clihist", "--versions", "lots", "--max-age", "1d"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "0 to 10000" in bad.stderr and "Traceback" not in bad.stderr

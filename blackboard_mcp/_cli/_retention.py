@@ -36,10 +36,65 @@ def _age(seconds: int | None) -> str:
     return f"{seconds}s"
 
 
+DEFAULT = "default"
+
+
 def _show(workspace: str, policy: RetentionPolicy) -> None:
     print(f"workspace {workspace}: {_age(policy.max_age_seconds)}")
     for topic, seconds in sorted(policy.topics.items()):
         print(f"  topic {topic}: {_age(seconds)}")
+    for name in sorted(set(policy.versions) | set(policy.version_ages)):
+        where = "workspace" if name == "*" else f"topic {name}"
+        kept = policy.versions.get(name)
+        age = policy.version_ages.get(name)
+        print(
+            f"  history of {where}: "
+            + (f"{kept} past versions" if kept is not None else "the default number of versions")
+            + (f", each kept {_age(age)}" if age else ", no age bound" if age == 0 else "")
+        )
+
+
+def _versions(text: str) -> int | None:
+    if text == DEFAULT:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"a whole number from 0 to 10000, or {DEFAULT!r}")
+    return value
+
+
+def _history_age(text: str) -> int | None:
+    if text == DEFAULT:
+        return None
+    if text == FOREVER:
+        return 0
+    try:
+        return parse_duration(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}, or {DEFAULT!r} or {FOREVER!r}") from None
+
+
+def cmd_retention_history(args: argparse.Namespace, settings: Settings) -> int:
+    async def run(board: Board) -> RetentionPolicy:
+        await require_workspace(board, args.workspace)
+        policy = await board.set_history_bounds(
+            workspace=args.workspace,
+            topic=args.topic,
+            versions=args.versions,
+            max_age_seconds=args.max_age,
+        )
+        where = f"bb://{args.workspace}/" + (f"{args.topic}/" if args.topic else "")
+        await audit(
+            board, settings, workspace=args.workspace, tool="cli.retention", target=where,
+            outcome=f"history versions {args.versions}, max age {_age(args.max_age)}",
+        )  # fmt: skip
+        return policy
+
+    _show(args.workspace, on_board(settings, run))
+    return 0
 
 
 def cmd_retention_show(args: argparse.Namespace, settings: Settings) -> int:
@@ -99,3 +154,27 @@ def add_retention_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         "whatever the workspace's setting",
     )
     put.set_defaults(func=cmd_retention_set, parser=put)
+    history = rsub.add_parser(
+        "history",
+        help="set how many past versions of each note are kept, and for how long",
+        description="Past versions kept per note, and their maximum age since they were "
+        "written, for a workspace or one of its topics (a topic's setting overrides its "
+        "workspace's, which overrides the board's BB_HISTORY_VERSIONS and "
+        "BB_HISTORY_MAX_AGE_SECONDS). The count is applied when a note is next written; the "
+        "age also by the gateways' retention sweep. The current version is never dropped.",
+    )
+    history.add_argument("--workspace", required=True, help="the workspace to set it for")
+    history.add_argument("--topic", help="set it for this topic only, overriding the workspace's")
+    history.add_argument(
+        "--versions",
+        required=True,
+        type=_versions,
+        help=f"past versions kept per note, 0 to 10000 (0: none); {DEFAULT!r} clears it",
+    )
+    history.add_argument(
+        "--max-age",
+        required=True,
+        type=_history_age,
+        help=f"{FORMAT}; {FOREVER!r}: no age bound; {DEFAULT!r} clears it",
+    )
+    history.set_defaults(func=cmd_retention_history, parser=history)

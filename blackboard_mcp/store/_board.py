@@ -31,7 +31,14 @@ from .lifecycle._delete import (
     forget_workspace,
     plan_delete,
 )
-from .lifecycle._retention import RetentionPolicy, Swept, read_policy, sweep, write_policy
+from .lifecycle._retention import (
+    RetentionPolicy,
+    Swept,
+    read_policy,
+    sweep,
+    write_history_policy,
+    write_policy,
+)
 from .lifecycle._transfer import (
     Imported,
     ImportReport,
@@ -370,6 +377,24 @@ class Board:
             lambda client: write_policy(client, ws, topic=topic, max_age_seconds=max_age_seconds),
         )
 
+    async def set_history_bounds(
+        self,
+        *,
+        workspace: str,
+        topic: str | None = None,
+        versions: int | None,
+        max_age_seconds: int | None,
+    ) -> RetentionPolicy:
+        """Set the past versions kept per note, and their maximum age, for the workspace or
+        one topic; ``None`` clears a bound (the workspace's, then the board's applies)."""
+        ws = validate_workspace(workspace)
+        return await self._at_home(
+            ws,
+            lambda client: write_history_policy(
+                client, ws, topic=topic, versions=versions, max_age_seconds=max_age_seconds
+            ),
+        )
+
     async def sweep_retention(
         self, *, owner: str, lease_seconds: float, now_ms: int | None = None
     ) -> list[Swept] | None:
@@ -386,6 +411,7 @@ class Board:
             lease_seconds=lease_seconds,
             changelog_maxlen=self._limits.changelog_maxlen,
             now_ms=now_ms,
+            version_max_age_seconds=self._limits.history_max_age_seconds,
         )
 
     async def export_notes(self, workspace: str) -> AsyncIterator[dict[str, Any]]:

@@ -38,6 +38,12 @@ def versions(workspace: str, member: str) -> str:
     return f"bbhv:{{{workspace}}}:{member}"
 
 
+def version_times(workspace: str) -> str:
+    """Every kept version of a workspace (``<member>@<version>``) scored by its write time:
+    what the retention sweep expires by age."""
+    return f"bbhx:{{{workspace}}}"
+
+
 def blob(workspace: str, sha256: str) -> str:
     return f"bbb:{{{workspace}}}:{sha256}"
 
@@ -131,6 +137,7 @@ def member_prefixes(workspace: str) -> dict[str, str]:
         # A kept version is <prefix><member>@<version>.
         "version": version(workspace, "", "")[:-1],
         "versions": versions(workspace, ""),
+        "version_times": version_times(workspace),
     }
 
 

@@ -39,7 +39,7 @@ local p_note, p_out, p_in = ARGV[1], ARGV[2], ARGV[3]
 local p_recent, p_name, p_version, p_kind, p_blob = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local maxlen, author, keep, uri_prefix = ARGV[9], ARGV[10], tonumber(ARGV[11]), ARGV[12]
 local cutoff = tonumber(ARGV[13])
-local p_kept, p_kept_set = ARGV[14], ARGV[15]
+local p_kept, p_kept_set, kept_times = ARGV[14], ARGV[15], ARGV[16]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deleted = {}
@@ -61,10 +61,11 @@ local function forget_versions(member)
       redis.call('DEL', p_blob .. blob)
     end
     redis.call('DEL', kept)
+    redis.call('ZREM', kept_times, member .. '@' .. ver)
   end
   redis.call('DEL', set)
 end
-for i = 16, #ARGV do
+for i = 17, #ARGV do
   local member = ARGV[i]
   local note = p_note .. member
   local f = redis.call('HMGET', note, 'topic', 'kind', 'blob', 'version', 'updated')
@@ -223,6 +224,7 @@ async def delete_members(
             "" if written_before_ms is None else str(written_before_ms),
             prefixes["version"],
             prefixes["versions"],
+            prefixes["version_times"],
             *members,
         )
     return [m.decode() if isinstance(m, bytes) else str(m) for m in deleted]

@@ -14,6 +14,7 @@ it is kept.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,13 +26,20 @@ from .._errors import InvalidArgument
 from ..connection import _keys as keys
 from ..connection._redis_errors import mapped_redis_errors
 from ..notes._addresses import validate_name
+from ..notes._history import EXPIRE_VERSIONS
 from ..search._search import escape_tag
 from ._delete import BATCH, delete_members
+
+log = logging.getLogger(__name__)
 
 # Where a workspace's notes are searched: its home Redis and the index name there.
 Locate = Callable[[str], Awaitable[tuple["aioredis.Redis[bytes]", str]]]
 
 WORKSPACE_FIELD = "*"
+# Note history's bounds in the same hash (store/notes/_history.py reads them): a prefix and
+# then ``*`` or a topic. Topic names cannot hold a colon, so these never read as a topic.
+VERSIONS_PREFIX = "versions:"
+VERSION_AGE_PREFIX = "version-age:"
 # Renews the lease only while this process still holds it; takes it when it is free.
 _LEASE = """
 local holder = redis.call('GET', KEYS[1])
@@ -49,10 +57,17 @@ return 0
 
 @dataclass(frozen=True)
 class RetentionPolicy:
-    """Maximum ages in seconds; ``None`` keeps notes forever, as does a topic's 0."""
+    """Maximum ages in seconds; ``None`` keeps notes forever, as does a topic's 0.
+
+    ``versions`` and ``version_ages`` are note history's bounds set for this workspace
+    (under ``*``) or a topic: past versions kept per note, and their maximum age in seconds
+    (0: no age bound); what is not set here is the board's (BB_HISTORY_*).
+    """
 
     max_age_seconds: int | None = None
     topics: dict[str, int] = field(default_factory=dict)
+    versions: dict[str, int] = field(default_factory=dict)
+    version_ages: dict[str, int] = field(default_factory=dict)
 
     def max_age(self, topic: str) -> int | None:
         age = self.topics.get(topic, self.max_age_seconds)
@@ -63,10 +78,16 @@ class RetentionPolicy:
         return bool(self.max_age_seconds) or any(self.topics.values())
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "max_age_seconds": self.max_age_seconds,
             "topics": dict(sorted(self.topics.items())),
         }
+        if self.versions or self.version_ages:
+            out["history"] = {
+                "versions": dict(sorted(self.versions.items())),
+                "max_age_seconds": dict(sorted(self.version_ages.items())),
+            }
+        return out
 
 
 @dataclass(frozen=True)
@@ -80,7 +101,23 @@ class Swept:
 
 def _policy(raw: dict[bytes, bytes]) -> RetentionPolicy:
     values = {k.decode(): int(v) for k, v in raw.items()}
-    return RetentionPolicy(max_age_seconds=values.pop(WORKSPACE_FIELD, None) or None, topics=values)
+    versions = {
+        k.removeprefix(VERSIONS_PREFIX): v
+        for k, v in values.items()
+        if k.startswith(VERSIONS_PREFIX)
+    }
+    ages = {
+        k.removeprefix(VERSION_AGE_PREFIX): v
+        for k, v in values.items()
+        if k.startswith(VERSION_AGE_PREFIX)
+    }
+    topics = {k: v for k, v in values.items() if ":" not in k}
+    return RetentionPolicy(
+        max_age_seconds=topics.pop(WORKSPACE_FIELD, None) or None,
+        topics=topics,
+        versions=versions,
+        version_ages=ages,
+    )
 
 
 async def read_policy(client: aioredis.Redis[bytes], workspace: object) -> RetentionPolicy:
@@ -114,6 +151,33 @@ async def write_policy(
         return _policy(await client.hgetall(key))
 
 
+async def write_history_policy(
+    client: aioredis.Redis[bytes],
+    workspace: str,
+    *,
+    topic: str | None = None,
+    versions: int | None,
+    max_age_seconds: int | None,
+) -> RetentionPolicy:
+    """Set the workspace's (or a topic's) history bounds; ``None`` clears one, so the
+    workspace's (for a topic) or the board's applies."""
+    ws = validate_name(workspace, "workspace")
+    name = WORKSPACE_FIELD if topic is None else validate_name(topic, "topic")
+    for value, argument in ((versions, "versions"), (max_age_seconds, "max_age")):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidArgument(f"{argument} must be a whole number", argument=argument)
+        if value is not None and value < 0:
+            raise InvalidArgument(f"{argument} cannot be negative", argument=argument)
+    key = keys.retention(ws)
+    async with mapped_redis_errors():
+        for prefix, value in ((VERSIONS_PREFIX, versions), (VERSION_AGE_PREFIX, max_age_seconds)):
+            if value is None:
+                await client.hdel(key, prefix + name)
+            else:
+                await client.hset(key, prefix + name, str(value))
+        return _policy(await client.hgetall(key))
+
+
 async def hold_lease(client: aioredis.Redis[bytes], owner: str, seconds: float) -> bool:
     """Take or renew the sweeper's lease for ``seconds``; False while another process holds it."""
     async with mapped_redis_errors():
@@ -132,8 +196,11 @@ async def sweep(
     changelog_maxlen: int,
     author: str = "retention",
     now_ms: int | None = None,
+    version_max_age_seconds: int = 0,
 ) -> list[Swept] | None:
-    """Delete every note older than its topic's maximum age; None when another holds the lease.
+    """Delete every note older than its topic's maximum age, and every kept past version
+    older than its topic's history age (``version_max_age_seconds``, the board's, unless the
+    policy says otherwise); None when another holds the lease.
 
     Ages are counted to ``now_ms``, by default the Redis server's clock (the one every note's
     time comes from), so gateways whose clocks disagree sweep alike.
@@ -145,12 +212,19 @@ async def sweep(
         workspaces = sorted(w.decode() for w in await client.smembers(keys.workspaces()))
     for ws in workspaces:
         policy = await read_policy(client, ws)
+        async with mapped_redis_errors():
+            seconds, micros = await client.time()
+        cutoff_at = int(seconds) * 1000 + int(micros) // 1000 if now_ms is None else now_ms
+        home, _index = await locate(ws)
+        dropped = await expire_versions(
+            home, ws, policy, default_age=version_max_age_seconds, now_ms=cutoff_at
+        )
+        if dropped:
+            log.info("retention: %d past versions of workspace %s expired", dropped, ws)
         if not policy.enabled:
             continue
         async with mapped_redis_errors():
             topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
-            seconds, micros = await client.time()
-        cutoff_at = int(seconds) * 1000 + int(micros) // 1000 if now_ms is None else now_ms
         for topic in topics:
             age = policy.max_age(topic)
             if age is None:
@@ -170,6 +244,43 @@ async def sweep(
             if not await hold_lease(client, owner, lease_seconds):
                 return out  # lost the lease mid-sweep (a long pause): the holder carries on
     return out
+
+
+async def expire_versions(
+    client: aioredis.Redis[bytes],
+    ws: str,
+    policy: RetentionPolicy,
+    *,
+    default_age: int,
+    now_ms: int,
+) -> int:
+    """Drop the workspace's kept versions written before their topic's history age, oldest
+    first, a batch a round trip; returns how many went. A batch of which none could go (the
+    oldest versions all in topics that keep theirs longer) ends the pass."""
+    ages = [a for a in (default_age, *policy.version_ages.values()) if a > 0]
+    if not ages:
+        return 0
+    oldest_expirable = now_ms - min(ages) * 1000
+    dropped = 0
+    while True:
+        async with mapped_redis_errors():
+            gone, looked = await client.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+                EXPIRE_VERSIONS,
+                3,
+                keys.version_times(ws),
+                keys.blob_refs(ws),
+                keys.retention(ws),
+                keys.version(ws, "", "")[:-1],
+                keys.versions(ws, ""),
+                keys.blob(ws, ""),
+                str(default_age),
+                str(BATCH),
+                str(now_ms),
+                str(oldest_expirable),
+            )
+        dropped += int(gone)
+        if int(looked) < BATCH or not int(gone):
+            return dropped
 
 
 def _expired_query(ws: str, topic: str, cutoff_ms: int) -> Query:

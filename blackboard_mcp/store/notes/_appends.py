@@ -48,13 +48,14 @@ LOG_BLOB_PREFIX = "log-"
 # KEYS: 1 note, 2 sequence, 3 change log, 4 by_name, 5 by_version, 6 topics, 7 blob refs,
 #       8 by_kind text, 9 by_kind summary, 10 the blob the caller saw (or any key of the
 #       slot), 11 a new log blob (used only if the content moves into one), 12 the note's
-#       kept versions (store/notes/_history.py)
+#       kept versions (store/notes/_history.py), 13 the workspace's kept versions by time,
+#       14 its retention policy
 # ARGV: 1 text, 2 max body bytes, 3 offload bytes, 4 search text bytes, 5 path,
 #       6 change log maxlen, 7 uri, 8 author, 9 digest, 10 digest tokens, 11 text tokens,
 #       12 sources json, 13 confidence, 14 sources given, 15 confidence given,
 #       16 the blob name the caller saw, 17 the new log blob's name, 18 workspace, 19 topic,
 #       20 the kept versions' key prefix, 21 the blobs' key prefix, 22 versions kept,
-#       23 their maximum age in ms
+#       23 their maximum age in seconds (the board's; the policy may say otherwise)
 # Returns {version, seq}; {-1} for a table; {-2, size} over the limit; {-3, blob} when the
 # note's blob is not the one the caller saw (read it, declare it, call again).
 _APPEND = (
@@ -77,7 +78,8 @@ local size = (tonumber(old[4]) or 0) + #text
 if size > tonumber(ARGV[2]) then return {-2, size} end
 -- Nothing is refused past here: keep the version this append replaces (its blob's
 -- reference goes with the copy, so the note may drop its own below), then extend.
-keep_version(note, KEYS[12], KEYS[7], ARGV[20], ARGV[21], tonumber(ARGV[22]), tonumber(ARGV[23]))
+keep_version(note, KEYS[12], KEYS[7], KEYS[13], KEYS[14], ARGV[20], ARGV[21],
+  ARGV[19] .. '/' .. ARGV[5], ARGV[19], tonumber(ARGV[22]), tonumber(ARGV[23]))
 
 local fields = {}
 local function put(name, value)
@@ -230,7 +232,7 @@ async def append_note(
             (
                 "EVAL",
                 _APPEND,
-                12,
+                14,
                 note_key,
                 keys.sequence(ws),
                 keys.changelog(ws),
@@ -243,6 +245,8 @@ async def append_note(
                 keys.blob(ws, seen or new_log),
                 keys.blob(ws, new_log),
                 keys.versions(ws, member),
+                keys.version_times(ws),
+                keys.retention(ws),
                 *fixed_args,
                 seen,
                 new_log,
@@ -251,7 +255,7 @@ async def append_note(
                 keys.version(ws, member, ""),
                 keys.blob(ws, ""),
                 limits.history.versions,
-                limits.history.max_age_ms,
+                limits.history.max_age_ms // 1000,
             )
         ]
         if limits.wait is not None:

@@ -35,11 +35,18 @@ class HistoryLimits:
     max_age_ms: int = 30 * 24 * 3600 * 1000
 
 
-# keep_version(note, versions, refs, version prefix, blob prefix, keep, max age ms):
-# copies the note (if it exists and history is on) and applies the bounds. Shared by the
-# whole write's script below and the append script, which runs it before changing the note.
+# The Lua both write paths run. drop_version removes one kept version (and its blob's
+# reference); keep_version copies the note (if it exists and history is on for its topic)
+# and then applies the topic's bounds. A bound is the topic's override in the workspace's
+# policy hash (``versions:<topic>``, ``version-age:<topic>``, seconds), else the
+# workspace's (``versions:*``, ``version-age:*``), else the board's (the arguments).
+# ``times`` orders every kept version of the workspace by its write time, for the sweep.
 KEEP_VERSION_LUA = """
-local function drop_version(versions, refs, p_version, p_blob, ver)
+local function history_bound(policy, prefix, topic, default)
+  local set = redis.call('HMGET', policy, prefix .. topic, prefix .. '*')
+  return tonumber(set[1] or set[2] or default)
+end
+local function drop_version(versions, refs, times, p_version, p_blob, member, ver)
   local kept = p_version .. ver
   local blob = redis.call('HGET', kept, 'blob')
   if blob and blob ~= '' then
@@ -50,14 +57,19 @@ local function drop_version(versions, refs, p_version, p_blob, ver)
   end
   redis.call('DEL', kept)
   redis.call('ZREM', versions, ver)
+  redis.call('ZREM', times, member .. '@' .. ver)
 end
-local function keep_version(note, versions, refs, p_version, p_blob, keep, max_age_ms)
-  local current = redis.call('HMGET', note, 'version', 'blob')
+local function keep_version(note, versions, refs, times, policy, p_version, p_blob, member,
+                            topic, default_keep, default_age)
+  local keep = history_bound(policy, 'versions:', topic, default_keep)
+  local max_age_ms = history_bound(policy, 'version-age:', topic, default_age) * 1000
+  local current = redis.call('HMGET', note, 'version', 'blob', 'updated')
   if keep > 0 and current[1] then
     local kept = p_version .. current[1]
     redis.call('COPY', note, kept, 'REPLACE')
     redis.call('HDEL', kept, 'stext')
     redis.call('ZADD', versions, current[1], current[1])
+    redis.call('ZADD', times, tonumber(current[3] or 0), member .. '@' .. current[1])
     if current[2] and current[2] ~= '' then redis.call('HINCRBY', refs, current[2], 1) end
   end
   local cutoff = nil
@@ -73,19 +85,49 @@ local function keep_version(note, versions, refs, p_version, p_blob, keep, max_a
       drop = tonumber(redis.call('HGET', p_version .. oldest, 'updated') or 0) < cutoff
     end
     if not drop then break end
-    drop_version(versions, refs, p_version, p_blob, oldest)
+    drop_version(versions, refs, times, p_version, p_blob, member, oldest)
     count = count - 1
   end
 end
 """
 
-# KEYS: 1 note, 2 its versions, 3 blob refs. ARGV: 1 version prefix, 2 blob prefix,
-# 3 versions kept, 4 max age in ms.
+# KEYS: 1 note, 2 its versions, 3 blob refs, 4 the workspace's kept versions by time, 5 its
+# policy. ARGV: 1 version prefix, 2 blob prefix, 3 member, 4 topic, 5 versions kept,
+# 6 max age in seconds (the board's).
 KEEP_VERSION = (
     KEEP_VERSION_LUA
     + """
-keep_version(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
+keep_version(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[4],
+  tonumber(ARGV[5]), tonumber(ARGV[6]))
 return 1
+"""
+)
+
+# Drops every kept version of a workspace written before its topic's maximum age, oldest
+# first, at most ARGV[5] of them; the sweep (store/lifecycle/_retention.py) runs it.
+# KEYS: 1 the workspace's kept versions by time, 2 blob refs, 3 its policy. ARGV: 1 the
+# kept versions' key prefix (a member and @N complete it), 2 their sets' prefix, 3 the blob
+# prefix, 4 the board's max age in seconds, 5 the most to look at, 6 now in ms, 7 the
+# oldest write time any bound can expire (ms).
+EXPIRE_VERSIONS = (
+    KEEP_VERSION_LUA
+    + """
+local looked, dropped = 0, 0
+local candidates = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[7], 'WITHSCORES',
+  'LIMIT', 0, tonumber(ARGV[5]))
+for i = 1, #candidates, 2 do
+  local name, written = candidates[i], tonumber(candidates[i + 1])
+  local at = string.find(name, '@', 1, true)
+  local member, ver = string.sub(name, 1, at - 1), string.sub(name, at + 1)
+  local topic = string.sub(member, 1, string.find(member, '/', 1, true) - 1)
+  local age = history_bound(KEYS[3], 'version-age:', topic, ARGV[4])
+  if age > 0 and written < tonumber(ARGV[6]) - age * 1000 then
+    drop_version(ARGV[2] .. member, KEYS[2], KEYS[1], ARGV[1] .. member .. '@', ARGV[3],
+      member, ver)
+    dropped = dropped + 1
+  end
+end
+return {dropped, #candidates / 2}
 """
 )
 
@@ -97,12 +139,16 @@ def keep_version_command(
     return (
         "EVAL",
         KEEP_VERSION,
-        3,
+        5,
         keys.note(workspace, member),
         keys.versions(workspace, member),
         keys.blob_refs(workspace),
+        keys.version_times(workspace),
+        keys.retention(workspace),
         keys.version(workspace, member, ""),
         keys.blob(workspace, ""),
+        member,
+        member.split("/", 1)[0],
         limits.versions,
-        limits.max_age_ms,
+        limits.max_age_ms // 1000,
     )
