@@ -127,7 +127,19 @@ async def _one_log(url: str, appends: int) -> tuple[int, int, int]:
     return grown, appends * len(line), kept
 
 
-async def _throughput(url: str, versions: int, args: argparse.Namespace, round_: int) -> float:
+def _redis_cpu(url: str) -> float:
+    client = redis.Redis.from_url(url)
+    try:
+        cpu = client.info("cpu")
+        return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+    finally:
+        client.close()
+
+
+async def _throughput(
+    url: str, versions: int, args: argparse.Namespace, round_: int
+) -> tuple[float, float]:
+    """(writes/s, Redis CPU in microseconds per write, its read included)."""
     board = Board(client=board_client(url), limits=BoardLimits(history_versions=versions))
     await board.start()
     rng = random.Random(round_)
@@ -157,10 +169,12 @@ async def _throughput(url: str, versions: int, args: argparse.Namespace, round_:
             n += 1
 
     started = time.monotonic()
+    cpu = _redis_cpu(url)
     await asyncio.gather(*(writer(w) for w in range(args.writers)))
     elapsed = time.monotonic() - started
+    cpu = _redis_cpu(url) - cpu
     await board.close()
-    return done / elapsed
+    return done / elapsed, cpu / max(done, 1) * 1e6
 
 
 def main() -> None:
@@ -193,17 +207,24 @@ def main() -> None:
         print(f"CAS writes, {args.writers} writers, {args.seconds:g} s a round:")
         off: list[float] = []
         on: list[float] = []
+        cpu_off: list[float] = []
+        cpu_on: list[float] = []
         for round_ in range(args.rounds):
             _flush(url)
-            off.append(asyncio.run(_throughput(url, 0, args, round_)))
+            rate, cpu = asyncio.run(_throughput(url, 0, args, round_))
+            off.append(rate)
+            cpu_off.append(cpu)
             _flush(url)
-            on.append(asyncio.run(_throughput(url, DEFAULT_VERSIONS, args, round_)))
+            rate, cpu = asyncio.run(_throughput(url, DEFAULT_VERSIONS, args, round_))
+            on.append(rate)
+            cpu_on.append(cpu)
             print(
-                f"  round {round_ + 1}: off {off[-1]:7.0f}/s  on {on[-1]:7.0f}/s  "
-                f"on/off {on[-1] / off[-1]:.3f}"
+                f"  round {round_ + 1}: off {off[-1]:7.0f}/s ({cpu_off[-1]:4.0f} us Redis CPU)  "
+                f"on {on[-1]:7.0f}/s ({cpu_on[-1]:4.0f} us)  on/off {on[-1] / off[-1]:.3f}"
             )
         print(
-            f"  median: off {statistics.median(off):7.0f}/s  on {statistics.median(on):7.0f}/s"
+            f"  median: off {statistics.median(off):7.0f}/s ({statistics.median(cpu_off):4.0f} us)"
+            f"  on {statistics.median(on):7.0f}/s ({statistics.median(cpu_on):4.0f} us)"
             f"  on/off {statistics.median(on) / statistics.median(off):.3f}"
         )
 
