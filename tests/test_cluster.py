@@ -467,3 +467,35 @@ async def test_export_import_delete_and_retention_work_on_the_cluster(
     notes = json.loads(health.stdout)["notes"]
     assert target not in notes and notes.get(source) == 0, notes
     assert not any("errorstat_CROSSSLOT" in e for e in _slot_errors(redis_cluster).values())
+
+
+async def test_note_history_lives_in_the_workspaces_slot_and_reads_back_on_a_cluster(
+    redis_cluster: LocalCluster,
+) -> None:
+    board = Board.from_url(redis_cluster.url)
+    ws = f"hist-{uuid.uuid4().hex[:8]}"
+    note = f"bb://{ws}/t/n"
+    big = "offloaded " * 2000
+    try:
+        await board.start()
+        for body in ("one", big, "three"):
+            await board.update_state(
+                UpdateState.parse({"uri": note, "digest": "D.", "body": body}), author="a"
+            )
+        await board.update_state(
+            UpdateState.parse({"uri": note, "digest": "D.", "append": " more"}), author="a"
+        )
+        read = await board.get_state(
+            GetState.parse({"uris": [f"{note}@1", f"{note}@2", f"{note}@3"], "mode": "full",
+                            "budget_tokens": 100_000})
+        )  # fmt: skip
+        assert [i["body"] for i in read["items"]] == ["one", big, "three"]
+        page = await board.list_keys(ListKeys.parse({"topic": note}), workspace=ws)
+        assert [i["version"] for i in page["items"]] == [4, 3, 2, 1]
+        owner = redis_cluster.owner_of(f"{{{ws}}}")
+        kept = owner.command("KEYS", f"bbh*:{{{ws}}}:*")
+        assert len(kept) == 4, kept  # three kept copies and the note's set, on the owner
+        await board.delete(author="a", workspace=ws, uri=note)
+        assert owner.command("KEYS", f"bbh*:{{{ws}}}:*") == []
+    finally:
+        await board.close()
