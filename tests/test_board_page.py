@@ -122,22 +122,26 @@ async def test_the_board_shows_notes_graph_feed_and_escapes_content(
     assert topics == ["facts (3)", "secret (1)"]
     await page.click("text=facts (3)")
     await page.wait_for_selector("#notes tbody tr")
+    # Addresses are shown relative to the topic, the whole address on hover.
     rows = await page.locator("#notes tbody tr td.addr").all_inner_texts()
-    assert sorted(rows) == sorted(addr(workspace, f"facts/{k}") for k in ("old", "new", "evil"))
+    assert sorted(rows) == ["evil", "new", "old"]
+    assert await page.get_attribute("#notes tbody button:text-is('old')", "title") == addr(
+        workspace, "facts/old"
+    )
     # Sorting by keyboard: focus the Address column's button and press Enter.
     await page.focus("#notes th[data-key=uri] button")
     await page.keyboard.press("Enter")
     assert await page.get_attribute("#notes th[data-key=uri]", "aria-sort") == "ascending"
     assert await page.locator("#notes tbody tr td.addr").all_inner_texts() == sorted(rows)
     # Attacker-written digest and body are shown as text, and run nothing.
-    await page.click(f"text={addr(workspace, 'facts/evil')}")
+    await page.click(f"#notes button[title='{addr(workspace, 'facts/evil')}']")
     await page.wait_for_selector("#note-panel:not([hidden])")
     assert await page.inner_text("#note-content") == XSS_BODY
     assert XSS_DIGEST in await page.inner_text("#notes tbody")
     assert await page.evaluate("window.__xss") is None
     assert await page.locator("#note-content img, #note-content b, #notes script").count() == 0
     # The superseded note: warning, its link drawn in the graph, opened from the keyboard.
-    await page.focus(f"#notes tbody button:text-is('{addr(workspace, 'facts/old')}')")
+    await page.focus(f"#notes tbody button[title='{addr(workspace, 'facts/old')}']")
     await page.keyboard.press("Enter")
     await page.wait_for_selector(f"#note-title:text-is('{addr(workspace, 'facts/old')}')")
     warnings = await page.locator("#note-warnings li").all_inner_texts()
@@ -154,7 +158,7 @@ async def test_the_board_shows_notes_graph_feed_and_escapes_content(
     async with mcp_client(gateway.mcp_url, token) as client:
         await call(client, "update_state", uri=addr(workspace, "facts/fresh"), digest="Fresh.")
     await page.wait_for_selector(
-        f"#feed li:has-text('{addr(workspace, 'facts/fresh')}')", timeout=10_000
+        f"#feed li button[title='{addr(workspace, 'facts/fresh')}']", timeout=10_000
     )
     await page.wait_for_selector("text=facts (4)", timeout=10_000)
     assert await page.evaluate("window.__same_page") is True
@@ -184,7 +188,7 @@ async def test_a_reader_sees_only_its_topics_in_the_list_and_the_feed(
         await call(client, "update_state", uri=addr(workspace, "secret/next"), digest="Hidden.")
         await call(client, "update_state", uri=addr(workspace, "facts/next"), digest="Seen.")
     await page.wait_for_selector(
-        f"#feed li:has-text('{addr(workspace, 'facts/next')}')", timeout=10_000
+        f"#feed li button[title='{addr(workspace, 'facts/next')}']", timeout=10_000
     )
     feed = await page.inner_text("#feed")
     assert "secret" not in feed
@@ -246,7 +250,7 @@ async def test_the_notes_table_shows_each_notes_content_bytes_for_text_tables_an
     shown = {}
     for row in await page.locator("#notes tbody tr").all():
         cells = await row.locator("td").all_inner_texts()
-        shown[cells[0]] = cells[5]
+        shown[await row.locator("td.addr button").get_attribute("title")] = cells[5]
     assert shown == expected
     assert errors == []
     await context.close()
@@ -278,7 +282,8 @@ async def test_more_pages_of_a_topic_are_loaded_with_the_more_button_from_the_ke
         await page.wait_for_function(
             "n => document.querySelectorAll('#notes tbody tr').length === n", arg=shown
         )
-    assert sorted(await rows.all_inner_texts()) == expected  # each note once
+    shown = [await b.get_attribute("title") for b in await rows.locator("button").all()]
+    assert sorted(shown) == expected  # each note once
     assert await more.is_hidden()
     assert errors == []
     await context.close()
@@ -307,7 +312,7 @@ async def test_a_note_shows_its_versions_and_the_changes_between_any_two(
     context, page, _requested, errors = await open_board(browser, gateway.url, token)
     try:
         await page.click("text=plans (2)")
-        await page.click(f"text={plan}")
+        await page.click(f"#notes button[title='{plan}']")
         await page.wait_for_selector("#versions-status:text-is('3 versions')")
         cells = await page.locator("#versions tbody tr td:nth-child(3)").all_text_contents()
         assert cells == ["3", "2", "1"]
@@ -323,7 +328,7 @@ async def test_a_note_shows_its_versions_and_the_changes_between_any_two(
         await page.check(f"input[name=old][value='{plan}@1']")
         await page.click("#compare")
         await page.wait_for_selector("#diff li.removed:text-is('then B')")
-        await page.click(f"text={table}")
+        await page.click(f"#notes button[title='{table}']")
         await page.wait_for_selector("#versions-status:text-is('2 versions')")
         await page.click("#compare")
         await page.wait_for_selector("#diff li.cell")
@@ -331,5 +336,81 @@ async def test_a_note_shows_its_versions_and_the_changes_between_any_two(
         assert changes == ["row 1, eur: 10 → 12", "row 3: fun | 1"]
         assert errors == []
         await page.screenshot(path=str(screenshot_dir(tmp_path) / "board-versions.png"))
+    finally:
+        await context.close()
+
+
+async def test_the_page_says_who_is_signed_in_searches_and_shows_tables_and_times_plainly(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object, tmp_path: Path
+) -> None:
+    writer = agent_token(issuer, workspace)
+    await seed(gateway.mcp_url, writer, workspace)
+    async with mcp_client(gateway.mcp_url, writer) as client:
+        await call(
+            client, "update_state", uri=addr(workspace, "facts/grid"), digest="Zebra counts.",
+            columns=["animal", "count"], rows=[["zebra", "3"], ["<b>x</b>", "1"]],
+        )  # fmt: skip
+    reader = agent_token(
+        issuer, workspace, sub="reader-7", read=["facts"], write=[], caps=["board_read"]
+    )
+    context, page, _requested, errors = await open_board(browser, gateway.url, reader)
+    try:
+        who = await page.inner_text("#who")
+        assert f"Signed in as reader-7 to workspace {workspace}" in who
+        assert "reads facts; writes none; may board_read" in who
+        assert "expires in 10 minutes" in who
+        assert await page.is_visible("#notes-prompt")
+        # Search: hits of the readable topic only, digests as text.
+        await page.fill("#search", "zebra")
+        await page.press("#search", "Enter")
+        await page.wait_for_selector("#search-hits li button")
+        hits = [
+            await b.get_attribute("title") for b in await page.locator("#search-hits button").all()
+        ]
+        assert hits == [addr(workspace, "facts/grid")]
+        assert await page.inner_text("#search-title") == "1 result for zebra"
+        await page.fill("#search", "hidden plan")
+        await page.press("#search", "Enter")
+        await page.wait_for_selector("#search-hits li.muted")
+        assert "secret" not in await page.content()
+        # A table note as a table, its cells as text.
+        await page.click("text=facts (4)")
+        assert await page.is_hidden("#notes-prompt")
+        await page.click(f"#notes button[title='{addr(workspace, 'facts/grid')}']")
+        await page.wait_for_selector("#note-table table")
+        cells = await page.locator("#note-table td").all_inner_texts()
+        assert cells == ["zebra", "3", "<b>x</b>", "1"]
+        assert await page.locator("#note-table b").count() == 0
+        assert await page.is_hidden("#note-content")
+        # One time convention: how long ago, the exact UTC time on hover.
+        updated = page.locator("#notes tbody time").first
+        assert await updated.inner_text() == "just now"
+        assert re.fullmatch(
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(UTC\)", await updated.get_attribute("title") or ""
+        )
+        # A phone: nothing scrolls sideways, the list of notes included.
+        await page.set_viewport_size({"width": 390, "height": 844})
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+        width = await page.evaluate("document.querySelector('#notes').scrollWidth")
+        assert width <= 390
+        await page.screenshot(
+            path=str(screenshot_dir(tmp_path) / "board-phone-note.png"), full_page=True
+        )
+        assert errors == []
+    finally:
+        await context.close()
+
+
+async def test_the_page_follows_a_dark_colour_scheme(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    context = await browser.new_context(color_scheme="dark")  # type: ignore[attr-defined]
+    try:
+        page = await context.new_page()
+        await page.goto(gateway.url + "/board")
+        background = await page.evaluate(
+            "getComputedStyle(document.documentElement).backgroundColor"
+        )
+        assert background == "rgb(21, 24, 28)", background
     finally:
         await context.close()

@@ -151,6 +151,14 @@ def board_routes(
                 "workspace": grant.workspace,
                 "admin": grant.has_capability("admin"),
                 "topics": [{"topic": t, "notes": n} for t, n in found],
+                # Who is signed in and what the token allows: the page says so at once.
+                "who": {
+                    "subject": grant.subject,
+                    "read": list(grant.read_topics),
+                    "write": list(grant.write_topics),
+                    "capabilities": sorted(grant.capabilities),
+                    "expires_at_ms": int(grant.expires_at * 1000),
+                },
             }
 
         outcome = await caller.call(

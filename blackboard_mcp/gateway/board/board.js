@@ -53,10 +53,50 @@ async function api(path, body) {
 
 function callTool(tool, args) { return api("call", { tool: tool, arguments: args }); }
 
-function linkButton(uri) {
-  const button = el("button", uri, { type: "button" });
+// A note's address as a button that opens it: shown relative to the workspace (or to
+// ``base``, a topic's address), the whole address on hover and for a screen reader.
+function linkButton(uri, base) {
+  const prefix = base || ("bb://" + state.workspace + "/");
+  const label = uri.startsWith(prefix) ? uri.slice(prefix.length) : uri;
+  const button = el("button", label, { type: "button", title: uri });
+  if (label !== uri) button.setAttribute("aria-label", uri);
   button.addEventListener("click", () => openNote(uri));
   return button;
+}
+
+// One convention for times: how long ago, the exact UTC time on hover and in datetime.
+function timeAgo(value) {
+  const at = typeof value === "number" ? new Date(value) : new Date(value);
+  if (value === "" || value === undefined || isNaN(at.getTime())) return el("span", "");
+  const exact = at.toISOString().replace(/\.\d{3}Z$/, "Z");
+  const seconds = Math.round((Date.now() - at.getTime()) / 1000);
+  let text;
+  if (seconds < 45) text = "just now";
+  else if (seconds < 3600) text = plural(Math.round(seconds / 60), "minute") + " ago";
+  else if (seconds < 86400) text = plural(Math.round(seconds / 3600), "hour") + " ago";
+  else text = plural(Math.round(seconds / 86400), "day") + " ago";
+  return el("time", text, { datetime: exact, title: exact + " (UTC)" });
+}
+
+function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+
+function showWho(who, workspace) {
+  const line = $("who");
+  if (!who) { line.hidden = true; return; }
+  const topics = list => list.length ? list.join(", ") : "none";
+  line.replaceChildren(
+    el("span", "Signed in as " + who.subject + " to workspace " + workspace + "; reads " +
+      topics(who.read) + "; writes " + topics(who.write) + "; may " +
+      (who.capabilities.join(", ") || "nothing") + "; the token expires "),
+    timeExpiry(who.expires_at_ms), el("span", "."));
+  line.hidden = false;
+}
+
+function timeExpiry(ms) {
+  const exact = new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+  const minutes = Math.round((ms - Date.now()) / 60000);
+  const text = minutes <= 0 ? "now" : "in " + plural(minutes, "minute");
+  return el("time", text, { datetime: exact, title: exact + " (UTC)" });
 }
 
 function topicOf(uri) { return uri.split("/")[3]; }
@@ -65,6 +105,7 @@ async function loadTopics() {
   const data = await api("topics");
   state.workspace = data.workspace;
   $("workspace").textContent = "· " + data.workspace;
+  showWho(data.who, data.workspace);
   const list = $("topics");
   list.replaceChildren();
   for (const entry of data.topics) {
@@ -95,6 +136,7 @@ async function openTopic(topic) {
     b.setAttribute("aria-current", String(b.dataset.topic === topic));
   }
   $("notes-title").textContent = "Notes in " + topic;
+  $("notes-prompt").hidden = true;
   const limit = again ? Math.min(MAX_PAGE, Math.max(PAGE, state.rows.length)) : PAGE;
   const data = await listPage(topic, limit);
   if (state.topic !== topic) return;  // another topic was opened meanwhile
@@ -138,10 +180,14 @@ function renderNotes() {
   body.replaceChildren();
   for (const row of [...state.rows].sort(compare)) {
     const tr = el("tr");
-    const addr = el("td", null, { class: "addr" });
-    addr.append(linkButton(row.uri));
-    tr.append(addr, el("td", row.digest), el("td", row.version), el("td", row.author),
-      el("td", row.updated), el("td", row.size));
+    const addr = el("td", null, { class: "addr", "data-label": "Address" });
+    addr.append(linkButton(row.uri, "bb://" + state.workspace + "/" + state.topic + "/"));
+    const updated = el("td", null, { "data-label": "Updated" });
+    updated.append(timeAgo(row.updated));
+    tr.append(addr, el("td", row.digest, { "data-label": "Digest" }),
+      el("td", row.version, { "data-label": "Version" }),
+      el("td", row.author, { "data-label": "Author" }), updated,
+      el("td", row.size, { "data-label": "Bytes" }));
     body.append(tr);
   }
   const more = $("notes-more");
@@ -181,10 +227,16 @@ async function openNote(uri) {
   for (const key of ["version", "kind", "author", "created", "updated", "size", "confidence"]) {
     if (item[key] === undefined) continue;
     // "size" is the content's UTF-8 bytes (body or table TSV, not the digest): say so.
-    meta.append(el("dt", key === "size" ? "bytes" : key), el("dd", item[key]));
+    const value = key === "created" || key === "updated" ? el("dd") : el("dd", item[key]);
+    if (key === "created" || key === "updated") value.append(timeAgo(item[key]));
+    meta.append(el("dt", key === "size" ? "bytes" : key), value);
   }
-  $("note-content").textContent = item.body !== undefined ? item.body
-    : (item.table !== undefined ? item.table : "");
+  const isTable = item.table !== undefined;
+  $("note-content").hidden = isTable;
+  $("note-content").textContent = isTable ? "" : (item.body || "");
+  $("note-table").hidden = !isTable;
+  $("note-table").replaceChildren();
+  if (isTable) $("note-table").append(tableOf(item.table));
   const sources = $("note-sources");
   sources.replaceChildren();
   for (const s of item.sources || []) {
@@ -236,7 +288,11 @@ async function loadVersions(uri) {
       td.append(input);
       tr.append(td);
     }
-    for (const cell of cells.slice(1)) tr.append(el("td", cell));
+    cells.slice(1).forEach((cell, c) => {
+      const td = el("td", c === 3 ? null : cell);  // the fourth is when it was written
+      if (c === 3) td.append(timeAgo(cell));
+      tr.append(td);
+    });
     body.append(tr);
   });
   $("compare").disabled = rows.length < 2;
@@ -314,6 +370,44 @@ function tableChanges(before, after) {
   return out;
 }
 
+// A table note's TSV as a table: its first line the header row.
+function tableOf(tsv) {
+  const [header, ...rows] = tsv.split("\n");
+  const table = el("table", null, { class: "note-table" });
+  const head = el("tr");
+  for (const name of header.split("\t")) head.append(el("th", name, { scope: "col" }));
+  table.append(el("thead"), el("tbody"));
+  table.tHead.append(head);
+  for (const line of rows) {
+    const tr = el("tr");
+    for (const cell of line.split("\t")) tr.append(el("td", cell));
+    table.tBodies[0].append(tr);
+  }
+  return table;
+}
+
+async function search(event) {
+  event.preventDefault();
+  const q = $("search").value.trim();
+  const panel = $("search-results");
+  if (!q) { panel.hidden = true; return; }
+  const data = await callTool("search_keys", { q: q });
+  panel.hidden = false;
+  const warnings = $("search-warnings");
+  warnings.replaceChildren();
+  const hits = $("search-hits");
+  hits.replaceChildren();
+  if (data.error) { warnings.append(el("li", data.error.message, { role: "alert" })); return; }
+  for (const w of data.warnings || []) warnings.append(el("li", w));
+  for (const item of data.items) {
+    const li = el("li");
+    li.append(linkButton(item.uri), el("span", " — " + item.digest));
+    hits.append(li);
+  }
+  if (!data.items.length) hits.append(el("li", "Nothing found for " + q + ".", { class: "muted" }));
+  $("search-title").textContent = plural(data.items.length, "result") + " for " + q;
+}
+
 function short(uri) {
   const rest = uri.split("/").slice(3).join("/");
   return rest.length > 28 ? rest.slice(0, 27) + "…" : rest;
@@ -374,7 +468,9 @@ async function loadAudit() {
   body.replaceChildren();
   for (const r of data.records) {
     const tr = el("tr");
-    tr.append(el("td", new Date(r.at * 1000).toISOString()), el("td", r.subject),
+    const when = el("td");
+    when.append(timeAgo(r.at * 1000));
+    tr.append(when, el("td", r.subject),
       el("td", r.tool), el("td", r.outcome), el("td", r.addresses.join(" ")));
     body.append(tr);
   }
@@ -391,9 +487,9 @@ function scheduleRefresh(change) {
 }
 
 function showChange(change) {
-  const li = el("li", new Date(change.at_ms).toLocaleTimeString() + " " + change.op + " v" +
-    change.version + " by " + change.author + " ");
-  li.append(linkButton(change.uri));
+  const li = el("li");
+  li.append(timeAgo(change.at_ms), el("span", " " + change.op + " v" + change.version + " by " +
+    change.author + " "), linkButton(change.uri));
   const feed = $("feed");
   feed.prepend(li);
   while (feed.childElementCount > 100) feed.lastChild.remove();
@@ -462,6 +558,7 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("notes-more").addEventListener("click", moreNotes);
   $("compare-form").addEventListener("submit", compareVersions);
+  $("search-form").addEventListener("submit", search);
   for (const th of $("notes").querySelectorAll("th")) {
     th.querySelector("button").addEventListener("click", () => sortBy(th.dataset.key));
   }
