@@ -414,3 +414,29 @@ async def test_the_page_follows_a_dark_colour_scheme(
         assert background == "rgb(21, 24, 28)", background
     finally:
         await context.close()
+
+
+async def test_activity_shows_writes_per_minute_by_topic_and_author_the_reader_may_see(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    for sub, topic, count in (("alice", "facts", 3), ("bob", "facts", 1), ("carol", "secret", 2)):
+        token = agent_token(issuer, workspace, sub=sub)
+        async with mcp_client(gateway.mcp_url, token) as client:
+            for i in range(count):
+                await call(
+                    client, "update_state", uri=addr(workspace, f"{topic}/{sub}{i}"), digest="D."
+                )
+    reader = agent_token(issuer, workspace, sub="reader", read=["facts"], write=[])
+    context, page, _requested, errors = await open_board(browser, gateway.url, reader)
+    try:
+        await page.wait_for_selector("#activity-topics li svg")
+        topics = await page.locator("#activity-topics .name").all_inner_texts()
+        authors = await page.locator("#activity-authors .name").all_inner_texts()
+        assert topics == ["facts (4)"]
+        assert authors == ["alice (3)", "bob (1)"]  # carol wrote only where the reader cannot
+        label = await page.locator("#activity-topics svg").first.get_attribute("aria-label")
+        assert label == "topic facts: 4 writes in the last hour, at most 4 in a minute"
+        assert "secret" not in await page.content() and "carol" not in await page.content()
+        assert errors == []
+    finally:
+        await context.close()

@@ -16,7 +16,7 @@ exactly what their token lets an agent see, and every read is audited:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
@@ -106,6 +106,42 @@ def _event(change_fields: Mapping[str, Any]) -> bytes:
     return b"event: change\ndata: " + orjson.dumps(dict(change_fields)) + b"\n\n"
 
 
+# The change log entries the activity chart reads at most (newest first): an hour of a
+# busy board's writes past this is drawn from the newest ones, and says so.
+ACTIVITY_CHANGES = 10_000
+ACTIVITY_MINUTES = 60
+
+
+def writes_per_minute(
+    changes: list[dict[str, str]], readable: Callable[[str], bool], now: float
+) -> dict[str, Any]:
+    """Writes per minute over the last hour, per topic and per author, of the topics
+    ``readable`` allows; minute 0 is the oldest, ACTIVITY_MINUTES - 1 the current one."""
+    start_ms = (int(now) // 60 - ACTIVITY_MINUTES + 1) * 60_000
+    by_topic: dict[str, list[int]] = {}
+    by_author: dict[str, list[int]] = {}
+    oldest_seen = None
+    for change in changes:
+        at = int(change.get("at") or 0)
+        oldest_seen = at
+        if at < start_ms:
+            break
+        topic = change.get("uri", "").split("/", 4)[3:4]
+        if not topic or not readable(topic[0]):
+            continue
+        minute = min((at - start_ms) // 60_000, ACTIVITY_MINUTES - 1)
+        for counts, name in ((by_topic, topic[0]), (by_author, change.get("author", ""))):
+            counts.setdefault(name, [0] * ACTIVITY_MINUTES)[minute] += 1
+    complete = len(changes) < ACTIVITY_CHANGES or (oldest_seen or 0) < start_ms
+    return {
+        "start_ms": start_ms,
+        "minutes": ACTIVITY_MINUTES,
+        "by_topic": dict(sorted(by_topic.items())),
+        "by_author": dict(sorted(by_author.items())),
+        "complete": complete,
+    }
+
+
 async def _admitted(_board: Any, _grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
@@ -163,6 +199,17 @@ def board_routes(
 
         outcome = await caller.call(
             "list_keys", {}, current_grant.get(), current_request_id.get(), run=readable
+        )
+        return _answer(outcome)
+
+    async def activity(_request: Request) -> Response:
+        async def per_minute(board: Any, grant: Grant, _args: Any) -> dict[str, Any]:
+            return writes_per_minute(
+                await board.changes(grant.workspace, ACTIVITY_CHANGES), grant.can_read, time.time()
+            )
+
+        outcome = await caller.call(
+            "list_keys", {}, current_grant.get(), current_request_id.get(), run=per_minute
         )
         return _answer(outcome)
 
@@ -241,7 +288,9 @@ def board_routes(
 
     api = BodyLimit(
         BearerAuth(
-            _api_app(call=call, topics=topics, audit=audit_tail, events=events),
+            _api_app(
+                call=call, topics=topics, audit=audit_tail, events=events, activity=activity
+            ),
             verifier=verifier,
             resource=resource,
         ),
@@ -261,5 +310,6 @@ def _api_app(**endpoints: Any) -> Router:
             Route("/topics", endpoints["topics"], methods=["GET"]),
             Route("/audit", endpoints["audit"], methods=["GET"]),
             Route("/events", endpoints["events"], methods=["GET"]),
+            Route("/activity", endpoints["activity"], methods=["GET"]),
         ]
     )

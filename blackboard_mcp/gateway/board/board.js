@@ -461,6 +461,41 @@ function graphNode(uri, x, y, center) {
   return g;
 }
 
+// Writes a minute over the last hour, per topic and per author: one row of bars each, the
+// busiest first, drawn as SVG here (no chart library), each row named in words as well.
+async function loadActivity() {
+  const data = await api("activity");
+  $("activity-note").textContent = data.complete ? ""
+    : "A busy hour: drawn from the newest 10,000 changes.";
+  drawActivity($("activity-topics"), data.by_topic, data.minutes, "topic");
+  drawActivity($("activity-authors"), data.by_author, data.minutes, "author");
+}
+
+function drawActivity(list, series, minutes, what) {
+  list.replaceChildren();
+  const rows = Object.entries(series)
+    .map(([name, counts]) => [name, counts, counts.reduce((a, b) => a + b, 0)])
+    .sort((a, b) => b[2] - a[2]).slice(0, 8);
+  if (!rows.length) { list.append(el("li", "No writes in the last hour.", { class: "muted" })); return; }
+  const top = Math.max(1, ...rows.flatMap(([, counts]) => counts));
+  for (const [name, counts, total] of rows) {
+    const busiest = Math.max(...counts);
+    const summary = what + " " + name + ": " + plural(total, "write") + " in the last hour, at most " +
+      busiest + " in a minute";
+    const chart = svg("svg", { viewBox: "0 0 " + minutes * 4 + " 20", preserveAspectRatio: "none",
+      role: "img", "aria-label": summary });
+    chart.append(svg("title", {}, summary));
+    counts.forEach((n, i) => {
+      if (!n) return;
+      const h = Math.max(1, Math.round(18 * n / top));
+      chart.append(svg("rect", { x: i * 4, y: 20 - h, width: 3, height: h }));
+    });
+    const li = el("li");
+    li.append(el("span", name + " (" + total + ")", { class: "name", title: name }), chart);
+    list.append(li);
+  }
+}
+
 async function loadAudit() {
   const data = await api("audit");
   $("audit-panel").hidden = false;
@@ -481,6 +516,7 @@ function scheduleRefresh(change) {
   clearTimeout(refreshTimer);
   refreshTimer = setTimeout(async () => {
     await loadTopics().catch(() => {});
+    await loadActivity().catch(() => {});
     if (state.topic && topicOf(change.uri) === state.topic) await openTopic(state.topic).catch(() => {});
     if (state.note === change.uri) await openNote(change.uri).catch(() => {});
   }, 250);
@@ -537,6 +573,7 @@ async function start() {
     const data = await loadTopics();
     status("Signed in to " + data.workspace + ".");
     follow();
+    await loadActivity();
     if (data.admin) await loadAudit();
     else $("audit-panel").hidden = true;
   } catch (err) {
