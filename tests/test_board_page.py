@@ -440,3 +440,42 @@ async def test_activity_shows_writes_per_minute_by_topic_and_author_the_reader_m
         assert errors == []
     finally:
         await context.close()
+
+
+async def test_the_link_graph_draws_each_note_once_with_readable_labels_on_a_phone(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    token = agent_token(issuer, workspace)
+    hub, spec = addr(workspace, "g/hub"), addr(workspace, "g/spec")
+    async with mcp_client(gateway.mcp_url, token) as client:
+        await call(client, "update_state", uri=spec, digest="The spec.")
+        await call(client, "update_state", uri=hub, digest="The hub.", sources=[spec])
+        for rel in ("cites", "depends_on"):
+            await call(client, "link_state", src=hub, rel=rel, dst=[spec])
+    context, page, _requested, errors = await open_board(
+        browser, gateway.url, token, width=390, height=844
+    )
+    try:
+        await page.click("text=g (2)")
+        await page.click(f"#notes button[title='{hub}']")
+        await page.wait_for_selector("#note-graph .node[role=button]")
+        neighbours = page.locator("#note-graph .node[role=button]")
+        assert await neighbours.count() == 1  # one node for the note, its relations listed
+        name = await neighbours.first.get_attribute("aria-label")
+        assert name == f"g/spec cites, depends_on, source: open {spec}"
+        # The drawing is as wide as its box: its text keeps a readable size on a phone.
+        scale = await page.evaluate(
+            "(g => g.getBoundingClientRect().width / g.viewBox.baseVal.width)"
+            "(document.querySelector('#note-graph'))"
+        )
+        font = await page.evaluate(
+            "parseFloat(getComputedStyle("
+            "document.querySelector('#note-graph .node text')).fontSize)"
+        )
+        assert font * scale >= 10, (font, scale)
+        await neighbours.first.focus()
+        await page.keyboard.press("Enter")
+        await page.wait_for_selector(f"#note-title:text-is('{spec}')")
+        assert errors == []
+    finally:
+        await context.close()

@@ -413,46 +413,65 @@ function short(uri) {
   return rest.length > 28 ? rest.slice(0, 27) + "…" : rest;
 }
 
+// A note's neighbours: one node per other note (its relations listed in it), incoming on the
+// left, outgoing and sources on the right. The drawing is as wide as its box, so labels
+// keep their size on a phone rather than shrinking with the picture.
 function renderGraph(uri, links, sources) {
   const graph = $("note-graph");
   for (const child of [...graph.childNodes]) if (child.nodeName !== "title") child.remove();
-  const left = links.filter(l => l.from).map(l => ({ uri: l.from, rel: l.rel }));
-  const right = links.filter(l => l.to).map(l => ({ uri: l.to, rel: l.rel }))
-    .concat(sources.map(s => ({ uri: s, rel: "source" })));
+  const group = (entries) => {
+    const byUri = new Map();
+    for (const { uri: other, rel } of entries) {
+      if (!byUri.has(other)) byUri.set(other, []);
+      if (!byUri.get(other).includes(rel)) byUri.get(other).push(rel);
+    }
+    return [...byUri].map(([other, rels]) => ({ uri: other, rels: rels }));
+  };
+  const left = group(links.filter(l => l.from).map(l => ({ uri: l.from, rel: l.rel })));
+  const right = group(links.filter(l => l.to).map(l => ({ uri: l.to, rel: l.rel }))
+    .concat(sources.map(s => ({ uri: s, rel: "source" }))));
+  const width = Math.round(Math.max(320, Math.min(640, graph.clientWidth || 640)));
+  const box = Math.round(Math.min(170, width * 0.3));
   const rows = Math.max(left.length, right.length, 1);
-  const height = Math.max(80, rows * 44 + 16);
-  graph.setAttribute("viewBox", "0 0 640 " + height);
-  const cx = 320, cy = height / 2;
+  const height = Math.max(80, rows * 52 + 16);
+  graph.setAttribute("viewBox", "0 0 " + width + " " + height);
+  const cx = width / 2, cy = height / 2;
+  const lx = box / 2 + 4, rx = width - box / 2 - 4;
   const place = (items, x) => items.map((it, i) => ({ ...it, x: x,
     y: (height / (items.length + 1)) * (i + 1) }));
   const edges = svg("g");
   const nodes = svg("g");
   graph.append(edges, nodes);
-  for (const [items, x] of [[place(left, 90), 90], [place(right, 550), 550]]) {
+  for (const [items, x] of [[place(left, lx), lx], [place(right, rx), rx]]) {
     for (const it of items) {
-      const bad = it.rel === "supersedes" || it.rel === "contradicts";
-      const x1 = x < cx ? x + 80 : cx + 80, x2 = x < cx ? cx - 80 : x - 80;
+      const bad = it.rels.includes("supersedes") || it.rels.includes("contradicts");
+      const x1 = x < cx ? x + box / 2 : cx + box / 2, x2 = x < cx ? cx - box / 2 : x - box / 2;
       const y1 = x < cx ? it.y : cy, y2 = x < cx ? cy : it.y;
       edges.append(svg("line", { x1: x1, y1: y1, x2: x2, y2: y2,
         class: "edge" + (bad ? " bad" : "") }));
-      edges.append(svg("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, class: "rel",
-        "text-anchor": "middle" }, it.rel));
-      nodes.append(graphNode(it.uri, x, it.y, false));
+      nodes.append(graphNode(it.uri, x, it.y, false, box, it.rels.join(", ")));
     }
   }
-  nodes.append(graphNode(uri, cx, cy, true));
+  nodes.append(graphNode(uri, cx, cy, true, box, ""));
 }
 
-function graphNode(uri, x, y, center) {
+function graphNode(uri, x, y, center, box, rels) {
+  const tall = rels ? 40 : 28;
   const g = svg("g", { class: "node" + (center ? " center" : ""), transform:
-    "translate(" + (x - 80) + "," + (y - 14) + ")" });
-  g.append(svg("title", {}, uri));
-  g.append(svg("rect", { width: 160, height: 28, rx: 4 }));
-  g.append(svg("text", { x: 80, y: 18, "text-anchor": "middle" }, short(uri)));
+    "translate(" + (x - box / 2) + "," + (y - tall / 2) + ")" });
+  // The note itself is named by its title; a neighbour, a button, by its aria-label below
+  // (a title in it would be text inside the button that its name does not say).
+  if (center) g.append(svg("title", {}, uri));
+  g.append(svg("rect", { width: box, height: tall, rx: 4 }));
+  const label = svg("text", { x: box / 2, y: 18, "text-anchor": "middle" }, short(uri));
+  // The relations on a second line of the same text, after a space: read as one phrase.
+  if (rels) label.append(svg("tspan", { x: box / 2, dy: 15, class: "rel" }, " " + rels));
+  g.append(label);
   if (!center) {
     g.setAttribute("tabindex", "0");
     g.setAttribute("role", "button");
-    g.setAttribute("aria-label", "open " + uri);
+    // The name starts with what the node shows (short address, relations), then says more.
+    g.setAttribute("aria-label", short(uri) + " " + rels + ": open " + uri);
     g.addEventListener("click", () => openNote(uri));
     g.addEventListener("keydown", e => {
       if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openNote(uri); }
