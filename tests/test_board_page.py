@@ -479,3 +479,67 @@ async def test_the_link_graph_draws_each_note_once_with_readable_labels_on_a_pho
         assert errors == []
     finally:
         await context.close()
+
+
+async def test_an_admin_issues_revokes_and_sets_retention_from_the_page_and_a_reader_cannot(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    admin = admin_token(issuer, workspace)
+    for i in range(25):  # more audit records than a page
+        async with mcp_client(
+            gateway.mcp_url, agent_token(issuer, workspace, sub=f"w{i % 3}")
+        ) as c:
+            await call(c, "update_state", uri=addr(workspace, f"facts/n{i}"), digest="D.")
+    context, page, _requested, errors = await open_board(browser, gateway.url, admin)
+    try:
+        await page.wait_for_selector("#admin-panel:not([hidden])")
+        # Issue a scoped token: shown once, with a set-up line, and it works as scoped.
+        await page.fill("#issue-sub", "<img src=x onerror=window.__xss=1>")
+        await page.click("#issue-form button[type=submit]")
+        await page.wait_for_selector("#issue-status:has-text('Not issued')")
+        await page.fill("#issue-sub", "helper")
+        await page.fill("#issue-read", "facts")
+        await page.click("#issue-form button[type=submit]")
+        # The form offers at most the admin's own token's remaining life (10 minutes here).
+        assert int(await page.input_value("#issue-ttl")) <= 10
+        await page.wait_for_selector("#issued:not([hidden])")
+        issued = await page.input_value("#issued-token")
+        snippet = await page.inner_text("#issued-snippet")
+        assert issued in snippet and snippet.startswith("claude mcp add --transport http")
+        async with mcp_client(gateway.mcp_url, issued) as client:
+            err, body = await call(client, "list_keys", topic="facts")
+            assert not err and body["items"]
+            err, body = await call(
+                client, "update_state", uri=addr(workspace, "facts/x"), digest="D."
+            )
+            assert err and body["error"]["code"] == "forbidden"  # board_read only, writes nothing
+        # Revoke a subject seen in the audit tail: two clicks, then its tokens are refused.
+        button = page.locator("#subjects button[aria-label='revoke w1']")
+        await button.click()
+        await button.click()
+        await page.wait_for_selector("#revoke-status:text-is('Revoked w1.')")
+        async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace, sub="w1")) as c:
+            err, body = await call(c, "list_keys", topic="facts")
+            assert err and "revoked" in body["error"]["message"], body
+        # Retention for a topic.
+        await page.fill("#retention-topic", "facts")
+        await page.fill("#retention-days", "7")
+        await page.click("#retention-form button[type=submit]")
+        await page.wait_for_selector("#retention-now:has-text('facts: 7 days')")
+        # The audit tail: collapsed, paged by 20.
+        await page.click("#audit-details summary")
+        assert await page.locator("#audit tbody tr").count() == 20
+        await page.click("#audit-more")
+        assert await page.locator("#audit tbody tr").count() > 20
+        assert await page.evaluate("window.__xss") is None
+        # The refused issue above is the one failed request (a 400 the browser logs).
+        assert [e for e in errors if "the server responded with a status of 400" not in e] == []
+    finally:
+        await context.close()
+    reader = agent_token(issuer, workspace, sub="reader", read=["facts"], write=[])
+    context, page, _requested, errors = await open_board(browser, gateway.url, reader)
+    try:
+        assert await page.is_hidden("#admin-panel") and await page.is_hidden("#audit-panel")
+        assert await page.locator("#subjects li").count() == 0
+    finally:
+        await context.close()

@@ -83,6 +83,9 @@ function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
 function showWho(who, workspace) {
   const line = $("who");
   if (!who) { line.hidden = true; return; }
+  // A token the admin issues cannot outlive the admin's own: offer no more than that.
+  const left = Math.floor((who.expires_at_ms - Date.now()) / 60000);
+  $("issue-ttl").value = String(Math.max(1, Math.min(60, left)));
   const topics = list => list.length ? list.join(", ") : "none";
   line.replaceChildren(
     el("span", "Signed in as " + who.subject + " to workspace " + workspace + "; reads " +
@@ -515,12 +518,110 @@ function drawActivity(list, series, minutes, what) {
   }
 }
 
-async function loadAudit() {
-  const data = await api("audit");
-  $("audit-panel").hidden = false;
+// The admin's tools: each goes through the admin API, which checks the token again.
+async function admin(path, body) {
+  const init = { headers: { Authorization: "Bearer " + token() } };
+  if (body !== undefined) {
+    init.method = "POST";
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch("/admin/" + path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error((data.error && data.error.message) || response.statusText);
+  return data;
+}
+
+const topicList = text => text.split(",").map(t => t.trim()).filter(t => t);
+
+async function issueToken(event) {
+  event.preventDefault();
+  const caps = [...document.querySelectorAll("#issue-form input[name=cap]:checked")].map(c => c.value);
+  try {
+    const data = await admin("tokens", { sub: $("issue-sub").value.trim(),
+      read: topicList($("issue-read").value), write: topicList($("issue-write").value),
+      caps: caps, ttl_seconds: 60 * Math.max(1, parseInt($("issue-ttl").value, 10) || 60) });
+    $("issued").hidden = false;
+    $("issued-token").value = data.token;
+    $("issued-snippet").textContent = "claude mcp add --transport http blackboard " +
+      location.origin + "/mcp/ --header \"Authorization: Bearer " + data.token + "\"";
+    $("issue-status").textContent = "Issued to " + $("issue-sub").value.trim() + ".";
+  } catch (err) {
+    $("issued").hidden = true;
+    $("issue-status").textContent = "Not issued: " + err.message;
+  }
+}
+
+async function copyToken() {
+  try {
+    await navigator.clipboard.writeText($("issued-token").value);
+    $("issue-status").textContent = "Copied.";
+  } catch (err) {
+    $("issued-token").select();
+    $("issue-status").textContent = "Select the token and copy it.";
+  }
+}
+
+function showSubjects(records) {
+  const list = $("subjects");
+  list.replaceChildren();
+  const subjects = [...new Set(records.map(r => r.subject))].sort();
+  for (const subject of subjects) {
+    const button = el("button", "Revoke", { type: "button", "aria-label": "revoke " + subject });
+    button.addEventListener("click", async () => {
+      if (button.dataset.armed !== "true") {
+        button.dataset.armed = "true";
+        button.textContent = "Revoke every token of " + subject + "?";
+        return;
+      }
+      try {
+        await admin("revoke", { sub: subject });
+        $("revoke-status").textContent = "Revoked " + subject + ".";
+        button.disabled = true;
+      } catch (err) {
+        $("revoke-status").textContent = "Not revoked: " + err.message;
+      }
+    });
+    const li = el("li", subject + " ");
+    li.append(button);
+    list.append(li);
+  }
+  if (!subjects.length) list.append(el("li", "No one yet.", { class: "muted" }));
+}
+
+async function loadRetention() {
+  const policy = await admin("retention");
+  const days = s => s ? Math.round(s / 86400 * 10) / 10 + " days" : "forever";
+  const parts = ["workspace: " + days(policy.max_age_seconds)];
+  for (const [topic, seconds] of Object.entries(policy.topics || {})) {
+    parts.push(topic + ": " + days(seconds));
+  }
+  $("retention-now").textContent = "Notes are kept " + parts.join("; ") + ".";
+}
+
+async function setRetention(event) {
+  event.preventDefault();
+  const topic = $("retention-topic").value.trim();
+  const days = $("retention-days").value.trim();
+  const body = { max_age_seconds: days === "" ? null : Math.round(parseFloat(days) * 86400) };
+  if (topic) body.topic = topic;
+  try {
+    await admin("retention", body);
+    $("retention-status").textContent = "Set.";
+    await loadRetention();
+  } catch (err) {
+    $("retention-status").textContent = "Not set: " + err.message;
+  }
+}
+
+// The audit tail, newest first, a page of 20 at a time.
+const AUDIT_PAGE = 20;
+let auditRecords = [];
+let auditShown = 0;
+
+function showAudit() {
   const body = $("audit").tBodies[0];
-  body.replaceChildren();
-  for (const r of data.records) {
+  for (const r of auditRecords.slice(auditShown, auditShown + AUDIT_PAGE)) {
     const tr = el("tr");
     const when = el("td");
     when.append(timeAgo(r.at * 1000));
@@ -528,6 +629,21 @@ async function loadAudit() {
       el("td", r.tool), el("td", r.outcome), el("td", r.addresses.join(" ")));
     body.append(tr);
   }
+  auditShown = Math.min(auditRecords.length, auditShown + AUDIT_PAGE);
+  $("audit-more").hidden = auditShown >= auditRecords.length;
+  $("audit-count").textContent = auditShown + " of the newest " + auditRecords.length + " records";
+}
+
+async function loadAudit() {
+  const data = await api("audit");
+  $("audit-panel").hidden = false;
+  $("audit").tBodies[0].replaceChildren();
+  auditRecords = data.records;
+  auditShown = 0;
+  showAudit();
+  $("admin-panel").hidden = false;
+  showSubjects(data.records);
+  await loadRetention().catch(err => { $("retention-now").textContent = err.message; });
 }
 
 let refreshTimer = null;
@@ -615,6 +731,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("notes-more").addEventListener("click", moreNotes);
   $("compare-form").addEventListener("submit", compareVersions);
   $("search-form").addEventListener("submit", search);
+  $("issue-form").addEventListener("submit", issueToken);
+  $("copy-token").addEventListener("click", copyToken);
+  $("retention-form").addEventListener("submit", setRetention);
+  $("audit-more").addEventListener("click", showAudit);
   for (const th of $("notes").querySelectorAll("th")) {
     th.querySelector("button").addEventListener("click", () => sortBy(th.dataset.key));
   }
