@@ -419,7 +419,16 @@ function short(uri) {
 // A note's neighbours: one node per other note (its relations listed in it), incoming on the
 // left, outgoing and sources on the right. The drawing is as wide as its box, so labels
 // keep their size on a phone rather than shrinking with the picture.
+let lastGraph = null;
+let resizeTimer = null;
+// Drawn again when the window changes width, so that its labels keep their size.
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => { if (lastGraph) renderGraph(...lastGraph); }, 150);
+});
+
 function renderGraph(uri, links, sources) {
+  lastGraph = [uri, links, sources];
   const graph = $("note-graph");
   for (const child of [...graph.childNodes]) if (child.nodeName !== "title") child.remove();
   const group = (entries) => {
