@@ -543,3 +543,36 @@ async def test_an_admin_issues_revokes_and_sets_retention_from_the_page_and_a_re
         assert await page.locator("#subjects li").count() == 0
     finally:
         await context.close()
+
+
+async def test_a_topics_link_graph_draws_each_note_once_and_opens_notes_by_keyboard(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    token = agent_token(issuer, workspace)
+    a, b, c = (addr(workspace, f"web/{n}") for n in ("a", "b", "c"))
+    async with mcp_client(gateway.mcp_url, token) as client:
+        for uri in (a, b, c):
+            await call(client, "update_state", uri=uri, digest="D.")
+        await call(client, "update_state", uri=addr(workspace, "elsewhere/x"), digest="D.")
+        await call(client, "link_state", src=a, rel="cites", dst=[b, c])
+        await call(client, "link_state", src=b, rel="contradicts", dst=[c])
+        await call(client, "link_state", src=c, rel="refines", dst=[addr(workspace, "elsewhere/x")])
+    context, page, _requested, errors = await open_board(browser, gateway.url, token)
+    try:
+        await page.click("text=web (3)")
+        await page.wait_for_selector("#notes tbody tr")
+        await page.click("#topic-graph-details summary")
+        await page.wait_for_selector("#topic-graph .node")
+        assert await page.locator("#topic-graph .node").count() == 3
+        assert await page.locator("#topic-graph .edge").count() == 3
+        assert await page.locator("#topic-graph .edge.bad").count() == 1
+        note = await page.inner_text("#topic-graph-note")
+        assert note == "1 link to notes of other topics not drawn."
+        node = page.locator(f"#topic-graph .node[aria-label$='open {c}']")
+        assert await node.get_attribute("aria-label") == f"c: 2 links, open {c}"
+        await node.focus()
+        await page.keyboard.press("Enter")
+        await page.wait_for_selector(f"#note-title:text-is('{c}')")
+        assert errors == []
+    finally:
+        await context.close()

@@ -146,6 +146,63 @@ async function openTopic(topic) {
   state.rows = data.items;
   state.next = data.next || null;
   renderNotes();
+  if ($("topic-graph-details").open) await drawTopicGraph(topic);
+}
+
+// The topic's notes (the first 50 shown) as a ring, one node each, and the links between
+// them; a node opens its note. Links to other topics' notes are counted, not drawn.
+async function drawTopicGraph(topic) {
+  const graph = $("topic-graph");
+  graph.replaceChildren();
+  const uris = state.rows.slice(0, 50).map(r => r.uri);
+  if (!uris.length) { $("topic-graph-note").textContent = "No notes."; return; }
+  const data = await callTool("get_state", { uris: uris, mode: "fields", fields: ["links"],
+    budget_tokens: 100000 });
+  if (state.topic !== topic || data.error) return;
+  const width = Math.round(Math.max(320, Math.min(640, graph.clientWidth || 640)));
+  const height = Math.round(width * 0.6);
+  graph.setAttribute("viewBox", "0 0 " + width + " " + height);
+  const at = new Map();
+  const r = Math.min(width, height) / 2 - 30;
+  uris.forEach((u, i) => {
+    const angle = 2 * Math.PI * i / uris.length - Math.PI / 2;
+    at.set(u, [width / 2 + r * Math.cos(angle), height / 2 + r * Math.sin(angle)]);
+  });
+  const edges = svg("g"), nodes = svg("g");
+  graph.append(edges, nodes);
+  let outside = 0;
+  const counts = new Map(uris.map(u => [u, 0]));
+  data.items.forEach((item, i) => {
+    for (const link of item.links || []) {
+      if (!link.to) continue;  // each link once, from its source
+      if (!at.has(link.to)) { outside++; continue; }
+      const [x1, y1] = at.get(uris[i]), [x2, y2] = at.get(link.to);
+      const bad = link.rel === "supersedes" || link.rel === "contradicts";
+      const line = svg("line", { x1: x1, y1: y1, x2: x2, y2: y2, class: "edge" + (bad ? " bad" : "") });
+      line.append(svg("title", {}, short(uris[i]) + " " + link.rel + " " + short(link.to)));
+      edges.append(line);
+      counts.set(uris[i], counts.get(uris[i]) + 1);
+      counts.set(link.to, counts.get(link.to) + 1);
+    }
+  });
+  const prefix = "bb://" + state.workspace + "/" + topic + "/";
+  for (const u of uris) {
+    const [x, y] = at.get(u);
+    const name = u.slice(prefix.length);
+    const label = name.length > 18 ? name.slice(0, 17) + "…" : name;
+    const g = svg("g", { class: "node", tabindex: "0", role: "button",
+      transform: "translate(" + (x - 55) + "," + (y - 11) + ")",
+      "aria-label": label + ": " + plural(counts.get(u), "link") + ", open " + u });
+    g.append(svg("rect", { width: 110, height: 22, rx: 4 }),
+      svg("text", { x: 55, y: 15, "text-anchor": "middle" }, label));
+    g.addEventListener("click", () => openNote(u));
+    g.addEventListener("keydown", e => {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openNote(u); }
+    });
+    nodes.append(g);
+  }
+  $("topic-graph-note").textContent = (state.rows.length > 50 ? "The first 50 notes. " : "") +
+    (outside ? plural(outside, "link") + " to notes of other topics not drawn." : "");
 }
 
 async function moreNotes() {
@@ -744,6 +801,9 @@ document.addEventListener("DOMContentLoaded", () => {
   $("copy-token").addEventListener("click", copyToken);
   $("retention-form").addEventListener("submit", setRetention);
   $("audit-more").addEventListener("click", showAudit);
+  $("topic-graph-details").addEventListener("toggle", () => {
+    if ($("topic-graph-details").open && state.topic) drawTopicGraph(state.topic);
+  });
   for (const th of $("notes").querySelectorAll("th")) {
     th.querySelector("button").addEventListener("click", () => sortBy(th.dataset.key));
   }
