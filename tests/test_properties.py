@@ -224,7 +224,9 @@ def unauthenticated_answer(reply: Reply) -> None:
 # --- the board as Redis holds it ----------------------------------------------------------------
 
 Snapshot = dict[bytes, bytes | None]
-SHARED_KINDS = frozenset({"bbq", "bbc", "bbw", "bbr", "bbb", "bbws"})
+# Workspace-wide keys: the sequence, change log, topics, blob references, blobs, the
+# registry, and every kept version by time (note history).
+SHARED_KINDS = frozenset({"bbq", "bbc", "bbw", "bbr", "bbb", "bbws", "bbhx"})
 
 
 # One round trip for a fingerprint of every key: its DUMP, hashed inside Redis, so large
