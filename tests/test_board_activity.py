@@ -33,3 +33,18 @@ def test_writes_are_counted_per_minute_per_topic_and_author_within_the_hour() ->
     bob[-2] = 1
     assert out["by_author"] == {"alice": alice, "bob": bob}  # carol: only an unreadable topic
     assert out["complete"] is True
+
+
+def test_an_admin_is_shown_the_last_hours_refused_and_failed_calls_by_code() -> None:
+    from blackboard_mcp.auth import AuditRecord
+    from blackboard_mcp.gateway._board_page import refused_in_the_last_hour
+
+    def record(ago: float, outcome: str) -> AuditRecord:
+        return AuditRecord(
+            at=NOW - ago, workspace="ws", subject="s", tool="update_state", addresses=(),
+            outcome=outcome, duration_ms=1.0, request_id="r",
+        )  # fmt: skip
+
+    records = [record(10, "conflict"), record(20, "ok"), record(30, "conflict"),
+               record(40, "forbidden"), record(3700, "conflict")]  # fmt: skip
+    assert refused_in_the_last_hour(records, NOW) == {"conflict": 2, "forbidden": 1}

@@ -437,6 +437,7 @@ async def test_activity_shows_writes_per_minute_by_topic_and_author_the_reader_m
         label = await page.locator("#activity-topics svg").first.get_attribute("aria-label")
         assert label == "topic facts: 4 writes in the last hour, at most 4 in a minute"
         assert "secret" not in await page.content() and "carol" not in await page.content()
+        assert await page.is_hidden("#activity-refusals")  # an admin's, from the audit
         assert errors == []
     finally:
         await context.close()
@@ -521,6 +522,10 @@ async def test_an_admin_issues_revokes_and_sets_retention_from_the_page_and_a_re
         async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace, sub="w1")) as c:
             err, body = await call(c, "list_keys", topic="facts")
             assert err and "revoked" in body["error"]["message"], body
+        # The helper's refused write above is among the hour's refusals an admin sees.
+        await page.evaluate("loadActivity()")
+        await page.wait_for_selector("#activity-refusals:has-text('forbidden')")
+        assert "1 forbidden" in await page.inner_text("#activity-refusals")
         # Retention for a topic.
         await page.fill("#retention-topic", "facts")
         await page.fill("#retention-days", "7")

@@ -112,6 +112,20 @@ ACTIVITY_CHANGES = 10_000
 ACTIVITY_MINUTES = 60
 
 
+ACTIVITY_AUDIT_RECORDS = 2000
+
+
+def refused_in_the_last_hour(records: Sequence[AuditRecord], now: float) -> dict[str, int]:
+    """Calls of the last hour that did not succeed, counted by their error code."""
+    counts: dict[str, int] = {}
+    for record in records:
+        if record.at < now - ACTIVITY_MINUTES * 60:
+            continue
+        if record.outcome != "ok":
+            counts[record.outcome] = counts.get(record.outcome, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def writes_per_minute(
     changes: list[dict[str, str]], readable: Callable[[str], bool], now: float
 ) -> dict[str, Any]:
@@ -208,10 +222,22 @@ def board_routes(
                 await board.changes(grant.workspace, ACTIVITY_CHANGES), grant.can_read, time.time()
             )
 
+        grant = current_grant.get()
         outcome = await caller.call(
-            "list_keys", {}, current_grant.get(), current_request_id.get(), run=per_minute
+            "list_keys", {}, grant, current_request_id.get(), run=per_minute
         )
-        return _answer(outcome)
+        if outcome.is_error or grant is None or not grant.has_capability("admin"):
+            return _answer(outcome)
+        # An admin also sees the calls refused or failed in the last hour, by code, from the
+        # workspace's audit stream (the metrics are per process; the audit is the board's).
+        body = dict(outcome.body)
+        if isinstance(audit, AuditTail):
+            try:
+                records = await audit.tail(grant.workspace, ACTIVITY_AUDIT_RECORDS)
+            except Exception as exc:
+                return _error(exc)
+            body["outcomes"] = refused_in_the_last_hour(records, time.time())
+        return _json(body)
 
     async def audit_tail(_request: Request) -> Response:
         grant = current_grant.get()

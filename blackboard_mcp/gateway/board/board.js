@@ -555,6 +555,13 @@ async function loadActivity() {
   const data = await api("activity");
   $("activity-note").textContent = data.complete ? ""
     : "A busy hour: drawn from the newest 10,000 changes.";
+  const refusals = $("activity-refusals");
+  refusals.hidden = !data.outcomes;
+  if (data.outcomes) {
+    const parts = Object.entries(data.outcomes).map(([code, n]) => n + " " + code);
+    refusals.textContent = "Calls not answered in the last hour: " +
+      (parts.length ? parts.join(", ") : "none") + ".";
+  }
   drawActivity($("activity-topics"), data.by_topic, data.minutes, "topic");
   drawActivity($("activity-authors"), data.by_author, data.minutes, "author");
 }
