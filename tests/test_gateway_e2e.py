@@ -564,3 +564,21 @@ async def test_listing_or_searching_a_topic_the_token_cannot_read_is_refused_not
             # "nothing there".
             assert err and body["error"]["code"] == "forbidden", (tool, body)
             assert "vault" in body["error"]["message"]
+
+
+async def test_a_missing_catch_up_note_says_what_it_is_and_resource_counts_are_plural_right(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+        catch_up = f"bb://{workspace}/run/state/current"
+        err, body = await call(client, "get_state", uris=[catch_up, f"bb://{workspace}/x/y"])
+        assert not err
+        first, other = body["items"]
+        assert first["error"] == "not_found" and "catch-up note" in first["hint"]
+        assert "update_state" in first["hint"]
+        assert other == {"uri": f"bb://{workspace}/x/y", "error": "not_found"}  # no hint
+        err, _ = await call(client, "update_state", uri=f"bb://{workspace}/solo/n", digest="D.")
+        assert not err
+        resources = await client.list_resources()
+        [solo] = [r for r in resources.resources if r.name == "solo"]
+        assert solo.description == "1 note; subscribe for changes to any of them"

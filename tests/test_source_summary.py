@@ -36,13 +36,17 @@ def summarize(root: Path, name: object, max_bytes: int = LIMIT) -> SourceSummary
 # --- refusals ---------------------------------------------------------------------------------
 
 
-def test_disabled_without_root() -> None:
+def test_disabled_without_root_and_the_hint_names_the_operator() -> None:
     with pytest.raises(InvalidArgument) as info:
         summarize_source("a.txt", root=None, max_bytes=LIMIT)
     assert info.value.message == (
         "source_path is disabled on this board: the operator has not set BB_SOURCE_ROOT"
     )
     assert info.value.details["argument"] == "source_path"
+    # Nothing in the argument to fix: the hint says who can, and what works meanwhile.
+    assert info.value.hint == (
+        "send the content as body instead, or ask the board's operator to set BB_SOURCE_ROOT"
+    )
 
 
 @pytest.mark.parametrize("name", ["", "   ", 3, None, ["a.txt"]])

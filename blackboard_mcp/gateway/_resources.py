@@ -109,7 +109,8 @@ class BoardResources:
                 Resource(
                     name=topic,
                     uri=f"bb://{ws}/{topic}",
-                    description=f"{count} notes; subscribe for changes to any of them",
+                    description=f"{count} note{'' if count == 1 else 's'}; "
+                    "subscribe for changes to any of them",
                     mime_type="application/json",
                 )
             )

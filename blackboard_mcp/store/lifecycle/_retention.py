@@ -61,7 +61,8 @@ class RetentionPolicy:
 
     ``versions`` and ``version_ages`` are note history's bounds set for this workspace
     (under ``*``) or a topic: past versions kept per note, and their maximum age in seconds
-    (0: no age bound); what is not set here is the board's (BB_HISTORY_*).
+    (0: no age bound); what is not set here is the board's (BB_HISTORY_VERSIONS and
+    BB_HISTORY_MAX_AGE_SECONDS).
     """
 
     max_age_seconds: int | None = None

@@ -23,7 +23,7 @@ from ..connection._pool import WaitingConnectionPool
 from ..connection._redis_errors import mapped_redis_errors
 from ..connection._tx import Gate
 from ..lifecycle._delete import decode_deleted, deleted_since
-from ..notes._addresses import Address
+from ..notes._addresses import CATCH_UP_PATH, Address
 from ..notes._links import decode_links, link_warnings
 from ..notes._tokencount import TokenCounter, count_as_json_string
 from ..requests import GetState, ListKeys
@@ -38,6 +38,11 @@ from ._views import (
     iso_time,
 )
 
+# What the missing catch-up note's item says (README, "The catch-up note").
+CATCH_UP_HINT = (
+    "the fleet's catch-up note, read first by every agent: nobody has written it yet. "
+    "Write it with update_state: the goal, the state of the work, and where to read next"
+)
 # A change feed names this many of the notes deleted since its cursor, and counts the rest.
 _NAMED_DELETIONS = 5
 # Bytes of an offloaded body fetched per token of budget when only its start can be shown.
@@ -189,7 +194,11 @@ def _entries(
     for address, (note, outgoing, incoming) in zip(addresses, fetched, strict=True):
         if note is None:
             # Reported per uri, and under the budget like any other item.
-            out.append((Entry(address.uri, {"uri": address.uri, "error": "not_found"}), None))
+            item: dict[str, Any] = {"uri": address.uri, "error": "not_found"}
+            if address.topic == "run" and address.path == CATCH_UP_PATH.split("/", 1)[1]:
+                # An agent meets the catch-up convention here first: say what the note is.
+                item["hint"] = CATCH_UP_HINT
+            out.append((Entry(address.uri, item), None))
             continue
         links = _filter_links(address.workspace, outgoing, incoming, readable)
         warnings = link_warnings(address.uri, links)

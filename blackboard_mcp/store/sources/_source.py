@@ -57,6 +57,9 @@ def summarize_source(source_path: object, *, root: Path | None, max_bytes: int) 
         raise InvalidArgument(
             "source_path is disabled on this board: the operator has not set BB_SOURCE_ROOT",
             argument=_ARG,
+            # Nothing the caller can fix in the argument: say who can, and what works now.
+            hint="send the content as body instead, or ask the board's operator to set "
+            "BB_SOURCE_ROOT",
         )
     if not supported():
         raise InvalidArgument(
