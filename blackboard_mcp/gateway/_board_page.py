@@ -314,9 +314,7 @@ def board_routes(
 
     api = BodyLimit(
         BearerAuth(
-            _api_app(
-                call=call, topics=topics, audit=audit_tail, events=events, activity=activity
-            ),
+            _api_app(call=call, topics=topics, audit=audit_tail, events=events, activity=activity),
             verifier=verifier,
             resource=resource,
         ),
