@@ -52,7 +52,9 @@ async def test_all_five_tools_round_trip_through_the_gateway(
         assert [i["version"] for i in body["items"]] == [1, 1]
         assert body["items"][0]["body"] == "Observed in the field."
         assert body["items"][1]["table"] == "animal\thours\nlion\t20"
-        assert f"{note} is contradicted by {other}" in body["warnings"]
+        # Both ends are in the answer: the link is said once, from the side that contradicts.
+        assert f"{other} contradicts {note}" in body["warnings"]
+        assert f"{note} is contradicted by {other}" not in body["warnings"]
         assert body["truncated"] is False and body["cursor"] >= 3
         err, body = await call(client, "list_keys", topic="research", mode="table")
         assert not err

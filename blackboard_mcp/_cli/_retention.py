@@ -15,16 +15,21 @@ OFF = "off"
 FOREVER = "forever"
 
 
-def _max_age(text: str) -> int | None:
-    """None clears the setting; 0 keeps a topic's notes whatever the workspace's setting."""
-    if text == OFF:
+def _age_or(text: str, clear: str) -> int | None:
+    """A duration in seconds; ``clear`` (None) clears the setting, FOREVER (0) keeps for ever."""
+    if text == clear:
         return None
     if text == FOREVER:
         return 0
     try:
         return parse_duration(text)
     except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}, or {OFF!r} or {FOREVER!r}") from None
+        raise argparse.ArgumentTypeError(f"{exc}, or {clear!r} or {FOREVER!r}") from None
+
+
+def _max_age(text: str) -> int | None:
+    """None clears the setting; 0 keeps a topic's notes whatever the workspace's setting."""
+    return _age_or(text, OFF)
 
 
 def _age(seconds: int | None) -> str:
@@ -67,14 +72,7 @@ def _versions(text: str) -> int | None:
 
 
 def _history_age(text: str) -> int | None:
-    if text == DEFAULT:
-        return None
-    if text == FOREVER:
-        return 0
-    try:
-        return parse_duration(text)
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}, or {DEFAULT!r} or {FOREVER!r}") from None
+    return _age_or(text, DEFAULT)
 
 
 def cmd_retention_history(args: argparse.Namespace, settings: Settings) -> int:

@@ -129,6 +129,19 @@ class Entry:
         return item
 
 
+def once_per_link(warnings: list[str]) -> list[str]:
+    """The warnings, each link said once: when both ends of a ``contradicts`` link are in
+    one answer, "A contradicts B" stays and "B is contradicted by A" goes."""
+    said = set(warnings)
+    kept = []
+    for warning in warnings:
+        target, sep, source = warning.partition(" is contradicted by ")
+        if sep and f"{source} contradicts {target}" in said:
+            continue
+        kept.append(warning)
+    return kept
+
+
 # render(shown items, their warnings, how many entries were shown) -> the response, unfinished.
 Render = Callable[[list[dict[str, Any]], list[str], int], dict[str, Any]]
 
@@ -209,7 +222,7 @@ def _ready(entry: Entry) -> bool:
 
 def _render(render: Render, entries: Sequence[Entry], count: int) -> dict[str, Any]:
     shown = entries[:count]
-    warnings = [w for e in shown for w in e.warnings]
+    warnings = once_per_link([w for e in shown for w in e.warnings])
     return render([e.shown() for e in shown], warnings, count)
 
 
