@@ -6,6 +6,9 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
@@ -67,8 +70,12 @@ async def test_calls_to_tools_that_do_not_exist_share_one_series_whatever_name_t
     before = samples(gateway)
     async with mcp_client(gateway.mcp_url, token) as client:
         for name in names:
-            err, body = await call(client, name)
-            assert err, body
+            # The spec's answer: a JSON-RPC invalid-params error, the tool error as its data.
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool(name, {})
+            assert refused.value.code == INVALID_PARAMS
+            assert refused.value.error.data["code"] == "invalid_argument"
+            assert "update_state" in refused.value.error.data["hint"]
     text = httpx.get(gateway.url + "/metrics").text
     # A client choosing the names must not be able to add series to /metrics without end.
     assert not [name for name in names if name in text]

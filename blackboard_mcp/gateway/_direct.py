@@ -51,6 +51,7 @@ from ._mcp_sdk_adapter import (
 )
 from ._metrics import GatewayMetrics
 from ._schemas import HEADER_SCHEMAS
+from ._tools import HANDLERS
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +166,8 @@ class DirectToolCalls:
         if not isinstance(params, dict) or not params.keys() <= _PARAM_KEYS:
             return None
         tool, arguments = params.get("name"), params.get("arguments", {})
-        if not isinstance(tool, str) or not isinstance(arguments, dict):
+        if not isinstance(tool, str) or not isinstance(arguments, dict) or tool not in HANDLERS:
+            # An unknown tool is a JSON-RPC error (-32602), as the SDK path answers it.
             return None
         header = found.get(_VERSION_HEADER)
         if versions > 1:

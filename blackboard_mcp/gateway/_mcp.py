@@ -16,9 +16,10 @@ from blackboard_mcp import __version__
 
 from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
-from ._resources import BoardResources
+from ._resources import BoardResources, rpc_error
 from ._schemas import HEADER_SCHEMAS, TOOLS
 from ._subscriptions import BoardListen, Listens
+from ._tools import HANDLERS
 
 INSTRUCTIONS = (
     "A shared board of versioned notes. Search before deriving; read digests first; "
@@ -34,6 +35,10 @@ def build_mcp_server(caller: ToolCaller, listens: Listens) -> Server[Any]:
         outcome = await caller.call(
             params.name, params.arguments or {}, current_grant.get(), current_request_id.get()
         )
+        if outcome.is_error and params.name not in HANDLERS:
+            # The spec answers a call of an unknown tool with a JSON-RPC error (invalid
+            # params), not a tool result; it is still audited and counted, by the caller.
+            raise rpc_error(outcome.body["error"])
         # One definition of the result's shape for both paths (see _direct.py).
         return CallToolResult.model_validate(outcome.wire())
 
