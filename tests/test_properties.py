@@ -524,6 +524,15 @@ def checked_call(
         assert reply.payload["error"]["code"] == -32602, reply.text
         assert before == after
         return True, reply.payload
+    if tool not in SHAPES:
+        # Not one of the five: the spec's JSON-RPC "invalid params" error, the tool error
+        # (code, message, hint) as its data.
+        assert_no_trace(reply)
+        event("JSON-RPC error for an unknown tool")
+        assert reply.payload["error"]["code"] == -32602, reply.text
+        assert set(reply.payload["error"]["data"]) == {"code", "message", "hint"}, reply.text
+        assert before == after
+        return True, reply.payload["error"]["data"]
     is_error, body = tool_answer(reply)
     # --hypothesis-show-statistics shows how often each outcome came up.
     name = tool if tool in SHAPES else "another tool"

@@ -397,3 +397,29 @@ async def test_a_stale_hit_carries_the_warnings_of_a_read_each_link_said_once(bo
     assert stale == [f"{uri('old')} is superseded by {uri('new')}"]
     assert f"{uri('doubt')} contradicts {uri('old')}" in response["warnings"]
     assert "secret" not in str(response)
+
+
+@pytest.mark.parametrize("q", ["rep*", "lag -disk", '"replica lag"'])
+async def test_search_syntax_an_agent_types_is_searched_as_words_and_says_so(
+    board: Board, q: str
+) -> None:
+    await board.update_state(
+        UpdateState.parse({"uri": uri("r"), "digest": "Replica lag grows.", "body": "disk full"}),
+        author=AUTHOR,
+    )
+    response = await board.search_keys(SearchKeys.parse({"q": q}), workspace=WS)
+    assert any("matches whole words" in w for w in response.get("warnings", [])), response
+
+
+async def test_scores_are_rounded_to_four_significant_digits(board: Board) -> None:
+    for name in ("a", "b"):
+        await board.update_state(
+            UpdateState.parse({"uri": uri(name), "digest": f"Zebra {name}.", "body": "zebra"}),
+            author=AUTHOR,
+        )
+    response = await board.search_keys(SearchKeys.parse({"q": "zebra"}), workspace=WS)
+    for item in response["items"]:
+        assert item["score"] == float(f"{item['score']:.4g}")
+        assert len(repr(item["score"]).replace(".", "").lstrip("0")) <= 5
+    plain = await board.search_keys(SearchKeys.parse({"q": "zebra"}), workspace=WS)
+    assert "warnings" not in plain

@@ -41,6 +41,8 @@ SEARCH_BUDGET = DEFAULT_BUDGET
 # before answering from what was scanned so far, with a warning.
 REBUILD_WAIT_S = 2.0
 _WORD = re.compile(r"\w+", re.UNICODE)
+# Search-engine syntax an agent may type: a prefix star, a leading minus, a quote.
+_OPERATORS = re.compile(r"\w\*|(?:^|\s)-\w|[\"“”]")
 _TAG_SPECIAL = re.compile(r"([^A-Za-z0-9_])")
 # RediSearch's default stop words. The index drops them, so a query made only of them would
 # leave nothing but the filters and match every note the caller may read.
@@ -155,6 +157,13 @@ async def search_keys(
     warnings: list[str] = []
     if not terms:
         warnings.append("q has no searchable words; nothing was searched")
+    elif _OPERATORS.search(text):
+        # What a search box elsewhere would take as syntax is only its words here: say so,
+        # rather than let an empty answer read as "nothing relates".
+        warnings.append(
+            "search_keys matches whole words, any of them: prefixes (rep*), exclusions "
+            "(-word) and phrases (quotes) were searched as their plain words"
+        )
     async with mapped_redis_errors():
         pipe = client.pipeline(transaction=False)
         pipe.get(keys.sequence(workspace))
@@ -211,7 +220,8 @@ async def search_keys(
             continue  # gone since the index answered
         uri, digest = (v.decode() if v is not None else "" for v in stored)
         links = _readable_links(workspace, outgoing, incoming, readable)
-        item = {"uri": uri, "digest": digest, "score": score}
+        # Four significant digits tell hits apart; sixteen only cost tokens.
+        item = {"uri": uri, "digest": digest, "score": float(f"{score:.4g}")}
         entries.append(Entry(uri, item, link_warnings(uri, links)))
     return _envelope(counter, entries, warnings, cursor)
 
