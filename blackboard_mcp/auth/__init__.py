@@ -1,6 +1,7 @@
 """Access: per-agent tokens, topic scopes, .tb tool contracts, refusal before dispatch."""
 
-from ._audit import AuditRecord, AuditSink, BatchAuditSink, printable
+from blackboard_mcp.audit import AuditRecord, AuditSink, BatchAuditSink, printable
+
 from ._dispatch import Authorizer, Manifest
 from ._errors import (
     AuthError,

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from blackboard_mcp.auth import AuditRecord
+from blackboard_mcp.audit import AuditRecord
 
 from ..connection._placement import Placement
 from ..connection._redis_errors import mapped_redis_errors

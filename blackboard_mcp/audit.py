@@ -1,4 +1,8 @@
-"""Audit records: who called which tool on which addresses, with what outcome."""
+"""Audit records: who called which tool on which addresses, with what outcome.
+
+A leaf module, like errors.py: the gateway writes records, the store's adapter keeps them
+in Redis and the CLI prints them, and none of them needs another's part for that.
+"""
 
 from __future__ import annotations
 
