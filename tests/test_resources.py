@@ -85,7 +85,7 @@ async def test_the_list_offers_the_catch_up_note_and_readable_topics_only(
     assert [(r.uri, r.description) for r in listed] == [
         (addr(workspace, "run/state/current"), "Read this first."),
         (addr(workspace, "facts"), "2 notes; subscribe for changes to any of them"),
-        (addr(workspace, "run"), "1 notes; subscribe for changes to any of them"),
+        (addr(workspace, "run"), "1 note; subscribe for changes to any of them"),
     ]
     assert addr(workspace, "facts/a") in getattr(topic, "text", "")
     assert "secret" not in getattr(topic, "text", "")
