@@ -177,20 +177,27 @@ async def export_notes(
         )
     members = [member for _seq, member in ranked]
     for start in range(0, len(members), _BATCH):
-        for record in await _read_batch(client, ws, members[start : start + _BATCH]):
+        for record, kept in await _read_batch(client, ws, members[start : start + _BATCH]):
+            # A note's kept versions just before it, read a few at a time: each may hold up
+            # to a megabyte, and a batch of notes may keep thousands of them.
+            async for version in _kept_versions(client, ws, record, kept):
+                yield version
             yield record
+
+
+# Kept versions read per round trip, and the most content bytes one round trip may bring.
+_VERSIONS_AT_ONCE = 32
+_CONTENT_BYTES_AT_ONCE = 8 * 1024 * 1024
 
 
 async def _read_batch(
     client: aioredis.Redis[bytes], ws: str, members: Sequence[str]
-) -> list[dict[str, Any]]:
-    """The records of ``members``: each note's kept versions, oldest first, then the note."""
-    out: list[dict[str, Any]] = []
+) -> list[tuple[dict[str, Any], list[int]]]:
+    """Each note's record, and the versions it keeps, read at one moment."""
+    out: list[tuple[dict[str, Any], list[int]]] = []
     pending = list(members)
     for _attempt in range(8):
         async with mapped_redis_errors():
-            # The notes, their links and which versions they keep, read at one moment; then
-            # the kept versions (immutable once written) and the offloaded contents.
             pipe = client.pipeline(transaction=True)
             for member in pending:
                 pipe.hgetall(keys.note(ws, member))
@@ -198,55 +205,89 @@ async def _read_batch(
                 pipe.zrange(keys.versions(ws, member), 0, -1)
             replies = await pipe.execute()
             notes = [
-                (member, _decoded(raw), links, [int(v) for v in versions])
-                for member, raw, links, versions in zip(
-                    pending, replies[::3], replies[1::3], replies[2::3], strict=True
-                )
+                (_decoded(raw), links, [int(v) for v in kept])
+                for raw, links, kept in zip(replies[::3], replies[1::3], replies[2::3], strict=True)
             ]
             pipe = client.pipeline(transaction=False)
-            for member, _note, _links, kept in notes:
-                for version in kept:
-                    pipe.hgetall(keys.version(ws, member, version))
-            kept_fields = iter(await pipe.execute())
-            # (the note's member, the record's name, its fields, its links)
-            entries: list[tuple[str, str, dict[str, str], set[bytes]]] = []
-            for member, note, links, kept in notes:
-                for version in kept:
-                    entries.append(
-                        (member, f"{member}@{version}", _decoded(next(kept_fields)), set())
-                    )
-                entries.append((member, member, note, links))
-            pipe = client.pipeline(transaction=False)
-            for _member, _name, fields, _links in entries:
-                if fields.get("blob"):
+            for note, _links, _kept in notes:
+                if note.get("blob"):
                     # Up to the size read with it: a log blob may have grown since.
-                    pipe.getrange(
-                        keys.blob(ws, fields["blob"]), 0, int(fields.get("size") or 0) - 1
-                    )
+                    end = int(note.get("size") or 0) - 1
+                    pipe.getrange(keys.blob(ws, note["blob"]), 0, end)
             blobs = iter(await pipe.execute())
-        current = {member: note for member, note, _links, _kept in notes}
-        retry: set[str] = set()
-        records: list[tuple[str, dict[str, Any]]] = []
-        for member, name, fields, links in entries:
-            data = next(blobs) if fields.get("blob") else None
-            if not fields:
-                continue  # deleted since it was listed, or a version dropped meanwhile
-            content = fields.get("body", "")
-            if data is not None or fields.get("blob"):
-                if len(data or b"") < int(fields.get("size") or 0):
-                    # Rewritten between the reads, and its old blob freed: read it again.
-                    retry.add(member)
+        retry = []
+        for member, (note, links, kept) in zip(pending, notes, strict=True):
+            if not note:
+                continue  # deleted since it was listed
+            content = note.get("body", "")
+            if note.get("blob"):
+                data = next(blobs) or b""
+                if len(data) < int(note.get("size") or 0):
+                    # Rewritten between the two reads, and its old blob freed: read it again.
+                    retry.append(member)
                     continue
-                content = (data or b"").decode()
-            record = _to_record(ws, name, fields, content, links)
-            if name != member:
-                record["current_version"] = int(current[member].get("version") or 0)
-                record["current_digest"] = current[member].get("digest", "")
-            records.append((member, record))
-        out += [record for member, record in records if member not in retry]
+                content = data.decode()
+            out.append((_to_record(ws, member, note, content, links), kept))
         if not retry:
             break
-        pending = [m for m in pending if m in retry]
+        pending = retry
+    return out
+
+
+async def _kept_versions(
+    client: aioredis.Redis[bytes], ws: str, record: dict[str, Any], kept: list[int]
+) -> AsyncIterator[dict[str, Any]]:
+    """The records of the note's kept versions, oldest first: each is immutable once kept,
+    so they need not be read with the note; one dropped meanwhile is left out."""
+    member = record["uri"].removeprefix(f"{SCHEME}{ws}/")
+    for start in range(0, len(kept), _VERSIONS_AT_ONCE):
+        chunk = kept[start : start + _VERSIONS_AT_ONCE]
+        async with mapped_redis_errors():
+            pipe = client.pipeline(transaction=False)
+            for version in chunk:
+                pipe.hgetall(keys.version(ws, member, version))
+            fields = [_decoded(raw) for raw in await pipe.execute()]
+        pending: list[tuple[int, dict[str, str]]] = []
+        pending_bytes = 0
+        for version, kept_fields in zip(chunk, fields, strict=True):
+            if not kept_fields:
+                continue
+            pending.append((version, kept_fields))
+            pending_bytes += int(kept_fields.get("size") or 0) if kept_fields.get("blob") else 0
+            if pending_bytes >= _CONTENT_BYTES_AT_ONCE:
+                for out in await _version_records(client, ws, member, record, pending):
+                    yield out
+                pending, pending_bytes = [], 0
+        for out in await _version_records(client, ws, member, record, pending):
+            yield out
+
+
+async def _version_records(
+    client: aioredis.Redis[bytes],
+    ws: str,
+    member: str,
+    record: dict[str, Any],
+    versions: list[tuple[int, dict[str, str]]],
+) -> list[dict[str, Any]]:
+    async with mapped_redis_errors():
+        pipe = client.pipeline(transaction=False)
+        for _version, fields in versions:
+            if fields.get("blob"):
+                end = int(fields.get("size") or 0) - 1
+                pipe.getrange(keys.blob(ws, fields["blob"]), 0, end)
+        blobs = iter(await pipe.execute() if any(f.get("blob") for _, f in versions) else [])
+    out = []
+    for version, fields in versions:
+        content = fields.get("body", "")
+        if fields.get("blob"):
+            data = next(blobs) or b""
+            if len(data) < int(fields.get("size") or 0):
+                continue  # dropped between the reads, and its blob with it
+            content = data.decode()
+        past = _to_record(ws, f"{member}@{version}", fields, content, set())
+        past["current_version"] = record["version"]
+        past["current_digest"] = record["digest"]
+        out.append(past)
     return out
 
 
