@@ -71,7 +71,9 @@ class Settings(BaseSettings):
     wait_replicas_timeout_ms: int = Field(default=1000, ge=1)
     # Past versions kept per note (0: no history) and their maximum age in seconds (0: no
     # age bound); store/notes/_history.py.
-    history_versions: int = Field(default=50, ge=0, le=10_000)
+    # At most the store's MAX_HISTORY_VERSIONS (tests/test_history.py holds them equal; the
+    # settings do not import the store).
+    history_versions: int = Field(default=50, ge=0, le=1000)
     history_max_age_seconds: int = Field(default=30 * 24 * 3600, ge=0)
 
     # Auth

@@ -528,4 +528,41 @@ def test_the_cli_sets_history_bounds_for_a_topic_and_shows_them(
         [*base, "history", "--workspace", "clihist", "--versions", "lots", "--max-age", "1d"],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert bad.returncode == 2 and "0 to 10000" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "0 to 1000" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_settings_bound_on_kept_versions_is_the_stores() -> None:
+    from blackboard_mcp.settings import Settings
+    from blackboard_mcp.store import MAX_HISTORY_VERSIONS
+
+    field = Settings.model_fields["history_versions"]
+    assert [getattr(m, "le", None) for m in field.metadata if hasattr(m, "le")] == [
+        MAX_HISTORY_VERSIONS
+    ]
+
+
+async def test_lowering_the_bound_drops_a_hundred_versions_a_write_not_all_at_once(
+    redis_url: str,
+) -> None:
+    note = "bb://lowered/t/n"
+    many = Board(client=board_client(redis_url), limits=BoardLimits(history_versions=300))
+    few = Board(client=board_client(redis_url), limits=BoardLimits(history_versions=2))
+    try:
+        for i in range(251):
+            await many.update_state(
+                UpdateState.parse({"uri": note, "digest": "D.", "body": str(i)}), author="a"
+            )
+        kept = []
+        for i in range(3):
+            await few.update_state(
+                UpdateState.parse({"uri": note, "digest": "D.", "body": f"x{i}"}), author="a"
+            )
+            raw = redis.Redis.from_url(redis_url)
+            try:
+                kept.append(raw.zcard("bbhv:{lowered}:t/n"))
+            finally:
+                raw.close()
+        assert kept == [151, 52, 2]  # 250 kept; a write keeps one and drops at most 100
+    finally:
+        await many.close()
+        await few.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import Board, RetentionPolicy
+from blackboard_mcp.store import MAX_HISTORY_VERSIONS, Board, RetentionPolicy
 
 from ._board import audit, on_board, require_workspace
 from ._durations import FORMAT, parse_duration
@@ -66,8 +66,10 @@ def _versions(text: str) -> int | None:
         value = int(text)
     except ValueError:
         value = -1
-    if not 0 <= value <= 10_000:
-        raise argparse.ArgumentTypeError(f"a whole number from 0 to 10000, or {DEFAULT!r}")
+    if not 0 <= value <= MAX_HISTORY_VERSIONS:
+        raise argparse.ArgumentTypeError(
+            f"a whole number from 0 to {MAX_HISTORY_VERSIONS}, or {DEFAULT!r}"
+        )
     return value
 
 
@@ -167,7 +169,8 @@ def add_retention_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         "--versions",
         required=True,
         type=_versions,
-        help=f"past versions kept per note, 0 to 10000 (0: none); {DEFAULT!r} clears it",
+        help=f"past versions kept per note, 0 to {MAX_HISTORY_VERSIONS} (0: none); "
+        f"{DEFAULT!r} clears it",
     )
     history.add_argument(
         "--max-age",

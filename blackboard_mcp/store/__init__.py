@@ -67,6 +67,7 @@ from .notes._addresses import (
     parse_topic_address,
     validate_workspace,
 )
+from .notes._history import MAX_HISTORY_VERSIONS
 from .notes._links import RELATIONS
 from .notes._tokencount import TiktokenCounter, TokenCounter
 from .reads._live import Change, ChangeFeed, NoteContent
@@ -86,6 +87,7 @@ __all__ = [
     "CATCH_UP_PATH",
     "FORMAT",
     "FORMAT_VERSION",
+    "MAX_HISTORY_VERSIONS",
     "RELATIONS",
     "REQUESTS",
     "Address",

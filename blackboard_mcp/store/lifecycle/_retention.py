@@ -26,7 +26,7 @@ from .._errors import InvalidArgument
 from ..connection import _keys as keys
 from ..connection._redis_errors import mapped_redis_errors
 from ..notes._addresses import validate_name
-from ..notes._history import EXPIRE_VERSIONS
+from ..notes._history import EXPIRE_VERSIONS, MAX_HISTORY_VERSIONS
 from ..search._search import escape_tag
 from ._delete import BATCH, delete_members
 
@@ -169,6 +169,8 @@ async def write_history_policy(
             raise InvalidArgument(f"{argument} must be a whole number", argument=argument)
         if value is not None and value < 0:
             raise InvalidArgument(f"{argument} cannot be negative", argument=argument)
+    if versions is not None and versions > MAX_HISTORY_VERSIONS:
+        raise InvalidArgument(f"versions is at most {MAX_HISTORY_VERSIONS}", argument="versions")
     key = keys.retention(ws)
     async with mapped_redis_errors():
         for prefix, value in ((VERSIONS_PREFIX, versions), (VERSION_AGE_PREFIX, max_age_seconds)):

@@ -26,6 +26,14 @@ from dataclasses import dataclass
 
 from ..connection import _keys as keys
 
+# The most past versions a note may keep: a delete drops a note's versions in the script
+# that deletes it (store/lifecycle/_delete.py), a batch of notes at a time, and that script
+# must stay short.
+MAX_HISTORY_VERSIONS = 1000
+# A write drops at most this many versions past its bounds (the rest go at later writes):
+# lowering a bound must not make one write's script walk a thousand versions.
+DROPS_PER_WRITE = 100
+
 
 @dataclass(frozen=True)
 class HistoryLimits:
@@ -41,7 +49,9 @@ class HistoryLimits:
 # policy hash (``versions:<topic>``, ``version-age:<topic>``, seconds), else the
 # workspace's (``versions:*``, ``version-age:*``), else the board's (the arguments).
 # ``times`` orders every kept version of the workspace by its write time, for the sweep.
-KEEP_VERSION_LUA = """
+KEEP_VERSION_LUA = (
+    f"local DROPS_PER_WRITE = {DROPS_PER_WRITE}\n"
+    + """
 local function history_bound(policy, prefix, topic, default)
   local set = redis.call('HMGET', policy, prefix .. topic, prefix .. '*')
   return tonumber(set[1] or set[2] or default)
@@ -78,7 +88,8 @@ local function keep_version(note, versions, refs, times, policy, p_version, p_bl
     cutoff = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - max_age_ms
   end
   local count = redis.call('ZCARD', versions)
-  while count > 0 do
+  local drops = 0
+  while count > 0 and drops < DROPS_PER_WRITE do
     local oldest = redis.call('ZRANGE', versions, 0, 0)[1]
     local drop = count > keep
     if not drop and cutoff then
@@ -87,9 +98,11 @@ local function keep_version(note, versions, refs, times, policy, p_version, p_bl
     if not drop then break end
     drop_version(versions, refs, times, p_version, p_blob, member, oldest)
     count = count - 1
+    drops = drops + 1
   end
 end
 """
+)
 
 # KEYS: 1 note, 2 its versions, 3 blob refs, 4 the workspace's kept versions by time, 5 its
 # policy. ARGV: 1 version prefix, 2 blob prefix, 3 member, 4 topic, 5 versions kept,
