@@ -551,7 +551,9 @@ function graphNode(uri, x, y, center, box, rels) {
 
 // Writes a minute over the last hour, per topic and per author: one row of bars each, the
 // busiest first, drawn as SVG here (no chart library), each row named in words as well.
+let activityAt = 0;
 async function loadActivity() {
+  activityAt = Date.now();
   const data = await api("activity");
   $("activity-note").textContent = data.complete ? ""
     : "A busy hour: drawn from the newest 10,000 changes.";
@@ -724,7 +726,8 @@ function scheduleRefresh(change) {
   clearTimeout(refreshTimer);
   refreshTimer = setTimeout(async () => {
     await loadTopics().catch(() => {});
-    await loadActivity().catch(() => {});
+    // The chart reads up to 10,000 change-log entries: at most twice a minute, however busy.
+    if (Date.now() - activityAt > 30000) await loadActivity().catch(() => {});
     if (state.topic && topicOf(change.uri) === state.topic) await openTopic(state.topic).catch(() => {});
     if (state.note === change.uri) await openNote(change.uri).catch(() => {});
   }, 250);

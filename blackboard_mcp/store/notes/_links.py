@@ -126,6 +126,20 @@ _WARNED = (
 )
 
 
+def once_per_link(warnings: list[str]) -> list[str]:
+    """The warnings, each link said once: when both ends of a ``contradicts`` link are in
+    one answer, "A contradicts B" stays and "B is contradicted by A" goes."""
+    said = set(warnings)
+    kept = []
+    for warning in warnings:
+        # The phrases are _WARNED's: the inverse of "contradicts" seen from the other end.
+        target, sep, source = warning.partition(" is contradicted by ")
+        if sep and f"{source} contradicts {target}" in said:
+            continue
+        kept.append(warning)
+    return kept
+
+
 def link_warnings(uri: str, links: list[dict[str, str]]) -> list[str]:
     """What a reader must know: the note was superseded, or it is disputed.
 

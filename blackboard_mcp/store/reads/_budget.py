@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from .._errors import InvalidArgument
+from ..notes._links import once_per_link
 from ..notes._tokencount import TokenCounter, count_as_json_string, count_json
 
 # The smallest budget a read accepts: room for the empty envelope of any read (flags, counts,
@@ -127,19 +128,6 @@ class Entry:
         else:
             item[self.big] = cut
         return item
-
-
-def once_per_link(warnings: list[str]) -> list[str]:
-    """The warnings, each link said once: when both ends of a ``contradicts`` link are in
-    one answer, "A contradicts B" stays and "B is contradicted by A" goes."""
-    said = set(warnings)
-    kept = []
-    for warning in warnings:
-        target, sep, source = warning.partition(" is contradicted by ")
-        if sep and f"{source} contradicts {target}" in said:
-            continue
-        kept.append(warning)
-    return kept
 
 
 # render(shown items, their warnings, how many entries were shown) -> the response, unfinished.
