@@ -31,8 +31,9 @@ async def test_calls_allowed_and_refused_are_in_the_audit_stream(
     token = agent_token(issuer, workspace, read=["open"], write=["open"])
     async with mcp_client(gateway.mcp_url, token) as client:
         await call(client, "update_state", uri=f"bb://{workspace}/open/a", digest="d", body="b")
-        err, _ = await call(client, "get_state", uris=[f"bb://{workspace}/closed/x"])
-        assert err
+        err, body = await call(client, "get_state", uris=[f"bb://{workspace}/closed/x"])
+        # Answered item by item, and audited as the refusal it holds.
+        assert not err and body["items"][0]["error"] == "forbidden"
     tail = subprocess.run(
         [
             sys.executable,

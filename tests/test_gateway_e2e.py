@@ -142,8 +142,8 @@ async def test_scopes_refuse_before_the_handler_and_never_leak_other_topics(
     )
     async with mcp_client(gateway.mcp_url, narrow) as client:
         err, body = await call(client, "get_state", uris=[secret])
-        assert err and body["error"]["code"] == "forbidden"
-        assert "secret" in body["error"]["message"]
+        assert not err and body["items"] == [{"uri": secret, "error": "forbidden"}], body
+        assert "secret" in body["warnings"][0] and "otters" not in json.dumps(body)
         err, body = await call(
             client, "update_state", uri=f"bb://{workspace}/secret/x", digest="d", body="b"
         )
@@ -161,6 +161,40 @@ async def test_scopes_refuse_before_the_handler_and_never_leak_other_topics(
         assert not err and body["items"] == []
         err, body = await call(client, "get_state", uris=[f"bb://other-{workspace}/public-a/x"])
         assert err and body["error"]["code"] == "forbidden"
+
+
+async def test_a_batch_reads_what_it_may_and_refuses_the_rest_per_item_without_a_leak(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    shown = f"bb://{workspace}/public-a/shown"
+    secret = f"bb://{workspace}/ops/plan"
+    absent = f"bb://{workspace}/ops/nothing-here"
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
+        for uri, digest in ((shown, "the open note"), (secret, "the runbook of the otters")):
+            err, _ = await call(admin, "update_state", uri=uri, digest=digest, body="x" * 900)
+            assert not err
+    narrow = agent_token(issuer, workspace, read=["public-*"], write=[])
+    async with mcp_client(gateway.mcp_url, narrow) as client:
+        for mode in ("digest", "full", "ref"):
+            err, body = await call(
+                client, "get_state", uris=[secret, shown, absent, f"{secret}@1"], mode=mode
+            )
+            assert not err, body
+            items = body["items"]
+            assert items[1]["uri"] == shown and items[1]["digest"] == "the open note"
+            # A note that exists and one that does not are refused alike: nothing tells
+            # them apart, not the shape, not a size, not a version.
+            refused = [items[0], items[2], items[3]]
+            assert refused == [
+                {"uri": secret, "error": "forbidden"},
+                {"uri": absent, "error": "forbidden"},
+                {"uri": f"{secret}@1", "error": "forbidden"},
+            ], body
+            assert body["warnings"] == [
+                "the token may not read topic 'ops'; those items are refused"
+            ]
+            assert "otters" not in json.dumps(body)
+            assert body["omitted"] == 0 and not body["truncated"]
 
 
 async def test_a_writer_may_not_link_to_or_cite_a_note_it_may_not_read(

@@ -441,8 +441,8 @@ async def test_links_and_warnings_into_unreadable_topics_are_hidden(board: Board
         ),
         readable=lambda t: t == "nothing",
     )
-    assert fields["items"][0]["links"] == []
-    assert "warnings" not in fields
+    assert fields["items"] == [{"uri": uri("claim", topic="pub"), "error": "forbidden"}]
+    assert "secret" not in orjson.dumps(fields).decode()
 
 
 async def test_sources_in_topics_the_reader_may_not_read_are_counted_not_named(

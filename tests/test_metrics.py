@@ -49,7 +49,7 @@ async def test_each_call_counts_once_under_its_tool_and_outcome_and_refusals_und
             assert not err
         for _ in range(2):
             err, body = await call(client, "get_state", uris=[f"bb://{workspace}/closed/x"])
-            assert err and body["error"]["code"] == "forbidden"
+            assert not err and body["items"][0]["error"] == "forbidden"
         err, _ = await call(client, "get_state", uris=[f"bb://{workspace}/open/a"])
         assert not err
     assert increases(before, samples(gateway)) == {

@@ -65,8 +65,12 @@ async def test_an_unreadable_topic_is_refused_as_get_state_refuses_it(
             await client.read_resource(addr(workspace, "facts/none"))
         with pytest.raises(MCPError) as foreign:
             await client.read_resource("bb://other-ws/facts/x")
-    assert is_error and body["error"]["code"] == "forbidden"
-    assert refused.value.error.data == body["error"]
+    # A tool call's batch refuses the item; a resource is the one note, and is refused whole.
+    assert not is_error and body["items"] == [
+        {"uri": addr(workspace, "secret/x"), "error": "forbidden"}
+    ]
+    assert refused.value.error.data["code"] == "forbidden"
+    assert "'secret'" in refused.value.error.data["message"]
     assert "s" not in refused.value.error.message.split()
     assert missing.value.error.data["code"] == "not_found"
     assert foreign.value.error.data["code"] == "forbidden"

@@ -147,7 +147,7 @@ class ToolCaller:
             args = {k: v for k, v in arguments.items() if v is not None}
             present = args.keys()
             request = parse_request(tool, args)
-            scope = scope_of(request, grant)
+            scope = scope_of(request, grant, per_item=run is None and tool == "get_state")
             gated = run is None and tool in GATED
             admission = None if gated else await self._admission.admit(grant)
             if admission is not None:
@@ -171,6 +171,11 @@ class ToolCaller:
             else:
                 handler = run or self._manifest.handler(tool)
                 result = await handler(self._board, grant, request)
+            if scope.refused:
+                # Answered, but the call asked for what the token may not read: the audit
+                # and the metrics count it as a refusal.
+                outcome = "forbidden"
+                self._metrics.refused.labels(outcome).inc()
             return CallOutcome(result, False)
         except Exception as exc:
             body = tool_error(exc, request_id)

@@ -34,10 +34,16 @@ class CallScope:
     read_topics: frozenset[str] = field(default_factory=frozenset)
     write_topics: frozenset[str] = field(default_factory=frozenset)
     addresses: tuple[str, ...] = ()
+    # get_state's addresses in topics the token may not read: refused item by item, by the
+    # store, rather than the whole call (the rest of the batch is read).
+    refused: tuple[str, ...] = ()
 
 
-def scope_of(request: ToolRequest, grant: Grant) -> CallScope:
-    """Which topics ``request`` would read and write, from its addresses and topic alone."""
+def scope_of(request: ToolRequest, grant: Grant, *, per_item: bool = False) -> CallScope:
+    """Which topics ``request`` would read and write, from its addresses and topic alone.
+
+    ``per_item``: a get_state tool call, whose unreadable addresses are that item's refusal
+    (a resource read or a listen names one note, and is refused whole)."""
     if isinstance(request, SearchKeys) or (isinstance(request, ListKeys) and not request.reads):
         topics = frozenset() if request.topic is None else frozenset([request.topic])
         return CallScope(grant.workspace, read_topics=topics)
@@ -46,11 +52,16 @@ def scope_of(request: ToolRequest, grant: Grant) -> CallScope:
     # A call's addresses must all be in the token's workspace; the authoriser names the
     # mismatch, so report the first foreign one as the call's workspace.
     foreign = sorted({a.workspace for a in everything} - {grant.workspace})
+    refused: tuple[str, ...] = ()
+    if per_item and isinstance(request, GetState) and not foreign:
+        refused = tuple(a.uri for a in reads if not grant.can_read(a.topic))
+        reads = tuple(a for a in reads if grant.can_read(a.topic))
     return CallScope(
         workspace=foreign[0] if foreign else grant.workspace,
         read_topics=frozenset(a.topic for a in reads),
         write_topics=frozenset(a.topic for a in writes),
         addresses=tuple(a.uri for a in everything),
+        refused=refused,
     )
 
 

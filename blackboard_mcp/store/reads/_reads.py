@@ -55,7 +55,10 @@ def _text(value: bytes | None) -> str:
     return value.decode() if value is not None else ""
 
 
-Fetched = list[tuple[dict[str, str] | None, set[bytes], set[bytes]]]
+FetchedNote = tuple[dict[str, str] | None, set[bytes], set[bytes]]
+Fetched = list[FetchedNote]
+# What stands in for a note the caller may not read: never fetched.
+REFUSED: FetchedNote = (None, set(), set())
 
 
 async def _fetch_meta(
@@ -191,7 +194,11 @@ def _entries(
     """The items; a past version's says so and names the current one, unless ``mark_past``
     is off (a note's list of versions, where the first is the current one)."""
     out: list[tuple[Entry, dict[str, str] | None]] = []
-    for address, (note, outgoing, incoming) in zip(addresses, fetched, strict=True):
+    for address, fetched_note in zip(addresses, fetched, strict=True):
+        note, outgoing, incoming = fetched_note
+        if fetched_note is REFUSED:
+            out.append((Entry(address.uri, {"uri": address.uri, "error": "forbidden"}), None))
+            continue
         if note is None:
             # Reported per uri, and under the budget like any other item.
             item: dict[str, Any] = {"uri": address.uri, "error": "not_found"}
@@ -258,17 +265,29 @@ async def get_state(
     # Where each position of ``uris`` is in ``addresses`` (duplicates share one item).
     index = {a: i for i, a in enumerate(addresses)}
     slot = [index[a] for a in given]
+    # An address the caller may not read is that item's refusal, decided before any I/O:
+    # nothing of the note is fetched, so nothing of it (existence, size, digest) can show.
+    allowed = [a for a in addresses if readable(a.topic)]
+    refused_topics = sorted({a.topic for a in addresses} - {a.topic for a in allowed})
     async with mapped_redis_errors():
         fetched, cursor, _ = await _fetch_meta(
             client,
             addresses[0].workspace,
-            addresses,
+            allowed,
             fields_for(checked_mode, checked_fields),
             gate=gate,
         )
+        by_address = dict(zip(allowed, fetched, strict=True))
         built = _entries(
-            addresses, fetched, mode=checked_mode, fields=checked_fields, readable=readable
+            addresses,
+            [by_address.get(a, REFUSED) for a in addresses],
+            mode=checked_mode,
+            fields=checked_fields,
+            readable=readable,
         )
+        notices = [
+            f"the token may not read topic {t!r}; those items are refused" for t in refused_topics
+        ]
 
         def render(items: list[dict[str, Any]], warnings: list[str], shown: int) -> dict[str, Any]:
             out: dict[str, Any] = {
@@ -279,8 +298,8 @@ async def get_state(
                 "omitted_at": position_ranges([p for p, i in enumerate(slot) if i >= shown]),
                 "cursor": cursor,
             }
-            if warnings:
-                out["warnings"] = warnings
+            if notices or warnings:
+                out["warnings"] = [*notices, *warnings]
             return out
 
         response, _ = await _show(client, counter, budget, addresses, built, render)
