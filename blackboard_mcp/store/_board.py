@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 
-from ._errors import StoreError
+from ._errors import InvalidArgument, StoreError
 from .connection import _keys as keys
 from .connection._location import failure_reason
 from .connection._nodes import NodeReport
@@ -472,6 +472,12 @@ class Board:
 
     async def read_note(self, address: Address) -> NoteContent:
         """A note's whole content; the caller has checked its topic may be read."""
+        if address.start is not None:
+            raise InvalidArgument(
+                f"a resource is a whole note: read {address.note.uri} (a part, "
+                f"{address.uri}, is read with get_state)",
+                argument="uri",
+            )
         return await self._at_home(address.workspace, lambda client: note_content(client, address))
 
     async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:

@@ -27,6 +27,9 @@ class Address:
     path: str  # the key path below the topic, e.g. "state/current"
     # A past version of the note (``bb://ws/topic/key@7``); None names the note itself.
     version: int | None = None
+    # Where a read of the content starts, in bytes of its UTF-8 text (``...@7#5120``): the
+    # rest of a note a budget cut, as the cut names it. None reads from the start.
+    start: int | None = None
     # Both are read several times per call: made once, with the address.
     uri: str = field(init=False, repr=False, compare=False)
     member: str = field(init=False, repr=False, compare=False)
@@ -36,20 +39,22 @@ class Address:
         member = f"{self.topic}/{self.path}"
         object.__setattr__(self, "member", member)
         at = "" if self.version is None else f"@{self.version}"
-        object.__setattr__(self, "uri", f"{SCHEME}{self.workspace}/{member}{at}")
+        start = "" if self.start is None else f"#{self.start}"
+        object.__setattr__(self, "uri", f"{SCHEME}{self.workspace}/{member}{at}{start}")
 
     @property
     def note(self) -> Address:
         """The note this address names a version of (itself when it names none)."""
-        if self.version is None:
+        if self.version is None and self.start is None:
             return self
         return Address(self.workspace, self.topic, self.path)
 
     def require_note(self, argument: str) -> Address:
         """This address, which must name a note rather than one of its past versions."""
-        if self.version is not None:
+        if self.version is not None or self.start is not None:
+            named = f"version {self.version}" if self.start is None else "a part of a note"
             raise InvalidArgument(
-                f"{argument} {self.uri} names version {self.version}; {argument} takes the "
+                f"{argument} {self.uri} names {named}; {argument} takes the "
                 f"note's address, {self.note.uri}",
                 argument=argument,
             )
@@ -80,9 +85,13 @@ _SEGMENT_TEXT = r"[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,127}"
 # A version after the key: ``@7``. ``@`` cannot occur in a key segment.
 _VERSION_TEXT = r"[1-9][0-9]{0,17}"
 _VERSION = re.compile(_VERSION_TEXT)
+# Then where to start reading: ``#5120``, a byte offset from 1 (at most 10 digits: a note is
+# at most a MiB).
+_START_TEXT = r"[1-9][0-9]{0,9}"
+_START = re.compile(_START_TEXT)
 _VALID = re.compile(
     rf"bb://({_NAME.pattern})/({_NAME.pattern})/((?:{_SEGMENT_TEXT}/){{0,{MAX_DEPTH - 1}}}"
-    rf"{_SEGMENT_TEXT})(?:@({_VERSION_TEXT}))?"
+    rf"{_SEGMENT_TEXT})(?:@({_VERSION_TEXT}))?(?:#({_START_TEXT}))?"
 )
 
 
@@ -92,7 +101,11 @@ def parse_address(uri: object, *, argument: str = "uri") -> Address:
         match = _VALID.fullmatch(uri)
         if match is not None:
             return Address(
-                match[1], match[2], match[3], None if match[4] is None else int(match[4])
+                match[1],
+                match[2],
+                match[3],
+                None if match[4] is None else int(match[4]),
+                None if match[5] is None else int(match[5]),
             )
     return checked_address(uri, argument=argument)
 
@@ -113,9 +126,19 @@ def checked_address(uri: object, *, argument: str = "uri") -> Address:
             argument=argument,
         )
     version: int | None = None
+    start: int | None = None
     text = uri
-    if "@" in uri:
-        text, _, version_text = uri.rpartition("@")
+    if "#" in text:
+        text, _, start_text = text.partition("#")
+        if _START.fullmatch(start_text) is None:
+            raise InvalidArgument(
+                f"{argument} {uri!r}: where to start reading follows the key (and version) as "
+                "#<byte offset>, from 1, as a cut item's rest gives it (bb://ws/topic/key@7#5120)",
+                argument=argument,
+            )
+        start = int(start_text)
+    if "@" in text:
+        text, _, version_text = text.rpartition("@")
         if _VERSION.fullmatch(version_text) is None:
             raise InvalidArgument(
                 f"{argument} {uri!r}: a version follows the key as @<number>, from 1 "
@@ -147,7 +170,7 @@ def checked_address(uri: object, *, argument: str = "uri") -> Address:
                 "(1-128 characters)",
                 argument=argument,
             )
-    return Address(workspace, topic, "/".join(segments), version)
+    return Address(workspace, topic, "/".join(segments), version, start)
 
 
 def catch_up_address(workspace: str) -> Address:

@@ -22,9 +22,10 @@ from ._tables import parse_tsv
 
 async def restore_request(client: aioredis.Redis[bytes], address: Address) -> UpdateState:
     """The write that makes ``address`` (a version's address) the note's newest version."""
-    if address.version is None:
+    if address.version is None or address.start is not None:
         raise InvalidArgument(
-            f"restore takes a past version's address, like {address.uri}@3", argument="uri"
+            f"restore takes a past version's address, like {address.note.uri}@3",
+            argument="uri",
         )
     ws, member = address.workspace, address.member
     async with mapped_redis_errors():

@@ -111,6 +111,12 @@ class Entry:
     content: str | None = None
     columns: tuple[str, ...] | None = None  # a table's columns to show, if not all
     partial: bool = False  # ``content`` is only the start of the text: show it cut or not at all
+    # Where a cut's rest is read: the version's address (``bb://ws/t/k@7``), to which the cut
+    # adds ``#<byte offset>``; ``start`` is where ``content`` begins in the whole text, and
+    # ``total_tokens`` the whole text's count when ``content`` is only its rest.
+    rest_of: str | None = None
+    start: int = 0
+    total_tokens: int | None = None
 
     def estimate(self, counter: TokenCounter) -> int:
         cost = count_json(counter, orjson.dumps(self.item).decode()) + 1
@@ -118,6 +124,17 @@ class Entry:
             # ``,"body":""`` plus the content as it was counted at write time.
             cost += 4 + self.big_tokens
         return cost + sum(counter.count(w) + 2 for w in self.warnings)
+
+    def cut_report(self, head: str, shown_tokens: int) -> dict[str, Any]:
+        """What a cut item says of itself: how much it shows, of how much, and where the
+        rest is read (the content after ``head``)."""
+        report: dict[str, Any] = {
+            "shown_tokens": shown_tokens,
+            "total_tokens": self.big_tokens if self.total_tokens is None else self.total_tokens,
+        }
+        if self.rest_of is not None:
+            report["rest"] = f"{self.rest_of}#{self.start + len(head.encode())}"
+        return report
 
     def shown(self, cut: str | None = None) -> dict[str, Any]:
         if self.big is None:
@@ -219,7 +236,8 @@ def _cut_first(
 ) -> dict[str, Any] | None:
     text = entry.content or ""
     empty = dict(entry.shown(""))
-    empty["cut"] = {"shown_tokens": 0, "total_tokens": entry.big_tokens}
+    # Sized as the longest the rest's address can be: what is measured here is room.
+    empty["cut"] = entry.cut_report(text, 0)
     response = render([empty], list(entry.warnings), 1)
     room = budget - finish(counter, response)
     limit = room - 2
@@ -233,7 +251,7 @@ def _cut_first(
             limit -= shown - limit
             continue
         item = dict(entry.shown(head))
-        item["cut"] = {"shown_tokens": shown, "total_tokens": entry.big_tokens}
+        item["cut"] = entry.cut_report(head, shown)
         response = render([item], list(entry.warnings), 1)
         over = finish(counter, response) - budget
         if over <= 0:
@@ -246,7 +264,7 @@ def _need(counter: TokenCounter, first: Entry, render: Render) -> int:
     """A budget that shows at least the first entry (cut, if it has content)."""
     if first.big is not None:
         item = dict(first.shown(""))
-        item["cut"] = {"shown_tokens": 0, "total_tokens": first.big_tokens}
+        item["cut"] = first.cut_report(first.content or "", 0)
         response = render([item], list(first.warnings), 1)
         return finish(counter, response) + MIN_CUT_TOKENS + 8
     response = render([first.item], list(first.warnings), 1)

@@ -156,17 +156,33 @@ async def _fetch_content(
         # A blob is read up to the size its note said: an appended note's log blob may have
         # grown since (store/notes/_appends.py), and what was read is this version's content.
         end = int(note.get("size") or 0)
+        begin = entry.start if entry.columns is None else 0
         if i == 0 and prefix_bytes is not None and entry.columns is None:
-            end = min(end, prefix_bytes)
-        commands.append(("GETRANGE", keys.blob(address.workspace, note["blob"]), 0, end - 1))
+            end = min(end, begin + prefix_bytes)
+        if begin >= end:
+            commands.append(("GETRANGE", keys.blob(address.workspace, note["blob"]), 1, 0))
+        else:
+            commands.append(
+                ("GETRANGE", keys.blob(address.workspace, note["blob"]), begin, end - 1)
+            )
     pool: WaitingConnectionPool = client.connection_pool
     for (entry, _, note), raw in zip(wanted, await pool.round_trip(commands), strict=True):
         data = raw or b""
-        entry.partial = len(data) < int(note.get("size") or 0)
-        # A range may end inside a character; the partial one is dropped.
+        size = int(note.get("size") or 0)
+        # A table's chosen columns are cut out of the whole, and the rest read from that.
+        whole_first = entry.columns is not None
+        if entry.start and not whole_first:
+            if not note.get("blob"):
+                data = data[entry.start :]
+            size = max(0, size - entry.start)
+        entry.partial = len(data) < size
+        # A range may start or end inside a character; the partial one is dropped.
         finish_content(
             entry, data.decode("utf-8", "ignore"), lambda t: count_as_json_string(counter, t)
         )
+        if entry.start and whole_first and entry.content is not None:
+            entry.content = entry.content.encode()[entry.start :].decode("utf-8", "ignore")
+            entry.big_tokens = count_as_json_string(counter, entry.content)
 
 
 def _filter_links(
@@ -209,6 +225,11 @@ def _entries(
             continue
         links = _filter_links(address.workspace, outgoing, incoming, readable)
         warnings = link_warnings(address.uri, links)
+        if address.start is not None and mode in ("digest", "ref"):
+            # A part of a note is read for its content: nothing else would show it.
+            item_mode: Any = "full"
+        else:
+            item_mode = mode
         current = note.get(CURRENT_VERSION)
         if current is not None and mark_past:
             warnings.append(
@@ -216,12 +237,25 @@ def _entries(
                 "(links shown are its current ones)"
             )
         entry = build_entry(
-            note, mode=mode, fields=fields, links=links, warnings=warnings, readable=readable
+            note, mode=item_mode, fields=fields, links=links, warnings=warnings, readable=readable
         )
+        if entry.big is not None:
+            entry.rest_of = f"{address.note.uri}@{note['version']}"
+            if address.start is not None:
+                _start_at(entry, address.start, int(note.get("size") or 0))
         if current is not None and mark_past:
             entry.item["current_version"] = int(current)
         out.append((entry, note))
     return out
+
+
+def _start_at(entry: Entry, start: int, size: int) -> None:
+    """Read ``entry``'s content from byte ``start``: planned on the share of the stored
+    count its bytes are (the fit that follows is exact)."""
+    entry.start = start
+    entry.total_tokens = entry.big_tokens
+    remaining = max(0, size - start)
+    entry.big_tokens = entry.big_tokens * remaining // size if size else 0
 
 
 async def _show(
@@ -274,7 +308,10 @@ async def get_state(
             client,
             addresses[0].workspace,
             allowed,
-            fields_for(checked_mode, checked_fields),
+            fields_for(
+                "full" if any(a.start is not None for a in allowed) else checked_mode,
+                checked_fields,
+            ),
             gate=gate,
         )
         by_address = dict(zip(allowed, fetched, strict=True))
