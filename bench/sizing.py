@@ -75,7 +75,7 @@ from blackboard_mcp.store.connection._keys import (
 from blackboard_mcp.store.embedded._embedded import NOTE_LISTPACK_VALUE_BYTES
 from blackboard_mcp.store.notes._notes import KINDS
 from blackboard_mcp.store.search._index import ensure_index
-from blackboard_mcp.store.search._search import query_terms
+from blackboard_mcp.store.search._query import query_terms
 
 # The fields of the single index of the first two releases: the digest weighted 5, the update
 # time sortable.

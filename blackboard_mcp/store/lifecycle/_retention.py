@@ -27,7 +27,7 @@ from ..connection import _keys as keys
 from ..connection._redis_errors import mapped_redis_errors
 from ..notes._addresses import validate_name
 from ..notes._history import EXPIRE_VERSIONS, MAX_HISTORY_VERSIONS
-from ..search._search import escape_tag
+from ..search._query import escape_tag
 from ._delete import BATCH, delete_members
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,111 @@
+"""Search ranking on a labelled board: precision at 5, side by side with other revisions.
+
+    python bench/search_ranking.py [--against REV]...
+
+The board and the queries are bench/_search_labels.py: 28 notes an outage fleet would write,
+10 queries as agents type them (words, a prefix, an exclusion, a phrase), each with the notes
+judged relevant. Each revision's gateway gets an embedded Redis of its own, the notes are
+written through ``update_state`` and the queries sent through ``search_keys`` (raw JSON-RPC
+over HTTP), and each query's precision at 5 is printed per revision, with the mean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+from _gateway_process import bench_token, start_gateway
+from _search_labels import NOTES, QUERIES, precision_at_5
+from cas_load import extract_revision
+
+from blackboard_mcp.store import EmbeddedRedis
+
+WS = "rank"
+
+
+def _call(http: httpx.Client, url: str, token: str, tool: str, **arguments: Any) -> Any:
+    response = http.post(
+        url,
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": "2025-06-18",
+        },
+        content=orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments},
+            }
+        ),
+    )
+    result = response.json()["result"]
+    body = orjson.loads(result["content"][0]["text"])
+    if result.get("isError"):
+        raise SystemExit(f"{tool} failed: {body}")
+    return body
+
+
+def ranked_names(http: httpx.Client, url: str, token: str, q: str) -> list[str]:
+    body = _call(http, url, token, "search_keys", q=q)
+    prefix = f"bb://{WS}/"
+    return [item["uri"].removeprefix(prefix) for item in body["items"]]
+
+
+def measure(url: str) -> list[float]:
+    token = bench_token(workspace=WS)
+    with httpx.Client(timeout=30) as http:
+        for name, (digest, body) in NOTES.items():
+            _call(
+                http, url, token, "update_state", uri=f"bb://{WS}/{name}", digest=digest, body=body
+            )
+        return [
+            precision_at_5(ranked_names(http, url, token, query.q), query.relevant)
+            for query in QUERIES
+        ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", action="append", default=[], metavar="REV")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-rank-"))
+    revisions: list[tuple[str, Path | None]] = [("this checkout", None)]
+    for rev in args.against:
+        tree = work / f"tree-{rev}"
+        tree.mkdir()
+        extract_revision(rev, tree)
+        revisions.append((rev, tree))
+    columns: dict[str, list[float]] = {}
+    for label, tree in revisions:
+        redis = EmbeddedRedis(data_dir=work / f"redis-{len(columns)}")
+        redis.start()
+        proc, port = start_gateway(
+            redis.url, data_dir=work / f"gw-{len(columns)}", package_root=tree
+        )
+        try:
+            columns[label] = measure(f"http://127.0.0.1:{port}/mcp")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+            redis.stop()
+    labels = list(columns)
+    print("| query | " + " | ".join(labels) + " |")
+    print("|---|" + "---:|" * len(labels))
+    for i, query in enumerate(QUERIES):
+        cells = " | ".join(f"{columns[label][i]:.2f}" for label in labels)
+        print(f"| `{query.q}` | {cells} |")
+    means = " | ".join(f"**{sum(columns[label]) / len(columns[label]):.2f}**" for label in labels)
+    print(f"| mean precision at 5 | {means} |")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
