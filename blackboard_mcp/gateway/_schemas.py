@@ -1,13 +1,12 @@
 """What ``tools/list`` sends: five tools, described tersely.
 
 Every word here is re-sent to the model on every turn of every agent, so the whole surface
-has a budget of 600 tokens (tests/test_tool_surface.py counts it). Argument names and
-defaults follow the five-tools contract exactly.
+is held at 520 tokens, under a hard ceiling of 600 (tests/test_tool_surface.py counts it as
+received, in every protocol version). Argument names follow the tool contract exactly.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from typing import Any
 
@@ -39,7 +38,8 @@ _WIRE_TYPES: dict[str, dict[str, Any]] = {
 
 def _wire_type(tb_type: str) -> dict[str, Any]:
     if tb_type == "List of Json":
-        return {"type": "array"}
+        # A table's rows: each a list of cells.
+        return {"type": "array", "items": {"type": "array"}}
     if tb_type.startswith("List of "):
         return {"type": "array", "items": _wire_type(tb_type.removeprefix("List of "))}
     return dict(_WIRE_TYPES[tb_type])
@@ -57,13 +57,15 @@ def _choices(annotation: Any) -> tuple[Any, ...]:
 
 def _input_schema(tool: str) -> dict[str, Any]:
     """The arguments, their wire types and which are required from the tool's request type in
-    contracts/board.tb; the choices and defaults from the request class the store takes."""
+    contracts/board.tb; the choices from the request class the store takes.
+
+    Defaults are not sent: at about 4 tokens each they do not pay for themselves on every
+    turn, and an argument left out gets the contract's default all the same (README)."""
     requirements = _CONTRACT.by_mcp_name(tool)
     if requirements is None:
         raise ContractError(f"{tool} has no contract")
     request = REQUESTS[tool]
     hints = typing.get_type_hints(request)
-    defaults = {f.name: f.default for f in dataclasses.fields(request)}
     properties: dict[str, Any] = {}
     required: list[str] = []
     for name, tb_type in _CONTRACT.types[requirements.input_type].items():
@@ -73,9 +75,6 @@ def _input_schema(tool: str) -> dict[str, Any]:
         schema: dict[str, Any] = (
             {"enum": list(choices)} if choices else _wire_type(tb_type.removeprefix("Optional "))
         )
-        default = defaults.get(name)
-        if default not in (None, (), dataclasses.MISSING):
-            schema["default"] = default
         properties[name] = schema
     object_schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
@@ -83,43 +82,40 @@ def _input_schema(tool: str) -> dict[str, Any]:
     return object_schema
 
 
+# One short phrase for each argument whose name and schema do not say it all; every other
+# argument is its name (body, append, columns, rows of cells, uris, limit, budget_tokens, ...).
+# The rest of what an agent needs comes in the answers themselves: a cut item names its rest,
+# a listing its next page (``after``), a missing catch-up note what it is for.
 TOOLS: tuple[Tool, ...] = (
     Tool(
         name="update_state",
         description=(
-            "Write note uri (bb://ws/topic/key): short digest plus body, columns+rows, append "
-            "or source_path (a server file). expect_version: last read's (0: create)."
+            "digest: short summary. source_path: server file. expect_version: last read, 0: new."
         ),
         input_schema=_input_schema("update_state"),
         annotations=_WRITE,
     ),
     Tool(
         name="get_state",
-        description=(
-            "Batch read; digest unless mode says more. uri@N: past version N. "
-            "Catch up: bb://ws/run/state/current."
-        ),
+        description="uri@N: version N. Start: bb://ws/run/state/current.",
         input_schema=_input_schema("get_state"),
         annotations=_READ,
     ),
     Tool(
         name="list_keys",
-        description=(
-            "List notes; always pass topic (a note uri: its versions). 3+ rows: mode=table. "
-            "cursor: changes since. More: after=next."
-        ),
+        description="topic or note uri (versions). cursor: changes since.",
         input_schema=_input_schema("list_keys"),
         annotations=_READ,
     ),
     Tool(
         name="search_keys",
-        description="Search digests and bodies before deriving; empty: nothing relates.",
+        description='Words, pre*, -not, "phrase". Empty: nothing relates.',
         input_schema=_input_schema("search_keys"),
         annotations=_READ,
     ),
+    # rel and dst say it: a link from src to each dst note.
     Tool(
         name="link_state",
-        description="Link src to dst notes.",
         input_schema=_input_schema("link_state"),
         annotations=_LINK,
     ),

@@ -292,11 +292,19 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="batch-reads-refused-notes",
+        why="get_state shows a note the token may not read when it shares a batch",
+        path="blackboard_mcp/store/reads/_reads.py",
+        original="allowed = [a for a in addresses if readable(a.topic)]",
+        replacement="allowed = list(addresses)",
+        tests=("tests/test_gateway_e2e.py",),
+    ),
+    Mutation(
         name="search-without-topic-filter",
         why="search_keys finds notes in topics the token may not read",
-        path="blackboard_mcp/store/search/_search.py",
-        original="@topic:{{{topic_filter}}} ({words})",
-        replacement="({words})",
+        path="blackboard_mcp/store/search/_query.py",
+        original='scope += f" @topic:',
+        replacement='scope += "" and f" @topic:',
         tests=("tests/test_search.py", "tests/test_properties.py"),
     ),
     Mutation(
