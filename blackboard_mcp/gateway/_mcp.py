@@ -21,9 +21,11 @@ from ._schemas import HEADER_SCHEMAS, TOOLS
 from ._subscriptions import BoardListen, Listens
 from ._tools import HANDLERS
 
+# Sent once, at the handshake, where the tools' descriptions are sent every turn: what
+# holds for the whole board goes here.
 INSTRUCTIONS = (
-    "A shared board of versioned notes. Search before deriving; read digests first; "
-    "write with expect_version."
+    "A shared board of versioned notes. Search before deriving (an empty search means "
+    "nothing on the board relates); read digests first; write with expect_version."
 )
 
 

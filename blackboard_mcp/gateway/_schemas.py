@@ -109,13 +109,13 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="search_keys",
-        description='Words, pre*, -not, "phrase". Empty: nothing relates.',
+        description='Words, pre*, -not, "phrase".',
         input_schema=_input_schema("search_keys"),
         annotations=_READ,
     ),
-    # rel and dst say it: a link from src to each dst note.
     Tool(
         name="link_state",
+        description="Link notes.",
         input_schema=_input_schema("link_state"),
         annotations=_LINK,
     ),
