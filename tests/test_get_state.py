@@ -303,7 +303,7 @@ async def test_a_single_item_over_budget_is_cut_at_a_clean_boundary(board: Board
 
 
 async def test_a_cut_prefers_a_paragraph_boundary(board: Board) -> None:
-    body = "\n\n".join(["alpha " * 40, "beta " * 40, "gamma " * 400])
+    body = "\n\n".join(["alpha " * 40, "beta " * 100, "gamma " * 400])
     await board.update_state(
         UpdateState.parse({"uri": uri("long"), "digest": "Long.", "body": body}), author=AUTHOR
     )
@@ -312,7 +312,7 @@ async def test_a_cut_prefers_a_paragraph_boundary(board: Board) -> None:
             GetState.parse({"uris": [uri("long")], "mode": "full", "budget_tokens": 300})
         )
     )["items"]
-    assert item["body"] == "alpha " * 40 + "\n\n" + ("beta " * 40).rstrip()
+    assert item["body"] == "alpha " * 40 + "\n\n" + ("beta " * 100).rstrip()
 
 
 @pytest.mark.parametrize("mode", ["digest", "ref", "full", "table", "fields"])

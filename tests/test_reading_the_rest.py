@@ -125,3 +125,29 @@ async def test_a_rest_address_is_for_reading_and_a_hostile_one_answers_cleanly(
             err, refused = await call(client, "get_state", uris=[bad])
             assert err and refused["error"]["code"] == "invalid_argument", bad
             assert "#<byte offset>" in json.dumps(refused), refused
+
+
+@pytest.mark.parametrize("budget", [1000, 2000, 3000])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "07:{n:02d} replica db-2 lag {n} s; WAL queue {n}0 MB.\n\n",
+        'say "{n}"\t"quoted" \\ back\\slash {n}\n',
+    ],
+    ids=["blank-lines", "quotes-tabs-backslashes"],
+)
+async def test_a_cut_fills_its_budget_whatever_the_text_escapes_to(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, budget: int, line: str
+) -> None:
+    # Newlines, quotes, tabs and backslashes cost more tokens escaped in JSON than raw: a cut
+    # measured on the raw text must still come out near the budget, not empty.
+    uri = f"bb://{workspace}/logs/escapes"
+    body = "".join(line.format(n=n % 60) for n in range(900))
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+        err, _ = await call(client, "update_state", uri=uri, digest="escapes", body=body)
+        assert not err
+        err, read = await call(client, "get_state", uris=[uri], mode="full", budget_tokens=budget)
+        assert not err, read
+        [item] = read["items"]
+        assert "cut" in item and body.startswith(item["body"]), read
+        assert 0.8 * budget <= read["spent_tokens"] <= budget, read["spent_tokens"]

@@ -239,16 +239,18 @@ def _cut_first(
     # Sized as the longest the rest's address can be: what is measured here is room.
     empty["cut"] = entry.cut_report(text, 0)
     response = render([empty], list(entry.warnings), 1)
-    room = budget - finish(counter, response)
-    limit = room - 2
+    # What the shown text may cost as a JSON string, and the raw-text count its cut is
+    # measured in: escapes (newlines, tabs, quotes) make the first cost more than the second.
+    target = budget - finish(counter, response) - 2
+    raw = target
     for _ in range(12):
-        if limit < MIN_CUT_TOKENS:
+        if raw < MIN_CUT_TOKENS or target < MIN_CUT_TOKENS:
             return None
-        head = clean_cut(text, limit, counter)
+        head = clean_cut(text, raw, counter)
         shown = count_as_json_string(counter, head)
-        if shown > limit:
-            # Escapes (newlines, tabs, quotes) cost more than the raw text the cut measured.
-            limit -= shown - limit
+        if shown > target:
+            # Shrink in proportion: text that escapes to 1.5x its tokens needs 1/1.5 as many.
+            raw = min(raw - 1, raw * target // shown)
             continue
         item = dict(entry.shown(head))
         item["cut"] = entry.cut_report(head, shown)
@@ -256,7 +258,8 @@ def _cut_first(
         over = finish(counter, response) - budget
         if over <= 0:
             return response
-        limit -= over
+        target -= over
+        raw -= over
     return None
 
 
