@@ -72,6 +72,8 @@ async def test_following_the_rest_gives_back_the_whole_body(
             client, "get_state", uris=[rest], mode="full", budget_tokens=100_000
         )
         assert not err and again["items"][0]["body"] == body[len(first["body"]) :]
+        # A part is its address and content: the note's fields came with the first part.
+        assert set(again["items"][0]) == {"uri", "body"}, again
         # A rest read in digest mode (the default) still shows the content it names.
         err, plain = await call(client, "get_state", uris=[rest], budget_tokens=100_000)
         assert not err and plain["items"][0]["body"] == body[len(first["body"]) :]

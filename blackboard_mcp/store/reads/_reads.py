@@ -245,6 +245,11 @@ def _entries(
                 _start_at(entry, address.start, int(note.get("size") or 0))
         if current is not None and mark_past:
             entry.item["current_version"] = int(current)
+        if address.start is not None:
+            # A part of a note: its content, and where it is. The note's fields, links and
+            # warnings came with the part that named this one.
+            entry.item = {"uri": address.uri}
+            entry.warnings = []
         out.append((entry, note))
     return out
 
