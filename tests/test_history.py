@@ -87,7 +87,14 @@ async def test_a_past_version_reads_in_every_mode_and_names_the_current_one(
                 assert two["table"] == "step\na\nb"
             assert any(f"{note}@1 is a past version" in w for w in body["warnings"])
         err, body = await call(client, "get_state", uris=[f"{note}@9"])
-        assert not err and body["items"] == [{"uri": f"{note}@9", "error": "not_found"}]
+        # Says what to do: the note as it is now is one address away.
+        assert not err and body["items"] == [
+            {
+                "uri": f"{note}@9",
+                "error": "not_found",
+                "hint": f"no version 9 of this note is kept; read {note} as it is now",
+            }
+        ]
 
 
 async def test_a_note_lists_its_versions_newest_first_in_pages_within_the_budget(
@@ -250,7 +257,7 @@ async def test_the_bounds_drop_the_oldest_versions_and_never_the_current(redis_u
         page = await board.list_keys(ListKeys.parse({"topic": note}), workspace="bounded")
         assert [i["uri"] for i in page["items"]] == [f"{note}@{v}" for v in (6, 5, 4, 3)]
         gone = await board.get_state(GetState.parse({"uris": [f"{note}@2"]}))
-        assert gone["items"] == [{"uri": f"{note}@2", "error": "not_found"}]
+        assert [(i["uri"], i["error"]) for i in gone["items"]] == [(f"{note}@2", "not_found")]
         raw = redis.Redis.from_url(redis_url)
         try:
             assert raw.keys("bbb:{bounded}:*") == []

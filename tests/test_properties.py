@@ -622,7 +622,11 @@ def _get_shape(world: World, viewer: Viewer, args: Mapping[str, Any], body: dict
             assert item == {"uri": item["uri"], "error": "forbidden"}, item
             continue
         if "error" in item:
-            assert item == {"uri": item["uri"], "error": "not_found"}, item
+            # A past version or the catch-up note also says what to do.
+            hinted = "@" in item["uri"] or item["uri"].endswith("/run/state/current")
+            assert item == {"uri": item["uri"], "error": "not_found"} | (
+                {"hint": item["hint"]} if hinted else {}
+            ), item
         elif args.get("mode") == "fields":
             # uri and exactly the fields asked for (README, "Fields"): version and digest
             # only when named.

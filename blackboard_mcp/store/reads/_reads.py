@@ -218,7 +218,12 @@ def _entries(
         if note is None:
             # Reported per uri, and under the budget like any other item.
             item: dict[str, Any] = {"uri": address.uri, "error": "not_found"}
-            if address.topic == "run" and address.path == CATCH_UP_PATH.split("/", 1)[1]:
+            if address.version is not None:
+                item["hint"] = (
+                    f"no version {address.version} of this note is kept; "
+                    f"read {address.note.uri} as it is now"
+                )
+            elif address.topic == "run" and address.path == CATCH_UP_PATH.split("/", 1)[1]:
                 # An agent meets the catch-up convention here first: say what the note is.
                 item["hint"] = CATCH_UP_HINT
             out.append((Entry(address.uri, item), None))
