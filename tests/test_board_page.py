@@ -194,18 +194,22 @@ async def test_a_reader_sees_only_its_topics_in_the_list_and_the_feed(
     assert "secret" not in feed
     assert "secret" not in await page.content()
     assert errors == []
-    # The API refuses a secret note as get_state does.
+    # The API refuses a secret note as get_state does: as that item, nothing of it shown.
     refused = await page.evaluate(
         """async (uri) => {
             const r = await fetch('/board/api/call', {method: 'POST', headers: {
               Authorization: 'Bearer ' + sessionStorage.getItem('bb-board-token'),
               'Content-Type': 'application/json'},
               body: JSON.stringify({tool: 'get_state', arguments: {uris: [uri]}})});
-            return [r.status, (await r.json()).error.code];
+            return [r.status, (await r.json()).items];
         }""",
         addr(workspace, "secret/plan"),
     )
-    assert refused == [403, "forbidden"]
+    assert refused == [200, [{"uri": addr(workspace, "secret/plan"), "error": "forbidden"}]]
+    # Opened by its address, the page says so without a word of the note.
+    await page.evaluate("(uri) => openNote(uri)", addr(workspace, "secret/plan"))
+    await page.wait_for_selector("#note-digest:has-text('may not read')")
+    assert "Hidden" not in await page.inner_text("#note-panel")
     assert not [u for u in requested if reader in u]
     await context.close()
 

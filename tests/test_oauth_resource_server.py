@@ -105,7 +105,7 @@ async def test_an_external_token_is_accepted_and_scoped_by_its_scopes(
         err, body = await call(client, "get_state", uris=[note], mode="full")
         assert not err and body["items"][0]["digest"] == "from the IdP", body
         err, body = await call(client, "get_state", uris=[f"bb://{workspace}/secret/x"])
-        assert err and body["error"]["code"] == "forbidden", body
+        assert not err and body["items"][0]["error"] == "forbidden", body
         err, body = await call(
             client, "update_state", uri=f"bb://{workspace}/ops/x", digest="d", expect_version=0
         )

@@ -273,7 +273,9 @@ async function openNote(uri) {
   warnings.replaceChildren();
   for (const w of data.warnings || []) warnings.append(el("li", w, { role: "alert" }));
   if (item.error) {
-    $("note-digest").textContent = "This note does not exist (" + item.error + ").";
+    $("note-digest").textContent = item.error === "forbidden"
+      ? "This token may not read this note's topic."
+      : "This note does not exist (" + item.error + ").";
     $("note-meta").replaceChildren();
     $("note-content").textContent = "";
     renderGraph(uri, [], []);
