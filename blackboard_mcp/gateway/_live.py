@@ -4,9 +4,9 @@ process, fanned out to the process's listeners.
 A write reaches every gateway process through Redis: whichever process committed it, the
 change log has its entry, and each process with a listener in that workspace is blocked in
 XREAD on it. A listener sees only entries of topics its token may read, and only those its
-subscriptions ask for. Each listener has a bounded queue: one that does not keep up is
-dropped (its stream ends with an error, the client re-listens and refetches) and never
-slows the pump or the other listeners.
+subscriptions ask for. Listeners that hear the same changes read them from one shared log,
+each at its own place: one that falls too far behind is dropped (its stream ends with an
+error, the client re-listens and refetches) and never slows the pump or the other listeners.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import contextlib
 import enum
 import logging
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -89,20 +88,36 @@ class Notice:
 class Interest:
     """What some listeners of one workspace hear: the topics their tokens may read, and the
     topics and notes they follow. Listeners alike share one, so the pump decides once per
-    change for all of them whether it is heard (a fleet's listeners mostly are alike)."""
+    change for all of them whether it is heard (a fleet's listeners mostly are alike).
+
+    The changes they hear wait in one shared log, which each listener reads from a cursor of
+    its own: handing a change to its listeners is one append, not one per listener. The log
+    is trimmed to the slowest listener's cursor each time it reaches twice ``limit``; a
+    listener more than ``limit`` changes behind then is dropped.
+    """
 
     # The first listener's token: every listener here reads the topics it reads.
     reader: Grant
     notes: frozenset[str]
     # None: every topic the token may read.
     topics: frozenset[str] | None
+    limit: int = 1024
     # A dict for its order and its O(1) removal.
     listeners: dict[Listener, None] = field(default_factory=dict)
     readable: dict[str, bool] = field(default_factory=dict)
+    log: list[Notice] = field(default_factory=list)
+    base: int = 0  # the position, since the interest began, of ``log[0]``
+    # Listeners waiting for the next change, woken (and forgotten) by the next append.
+    sleepers: list[Listener] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[tuple[str, ...], frozenset[str], frozenset[str] | None]:
         return self.reader.read_topics, self.notes, self.topics
+
+    @property
+    def head(self) -> int:
+        """The position the next change will have."""
+        return self.base + len(self.log)
 
     def wants(self, change: Change) -> bool:
         readable = self.readable.get(change.topic)
@@ -117,62 +132,90 @@ class Interest:
             return True
         return change.topic in self.topics or change.uri in self.notes
 
+    def publish(self, notice: Notice) -> None:
+        self.log.append(notice)
+        if self.sleepers:
+            sleepers, self.sleepers = self.sleepers, []
+            for listener in sleepers:
+                listener.wake()
+        if len(self.log) >= 2 * self.limit:
+            self._trim()
+
+    def _trim(self) -> None:
+        head = self.head
+        keep = head
+        for listener in list(self.listeners):
+            if listener.dropped:
+                continue
+            if head - listener.cursor > self.limit:
+                listener.drop(head - listener.cursor)
+            else:
+                keep = min(keep, listener.cursor)
+        del self.log[: keep - self.base]
+        self.base = keep
+
+    def read(self, listener: Listener, count: int) -> list[Notice]:
+        """Up to ``count`` changes from ``listener``'s cursor, which moves past them."""
+        if listener.dropped:
+            return []  # its place in the log may be trimmed away; its stream is ending
+        start = listener.cursor - self.base
+        taken = self.log[start : start + count]
+        listener.cursor += len(taken)
+        return taken
+
 
 @dataclass(eq=False)
 class Listener:
-    """One open subscription: its changes not yet sent (what it follows is its Interest's).
-
-    The changes wait in a plain deque rather than an ``asyncio.Queue``: the pump hands every
-    change to every listener that hears it, so the hand-over is paid listeners times per
-    write, and a deque append with a wake-up only for a stream that is waiting costs a tenth
-    of a queue's put. At most ``limit`` changes wait; one more drops the listener.
-    """
+    """One open subscription: where it is in its Interest's shared log of changes."""
 
     grant: Grant
-    limit: int
-    pending: deque[Notice | None] = field(default_factory=deque)  # None is the end mark
+    interest: Interest
+    cursor: int = 0
     waiter: asyncio.Future[None] | None = None
     on_drop: Callable[[], None] = field(default=lambda: None)
     dropped: bool = False
+    closing: bool = False  # end the stream once what is waiting is sent
     checked_at: float = field(default_factory=time.monotonic)
-    interest: Interest | None = None
 
-    def offer(self, notice: Notice) -> None:
-        """Queue a change this listener hears (its interest decided that)."""
-        if self.dropped:
-            return
-        if len(self.pending) >= self.limit:
-            self.dropped = True
-            log.warning(
-                "listener of %s in %s dropped (overloaded): %d changes waiting",
-                self.grant.subject,
-                self.grant.workspace,
-                self.limit,
-            )
-            self.on_drop()
-            return
-        self._put(notice)
+    @property
+    def limit(self) -> int:
+        return self.interest.limit
+
+    @property
+    def has_changes(self) -> bool:
+        return self.cursor < self.interest.head
+
+    def drop(self, behind: int) -> None:
+        self.dropped = True
+        log.warning(
+            "listener of %s in %s dropped (overloaded): %d changes waiting",
+            self.grant.subject,
+            self.grant.workspace,
+            behind,
+        )
+        self.on_drop()
 
     def close(self) -> None:
         """End the stream after what is waiting."""
-        self._put(None)
+        self.closing = True
+        self.wake()
 
-    def _put(self, item: Notice | None) -> None:
-        self.pending.append(item)
+    def wake(self) -> None:
         waiter = self.waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
     async def wait(self, seconds: float) -> bool:
-        """Wait up to ``seconds`` for something to send; False if nothing came."""
-        if self.pending:
+        """Wait up to ``seconds`` for something to send (or the end); False if nothing came."""
+        if self.has_changes or self.closing:
             return True
         waiter = self.waiter = asyncio.get_running_loop().create_future()
+        self.interest.sleepers.append(self)
         try:
             async with asyncio.timeout(max(0.0, seconds)):
                 await waiter
         except TimeoutError:
-            return bool(self.pending)
+            return self.has_changes or self.closing
         finally:
             self.waiter = None
         return True
@@ -211,12 +254,13 @@ class ChangeHub:
                 f"this token already has {held} open listeners on this gateway process",
                 limit=self._per_token,
             )
-        listener = Listener(grant, self._queue_size)
         self._per_token_count[grant.token_id] = held + 1
         self._count += 1
         interests = self._interests.setdefault(grant.workspace, {})
-        probe = Interest(grant, notes, topics)
-        interest = listener.interest = interests.setdefault(probe.key, probe)
+        probe = Interest(grant, notes, topics, self._queue_size)
+        interest = interests.setdefault(probe.key, probe)
+        # From the next change on: what came before is not this listener's.
+        listener = Listener(grant, interest, cursor=interest.head)
         interest.listeners[listener] = None
         pump = self._pumps.get(grant.workspace)
         if pump is None:
@@ -237,9 +281,11 @@ class ChangeHub:
     def leave(self, listener: Listener) -> None:
         ws = listener.grant.workspace
         interest = listener.interest
-        if interest is None or listener not in interest.listeners:
+        if listener not in interest.listeners:
             return
         del interest.listeners[listener]
+        if listener in interest.sleepers:
+            interest.sleepers.remove(listener)
         self._count -= 1
         token_id = listener.grant.token_id
         self._per_token_count[token_id] -= 1
@@ -262,7 +308,8 @@ class ChangeHub:
             step = min(RECHECK_SECONDS, deadline - time.monotonic())
             change: Notice | Idle | None = IDLE
             if await listener.wait(step):
-                change = listener.pending.popleft()
+                taken = listener.interest.read(listener, 1)
+                change = taken[0] if taken else None
             now = time.monotonic()
             if now - listener.checked_at >= RECHECK_SECONDS:
                 listener.checked_at = now
@@ -282,14 +329,8 @@ class ChangeHub:
     def waiting(self, listener: Listener, *, limit: int) -> tuple[list[Notice], bool]:
         """Up to ``limit`` changes already queued for ``listener``, without waiting, and
         whether its end mark came after them (the stream is to end once they are sent)."""
-        notices: list[Notice] = []
-        pending = listener.pending
-        while pending and len(notices) < limit:
-            notice = pending.popleft()
-            if notice is None:
-                return notices, True
-            notices.append(notice)
-        return notices, False
+        notices = listener.interest.read(listener, limit)
+        return notices, listener.closing and not listener.has_changes
 
     async def _pump(self, workspace: str, ready: asyncio.Event) -> None:
         feed = await self._board.open_feed(workspace)
@@ -322,8 +363,7 @@ class ChangeHub:
                     notice = Notice.of(change)
                     for interest in interests:
                         if interest.wants(change):
-                            for listener in list(interest.listeners):
-                                listener.offer(notice)
+                            interest.publish(notice)
                 if changes:
                     # Under a burst, one read a while carries many entries rather than one
                     # read an entry: the streams send no faster than that anyway.
