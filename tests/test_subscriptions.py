@@ -32,9 +32,11 @@ from support import (
     stop_gateway,
 )
 
-from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.auth import Grant, TokenIssuer
+from blackboard_mcp.gateway._live import Interest, Listener, Notice
 from blackboard_mcp.store import (
     Board,
+    Change,
     EmbeddedRedis,
     RedisAuditLog,
     SingleRedis,
@@ -385,3 +387,24 @@ async def test_feeds_of_tokens_that_read_different_topics_each_hear_only_their_o
             heard_narrow = await _feed_uris(narrow_lines, addr(workspace, "pub/y"))
     assert heard_wide == [addr(workspace, "secret/x"), addr(workspace, "pub/y")]
     assert heard_narrow == [addr(workspace, "pub/y")]
+
+
+def test_listeners_alike_share_one_bounded_log_and_a_laggard_is_dropped_alone() -> None:
+    grant = Grant("a", "ws", ("*",), (), frozenset(), frozenset(), "t", 0.0, 1e12)
+    interest = Interest(grant, frozenset(), None, limit=4)
+    fast, slow = (Listener(grant, interest) for _ in range(2))
+    dropped: list[Listener] = []
+    for listener in (fast, slow):
+        interest.listeners[listener] = None
+        listener.on_drop = lambda listener=listener: dropped.append(listener)
+    read: list[str] = []
+    for n in range(40):
+        change = Change("ws", "t", n, "write", f"bb://ws/t/{n}", 1, "a", 0)
+        interest.publish(Notice.of(change))
+        read += [notice.change.uri for notice in interest.read(fast, 10)]
+        # However far behind the slow one is, the shared log never holds more than twice
+        # the limit, once for all the listeners.
+        assert len(interest.log) < 2 * interest.limit
+    assert read == [f"bb://ws/t/{n}" for n in range(40)]
+    assert dropped == [slow] and slow.dropped and not fast.dropped
+    assert interest.read(slow, 10) == []
