@@ -20,6 +20,7 @@ from support import GatewayProcess, agent_token, call, mcp_client
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import (
+    MAX_HISTORY_VERSIONS,
     Board,
     BoardLimits,
     GetState,
@@ -215,7 +216,7 @@ async def test_a_past_version_reads_as_a_resource(
 async def test_a_log_built_by_appends_keeps_one_blob_not_a_copy_per_append(
     redis_url: str,
 ) -> None:
-    board = Board(client=board_client(redis_url), limits=BoardLimits(history_versions=10_000))
+    board = Board(client=board_client(redis_url), limits=BoardLimits(history_versions=1000))
     note = "bb://applog/t/log"
     line = "x" * 99 + "\n"
     try:
@@ -544,7 +545,6 @@ def test_the_cli_sets_history_bounds_for_a_topic_and_shows_them(
 
 def test_the_settings_bound_on_kept_versions_is_the_stores() -> None:
     from blackboard_mcp.settings import Settings
-    from blackboard_mcp.store import MAX_HISTORY_VERSIONS
 
     field = Settings.model_fields["history_versions"]
     assert [getattr(m, "le", None) for m in field.metadata if hasattr(m, "le")] == [
@@ -577,3 +577,21 @@ async def test_lowering_the_bound_drops_a_hundred_versions_a_write_not_all_at_on
     finally:
         await many.close()
         await few.close()
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        {"history_versions": MAX_HISTORY_VERSIONS + 1},
+        {"history_versions": -1},
+        {"history_max_age_seconds": -1},
+    ],
+)
+def test_board_limits_built_directly_are_held_to_the_history_bounds(
+    bounds: dict[str, int],
+) -> None:
+    # The settings and the retention overrides check these; a Board built in code (a bench,
+    # an embedding program) must not get past them either.
+    with pytest.raises(ValueError, match="history"):
+        BoardLimits(**bounds)
+    assert BoardLimits(history_versions=MAX_HISTORY_VERSIONS).history_versions == 1000

@@ -49,7 +49,7 @@ from .lifecycle._transfer import (
 )
 from .notes._addresses import Address, validate_workspace
 from .notes._appends import append_note
-from .notes._history import HistoryLimits
+from .notes._history import MAX_HISTORY_VERSIONS, HistoryLimits
 from .notes._links import LinkResult, write_links
 from .notes._notes import MAX_AUTHOR_CHARS, NoteWrite, check_sizes
 from .notes._restore import restore_request
@@ -85,6 +85,16 @@ class BoardLimits:
     # history off, or the age bound off.
     history_versions: int = 50
     history_max_age_seconds: int = 30 * 24 * 3600
+
+    def __post_init__(self) -> None:
+        # The settings check these too; a Board built in code must not get past them: each
+        # write's script drops at most DROPS_PER_WRITE versions, sized for this bound.
+        if not 0 <= self.history_versions <= MAX_HISTORY_VERSIONS:
+            raise ValueError(
+                f"history_versions must be 0 to {MAX_HISTORY_VERSIONS}, not {self.history_versions}"
+            )
+        if self.history_max_age_seconds < 0:
+            raise ValueError("history_max_age_seconds must be 0 (no bound) or more")
 
 
 class Board:
