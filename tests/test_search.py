@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from hypothesis import given
@@ -507,3 +508,21 @@ def test_q_reaches_the_parser_as_words_and_the_servers_operators_only(q: str) ->
         assert query.startswith(head)
         assert _QUERY_AFTER_FILTERS.fullmatch(query[len(head) :]), query
         assert "@" not in query[len(head) :] and "{" not in query[len(head) :]
+
+
+@pytest.mark.parametrize("shape", ["{}-", "{}", "{}-a*", "-{}x", '"{}'])
+def test_reading_q_takes_time_in_proportion_to_its_length(shape: str) -> None:
+    # q is read on the event loop: a reading that grows with the square of a word's length
+    # (a backtracking pattern) holds every other call up for a second at the 10,000-character
+    # limit. Compared with itself at a tenth of the length, in one run, so the machine's own
+    # speed drops out: linear is about 10x, quadratic about 100x.
+    def cost(length: int) -> float:
+        q = shape.format("é" * length)
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            parse_q(q)
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    assert cost(9_990) < 30 * cost(999)

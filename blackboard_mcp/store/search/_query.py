@@ -20,7 +20,6 @@ MAX_TERM_CHARS = 64
 # RediSearch expands a prefix of at least two characters (its MINPREFIX default).
 MIN_PREFIX_CHARS = 2
 _WORD = re.compile(r"\w+", re.UNICODE)
-_PREFIX = re.compile(r"(\w+)\*+$", re.UNICODE)
 _PHRASE = re.compile(r"(-?)[\"“”]([^\"“”]*)[\"“”]?")
 _TAG_SPECIAL = re.compile(r"([^A-Za-z0-9_])")
 # RediSearch's default stop words. The index drops them, so a query made only of them would
@@ -135,10 +134,15 @@ def parse_q(q: str) -> Parsed:
         if token.startswith("-"):
             parsed.excluded.extend(w for w in _words(token) if w not in STOP_WORDS)
             continue
-        prefix = _PREFIX.search(token)
-        words = _words(token if prefix is None else token[: prefix.start()])
-        if prefix is not None:
-            stem = prefix.group(1).lower()[:MAX_TERM_CHARS]
+        # By hand, not with a pattern anchored at the end: one such pattern backtracks over
+        # a long word once per starting point, and q is read on the event loop.
+        stripped = token.rstrip("*")
+        raw = _WORD.findall(stripped)
+        starred = stripped != token and raw and stripped.endswith(raw[-1])
+        words = [w.lower()[:MAX_TERM_CHARS] for w in (raw[:-1] if starred else raw)]
+        words = [w for w in words if w.strip("_")]
+        if starred:
+            stem = raw[-1].lower()[:MAX_TERM_CHARS]
             if not stem.strip("_"):
                 pass  # underscores alone are no word
             elif len(stem) < MIN_PREFIX_CHARS:
