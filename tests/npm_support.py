@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import NoReturn
 
@@ -65,3 +68,29 @@ def npm_ci(npm: str, package_dir: Path, timeout_seconds: int) -> None:
         )
     if not up_to_date(package_dir):
         install_failed(package_dir, "node_modules does not hold the versions package.json pins")
+
+
+def installed_from_lockfile(package_dir: Path, purpose: str, timeout_seconds: int) -> Path:
+    """``npm ci`` in ``package_dir``; its node_modules. Without npm on PATH the test fails on
+    CI (which installs it) and is skipped elsewhere; ``purpose`` ends both messages."""
+    npm = shutil.which("npm")
+    if npm is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"npm is not on PATH; CI must run {purpose}")
+        pytest.skip(f"npm is needed on PATH to install {purpose}")
+    npm_ci(npm, package_dir, timeout_seconds)
+    return package_dir / "node_modules"
+
+
+def platform_suffix() -> str:
+    """How the node-<platform> packages name this machine: linux-x64, darwin-arm64, ..."""
+    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
+    return f"{sys.platform}-{machine.get(platform.machine().lower(), platform.machine())}"
+
+
+def locked_node(package_dir: Path) -> str:
+    """The Node binary of the node-<platform> package pinned in ``package_dir``."""
+    node = package_dir / "node_modules" / f"node-{platform_suffix()}" / "bin" / "node"
+    if not node.is_file():
+        install_failed(package_dir, f"no node-{platform_suffix()} for this platform")
+    return str(node)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from npm_support import npm_ci
+from npm_support import installed_from_lockfile
 from support import GatewayProcess, admin_token, call, mcp_client
 
 from blackboard_mcp.auth import TokenIssuer
@@ -29,13 +29,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def axe_source() -> str:
-    npm = shutil.which("npm")
-    if npm is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("npm is not on PATH; CI must run the accessibility tests")
-        pytest.skip("npm is needed on PATH to install axe-core")
-    npm_ci(npm, AXE_DIR, timeout_seconds=300)
-    return (AXE_DIR / "node_modules" / "axe-core" / "axe.min.js").read_text()
+    modules = installed_from_lockfile(AXE_DIR, "axe-core for the accessibility tests", 300)
+    return (modules / "axe-core" / "axe.min.js").read_text()
 
 
 @pytest.fixture

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import queue
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import threading
@@ -27,7 +25,13 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from npm_support import install_failed, locked_versions, npm_ci
+from npm_support import (
+    install_failed,
+    installed_from_lockfile,
+    locked_node,
+    locked_versions,
+    platform_suffix,
+)
 from support import GatewayProcess, agent_token, call, child_process, mcp_client
 
 from blackboard_mcp import __version__
@@ -79,11 +83,6 @@ def shell_words(line: str, url: str, token: str) -> list[str]:
 # ---------------------------------------------------------------- the installed clients
 
 
-def _platform_suffix() -> str:
-    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
-    return f"{sys.platform}-{machine.get(platform.machine().lower(), platform.machine())}"
-
-
 @dataclass(frozen=True)
 class Clients:
     """Paths of the locked clients inside npm_clients/node_modules."""
@@ -103,24 +102,16 @@ class Clients:
 
 @pytest.fixture(scope="session")
 def clients() -> Clients:
-    npm = shutil.which("npm")
-    if npm is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("npm is not on PATH; CI must run the client set-up tests")
-        pytest.skip("npm is needed on PATH to install the MCP clients of the README")
-    npm_ci(npm, CLIENTS_DIR, NPM_CI_TIMEOUT_SECONDS)
-    modules = CLIENTS_DIR / "node_modules"
-    suffix = _platform_suffix()
-    node = modules / f"node-{suffix}" / "bin" / "node"
+    modules = installed_from_lockfile(
+        CLIENTS_DIR, "the MCP clients of the README", NPM_CI_TIMEOUT_SECONDS
+    )
+    node = locked_node(CLIENTS_DIR)
     # The native build Claude Code's own installer would copy over its bin/ placeholder; run
     # it directly so the test does not depend on npm running install scripts.
-    claude = modules / "@anthropic-ai" / f"claude-code-{suffix}" / "claude"
-    for path in (node, claude):
-        if not path.is_file():
-            install_failed(
-                CLIENTS_DIR, f"no {path.relative_to(CLIENTS_DIR)} for this platform ({suffix})"
-            )
-    return Clients(node=str(node), claude=claude, modules=modules)
+    claude = modules / "@anthropic-ai" / f"claude-code-{platform_suffix()}" / "claude"
+    if not claude.is_file():
+        install_failed(CLIENTS_DIR, f"no {claude.relative_to(CLIENTS_DIR)} for this platform")
+    return Clients(node=node, claude=claude, modules=modules)
 
 
 # ---------------------------------------------------------------- helpers

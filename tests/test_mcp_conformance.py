@@ -14,9 +14,7 @@ as a client configured with a token would.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from conformance_support import token_front
-from npm_support import install_failed, npm_ci
+from npm_support import installed_from_lockfile, locked_node
 from support import GatewayProcess, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
@@ -87,21 +85,11 @@ class Suite:
 
 @pytest.fixture(scope="session")
 def suite() -> Suite:
-    npm = shutil.which("npm")
-    if npm is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("npm is not on PATH; CI must run the conformance suite")
-        pytest.skip("npm is needed on PATH to install the conformance suite")
-    npm_ci(npm, SUITE_DIR, NPM_CI_TIMEOUT_SECONDS)
-    modules = SUITE_DIR / "node_modules"
-    machine = {"x86_64": "x64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
-    node = modules / f"node-linux-{machine}" / "bin" / "node"
+    modules = installed_from_lockfile(SUITE_DIR, "the conformance suite", NPM_CI_TIMEOUT_SECONDS)
     package = modules / "@modelcontextprotocol" / "conformance"
     manifest = json.loads((package / "package.json").read_text())
     cli = package / manifest["bin"]["conformance"]
-    if not node.is_file():
-        install_failed(SUITE_DIR, f"no Node for linux-{machine}")
-    return Suite(str(node), cli)
+    return Suite(locked_node(SUITE_DIR), cli)
 
 
 @pytest.fixture(scope="module")
