@@ -160,6 +160,7 @@ async def _fetch_content(
         if i == 0 and prefix_bytes is not None and entry.columns is None:
             end = min(end, begin + prefix_bytes)
         if begin >= end:
+            # Nothing from there on (a start past the end): a range that reads nothing.
             commands.append(("GETRANGE", keys.blob(address.workspace, note["blob"]), 1, 0))
         else:
             commands.append(
@@ -228,15 +229,15 @@ def _entries(
                 item["hint"] = CATCH_UP_HINT
             out.append((Entry(address.uri, item), None))
             continue
-        links = _filter_links(address.workspace, outgoing, incoming, readable)
-        warnings = link_warnings(address.uri, links)
-        if address.start is not None and mode in ("digest", "ref"):
-            # A part of a note is read for its content: nothing else would show it.
-            item_mode: Any = "full"
-        else:
-            item_mode = mode
+        # A part of a note (``...@7#5120``) is its address and content: the note's fields,
+        # links and warnings came with the part that named this one.
+        part = address.start is not None
+        links = [] if part else _filter_links(address.workspace, outgoing, incoming, readable)
+        warnings = [] if part else link_warnings(address.uri, links)
+        # A part is read for its content, which a digest or ref read would not show.
+        item_mode: Any = "full" if part and mode in ("digest", "ref") else mode
         current = note.get(CURRENT_VERSION)
-        if current is not None and mark_past:
+        if current is not None and mark_past and not part:
             warnings.append(
                 f"{address.uri} is a past version; the note is at version {current} "
                 "(links shown are its current ones)"
@@ -248,13 +249,10 @@ def _entries(
             entry.rest_of = f"{address.note.uri}@{note['version']}"
             if address.start is not None:
                 _start_at(entry, address.start, int(note.get("size") or 0))
-        if current is not None and mark_past:
-            entry.item["current_version"] = int(current)
-        if address.start is not None:
-            # A part of a note: its content, and where it is. The note's fields, links and
-            # warnings came with the part that named this one.
+        if part:
             entry.item = {"uri": address.uri}
-            entry.warnings = []
+        elif current is not None and mark_past:
+            entry.item["current_version"] = int(current)
         out.append((entry, note))
     return out
 
