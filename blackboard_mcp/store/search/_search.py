@@ -103,14 +103,16 @@ async def search_keys(
             wanted = limit - len(ranked)
             if wanted <= 0:
                 break
-            fetch = limit * (PHRASE_CANDIDATES if parsed.checks_text else 1) + len(ranked)
+            # The notes holding every part must hold the phrases; all must hold no excluded one.
+            checked = parsed.checks_text if every else bool(parsed.excluded_phrases)
+            fetch = limit * (PHRASE_CANDIDATES if checked else 1) + len(ranked)
             scored = await _run(client, index, workspace, topics, parsed, fetch, every, warnings)
             seen = {key for key, _ in ranked}
             group = sorted(
                 ((k, v) for k, v in scored.items() if k not in seen),
                 key=lambda item: (-item[1], item[0]),
             )
-            if parsed.checks_text:
+            if checked:
                 group = await _with_phrases(client, parsed, group, every)
             ranked.extend(group[:wanted])
         prefix = len(keys.note(workspace, ""))
