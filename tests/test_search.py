@@ -526,3 +526,13 @@ def test_reading_q_takes_time_in_proportion_to_its_length(shape: str) -> None:
         return best
 
     assert cost(9_990) < 30 * cost(999)
+
+
+def test_q_holds_at_most_32_parts_whatever_their_kind() -> None:
+    # Each part costs the query, and each phrase a scan of every candidate's text: excluded
+    # phrases count like the rest.
+    q = " ".join([f'"w{n} x{n}" -"y{n} z{n}" -v{n} p{n}*' for n in range(500)])[:10_000]
+    parsed = parse_q(q)
+    parts = [*parsed.words, *parsed.prefixes, *parsed.excluded]
+    phrase_words = [w for p in (*parsed.phrases, *parsed.excluded_phrases) for w in p]
+    assert len(parts) + len(phrase_words) <= 32, parsed

@@ -170,20 +170,27 @@ def parse_q(q: str) -> Parsed:
 
 
 def _cap(parsed: Parsed) -> None:
-    """At most MAX_TERMS parts in all: a query's cost grows with each."""
+    """At most MAX_TERMS parts in all, a phrase counting its words: a query's cost grows with
+    each part, and a phrase's check with each phrase."""
     room = MAX_TERMS
     parsed.words = parsed.words[:room]
     room -= len(parsed.words)
     parsed.prefixes = parsed.prefixes[: max(0, room)]
     room -= len(parsed.prefixes)
+    parsed.phrases, room = _phrases_within(parsed.phrases, room)
+    parsed.excluded = parsed.excluded[: max(0, room)]
+    room -= len(parsed.excluded)
+    parsed.excluded_phrases, _ = _phrases_within(parsed.excluded_phrases, room)
+
+
+def _phrases_within(phrases: list[tuple[str, ...]], room: int) -> tuple[list[tuple[str, ...]], int]:
     kept: list[tuple[str, ...]] = []
-    for phrase in parsed.phrases:
+    for phrase in phrases:
         if room - len(phrase) < 0:
             break
         kept.append(phrase)
         room -= len(phrase)
-    parsed.phrases = kept
-    parsed.excluded = parsed.excluded[: max(0, room)]
+    return kept, room
 
 
 def escape_tag(value: str) -> str:
