@@ -408,3 +408,18 @@ def test_listeners_alike_share_one_bounded_log_and_a_laggard_is_dropped_alone() 
     assert read == [f"bb://ws/t/{n}" for n in range(40)]
     assert dropped == [slow] and slow.dropped and not fast.dropped
     assert interest.read(slow, 10) == []
+
+
+async def test_an_idle_listener_waits_again_and_again_without_growing_anything() -> None:
+    grant = Grant("a", "ws", ("*",), (), frozenset(), frozenset(), "t", 0.0, 1e12)
+    interest = Interest(grant, frozenset(), None, limit=4)
+    listener = Listener(grant, interest)
+    interest.listeners[listener] = None
+    # A quiet stream wakes every few seconds (keep-alives, the revocation check) to wait
+    # again: each wait must not leave one more entry behind.
+    for _ in range(50):
+        assert not await listener.wait(0)
+    assert len(interest.sleepers) <= 1
+    change = Change("ws", "t", 1, "write", "bb://ws/t/k", 1, "a", 0)
+    interest.publish(Notice.of(change))
+    assert await listener.wait(0) and interest.sleepers == []

@@ -101,7 +101,7 @@ class Interest:
     notes: frozenset[str]
     # None: every topic the token may read.
     topics: frozenset[str] | None
-    limit: int = 1024
+    limit: int  # BB_LISTENER_QUEUE
     # A dict for its order and its O(1) removal.
     listeners: dict[Listener, None] = field(default_factory=dict)
     readable: dict[str, bool] = field(default_factory=dict)
@@ -137,6 +137,7 @@ class Interest:
         if self.sleepers:
             sleepers, self.sleepers = self.sleepers, []
             for listener in sleepers:
+                listener.asleep = False
                 listener.wake()
         if len(self.log) >= 2 * self.limit:
             self._trim()
@@ -175,6 +176,7 @@ class Listener:
     on_drop: Callable[[], None] = field(default=lambda: None)
     dropped: bool = False
     closing: bool = False  # end the stream once what is waiting is sent
+    asleep: bool = False  # in its interest's sleepers, until the next change wakes it
     checked_at: float = field(default_factory=time.monotonic)
 
     @property
@@ -210,7 +212,10 @@ class Listener:
         if self.has_changes or self.closing:
             return True
         waiter = self.waiter = asyncio.get_running_loop().create_future()
-        self.interest.sleepers.append(self)
+        if not self.asleep:
+            # Once until the next change: a quiet stream waits again every few seconds.
+            self.asleep = True
+            self.interest.sleepers.append(self)
         try:
             async with asyncio.timeout(max(0.0, seconds)):
                 await waiter
@@ -284,7 +289,7 @@ class ChangeHub:
         if listener not in interest.listeners:
             return
         del interest.listeners[listener]
-        if listener in interest.sleepers:
+        if listener.asleep:
             interest.sleepers.remove(listener)
         self._count -= 1
         token_id = listener.grant.token_id
