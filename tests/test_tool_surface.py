@@ -146,6 +146,8 @@ def test_the_readme_states_the_measured_surface(
     assert stated is not None, "the README gives the surface's size"
     assert int(stated.group(1)) == max(tools for tools, _ in measured)
     assert int(stated.group(2)) == max(result for _, result in measured)
+    # It stands on its own: no citing a document its reader does not have.
+    assert "five-tools contract" not in readme
 
 
 def test_there_are_exactly_the_five_tools_with_the_seed_arguments(tools_list: dict) -> None:
