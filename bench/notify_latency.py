@@ -22,7 +22,13 @@ gateways that write streams on the direct path (the default) and once through th
 ``--against REV`` makes the same run with gateways of git revision REV, on the same Redis.
 
     python bench/notify_latency.py [--listeners 0,100,1000] [--paths direct,sdk]
-        [--seconds 5] [--writes 200] [--writers 16] [--listener-procs 4] [--against REV]
+        [--seconds 5] [--writes 200] [--writers 16] [--listener-procs 4] [--rounds 1]
+        [--against REV]
+
+With ``--rounds N`` the whole run is made N times (each revision in turn, in every round),
+each round's figures against its own no-listener rate, and the median printed at the end:
+on two cores shared by the gateways, Redis, the writers and the listeners, one round's
+share swings by ten points or more.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import orjson
+import uvloop
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _gateway_process import bench_issuer, bench_token, start_gateway
@@ -60,38 +67,58 @@ class _Heard:
     ended: bool = False
 
 
+class _ListenerProtocol(asyncio.Protocol):
+    """One listen stream, counted as it arrives: a callback a read, with no task to wake,
+    so that the listening side costs the machine as little as it can (it shares the cores
+    with the gateways it measures)."""
+
+    def __init__(self, ready: asyncio.Event, heard: _Heard) -> None:
+        self._ready = ready
+        self._heard = heard
+        self._tail = b""
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.stopping = False
+
+    def data_received(self, chunk: bytes) -> None:
+        now = time.perf_counter()
+        heard = self._heard
+        if not self._ready.is_set() and b"subscriptions/acknowledged" in chunk:
+            self._ready.set()
+        data = self._tail + chunk if self._tail else chunk
+        cut = data.rfind(b"\n")
+        whole, self._tail = (data[: cut + 1], data[cut + 1 :]) if cut >= 0 else (b"", data)
+        loads = whole.count(_LOAD_MARK)
+        heard.load += loads
+        if whole.count(_MARK) > loads:
+            assert heard.lat is not None
+            for line in whole.split(b"\n"):
+                at = line.find(_MARK)
+                if at >= 0 and not line.startswith(_LOAD_MARK, at):
+                    uri = line[at + len(_MARK) : line.index(b'"', at + len(_MARK))]
+                    heard.lat.setdefault(uri.decode(), now)
+        if b'"error"' in whole or b'"result"' in whole:
+            heard.ended = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.stopping:
+            self._heard.ended = True
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
 async def _one_listener(
     port: int, token: str, uris: list[str], ready: asyncio.Event, heard: _Heard
 ) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(listen_request(f"127.0.0.1:{port}", "/mcp/", token, uris, client="bench"))
     heard.lat = {}
-    tail = b""
+    transport, stream = await asyncio.get_running_loop().create_connection(
+        lambda: _ListenerProtocol(ready, heard), "127.0.0.1", port
+    )
+    transport.write(listen_request(f"127.0.0.1:{port}", "/mcp/", token, uris, client="bench"))
     try:
-        while True:
-            chunk = await reader.read(1 << 16)
-            now = time.perf_counter()
-            if not chunk:
-                heard.ended = True
-                return
-            if not ready.is_set() and b"subscriptions/acknowledged" in chunk:
-                ready.set()
-            data = tail + chunk
-            cut = data.rfind(b"\n")
-            whole, tail = (data[: cut + 1], data[cut + 1 :]) if cut >= 0 else (b"", data)
-            loads = whole.count(_LOAD_MARK)
-            heard.load += loads
-            if whole.count(_MARK) > loads:
-                for line in whole.split(b"\n"):
-                    at = line.find(_MARK)
-                    if at >= 0 and not line.startswith(_LOAD_MARK, at):
-                        uri = line[at + len(_MARK) : line.index(b'"', at + len(_MARK))]
-                        heard.lat.setdefault(uri.decode(), now)
-            if b'"error"' in whole or b'"result"' in whole:
-                heard.ended = True
-                return
+        await stream.closed
     finally:
-        writer.close()
+        stream.stopping = True
+        transport.close()
 
 
 def _listeners_main(
@@ -118,7 +145,7 @@ def _listeners_main(
         await asyncio.gather(*tasks, return_exceptions=True)
         conn.send([(h.load, h.lat, h.ended) for h in heard])
 
-    asyncio.run(run())
+    uvloop.run(run())
 
 
 class Listeners:
@@ -141,6 +168,10 @@ class Listeners:
         for mine, _ in self._children:
             if mine.recv() != "ready":
                 raise SystemExit("listeners did not start")
+
+    def cpu_seconds(self) -> float:
+        """CPU the listener processes have used so far."""
+        return sum(process_tree_cpu_seconds(proc.pid or 0) for _, proc in self._children)
 
     def stop(self) -> list[tuple[int, dict[str, float], bool]]:
         for mine, _ in self._children:
@@ -232,7 +263,9 @@ def _run_path(
     args: argparse.Namespace,
     redis_url: str,
     tree: tuple[str, Path | None],
-) -> None:
+    round_no: int,
+) -> list[tuple[int, float, bool, float]]:
+    """One round: each count's (listeners, share of the no-listener rate, all kept, p99)."""
     label, package_root = tree
     issuer = bench_issuer()
 
@@ -246,15 +279,18 @@ def _run_path(
     writer_token = token()
     follow = [f"bb://{WORKSPACE}/lat", f"bb://{WORKSPACE}/load"]
     base: float | None = None
+    figures: list[tuple[int, float, bool, float]] = []
     try:
         for count in counts:
-            prefix = f"{label}-{path}-{count}".replace(" ", "-")
+            prefix = f"{label}-{path}-{count}-r{round_no}".replace(" ", "-")
             listeners = Listeners(ports, [token() for _ in range(count)], follow, args.procs)
             cpu = process_tree_cpu_seconds(a.pid) + process_tree_cpu_seconds(b.pid)
+            heard_cpu = listeners.cpu_seconds()
             done, took = asyncio.run(
                 _throughput(ports, writer_token, prefix, args.writers, args.seconds)
             )
             cpu = process_tree_cpu_seconds(a.pid) + process_tree_cpu_seconds(b.pid) - cpu
+            heard_cpu = listeners.cpu_seconds() - heard_cpu
             rate = done / took
             base = rate if base is None else base
             _sent, acked = asyncio.run(
@@ -277,7 +313,9 @@ def _run_path(
                 missing = sum(done - load for load, _, _ in heard) + (count * len(acked) - len(lat))
                 ended = sum(1 for _, _, was_ended in heard if was_ended)
                 kept = "KEPT" if not missing and not ended else f"ended {ended}, missing {missing}"
+                figures.append((count, rate / base, kept == "KEPT", _pct(lat, 0.99)))
                 line += (
+                    f", listeners' CPU {1000 * heard_cpu / done:.2f} ms/write"
                     f", {count * (done + len(acked))} notifications, {kept}; from ack p50 "
                     f"{statistics.median(lat):.2f} ms, p99 {_pct(lat, 0.99):.2f} ms"
                 )
@@ -286,6 +324,24 @@ def _run_path(
         for proc in (a, b):
             proc.terminate()
             proc.wait(10)
+    return figures
+
+
+def _summary(label: str, path: str, rounds: list[list[tuple[int, float, bool, float]]]) -> None:
+    """Each count's median share over the rounds, and whether every round kept everyone."""
+    by_count: dict[int, list[tuple[float, bool, float]]] = {}
+    for figures in rounds:
+        for count, share, kept, p99 in figures:
+            by_count.setdefault(count, []).append((share, kept, p99))
+    for count, seen in by_count.items():
+        shares = [share for share, _, _ in seen]
+        print(
+            f"{label:<14} {path:6} {count:5} listeners over {len(seen)} rounds: median "
+            f"{100 * statistics.median(shares):3.0f}% of none (from {100 * min(shares):.0f}% "
+            f"to {100 * max(shares):.0f}%), p99 at most {max(p for _, _, p in seen):.0f} ms, "
+            + ("every listener kept in every round" if all(k for _, k, _ in seen) else "NOT KEPT"),
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -296,6 +352,9 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=200)
     parser.add_argument("--writers", type=int, default=16)
     parser.add_argument("--listener-procs", dest="procs", type=int, default=4)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="repeat the whole run, and report the median"
+    )
     parser.add_argument(
         "--against", action="append", default=[], help="also the gateway of this git revision"
     )
@@ -319,9 +378,15 @@ def main() -> None:
             root.mkdir()
             extract_revision(rev, root)
             trees.append((rev, root))
-        for path in args.paths.split(","):
-            for tree in trees:
-                _run_path(path, counts, args, server.url, tree)
+        runs: dict[tuple[str, str], list[list[tuple[int, float, bool, float]]]] = {}
+        for round_no in range(args.rounds):
+            for path in args.paths.split(","):
+                for tree in trees:
+                    figures = _run_path(path, counts, args, server.url, tree, round_no)
+                    runs.setdefault((tree[0], path), []).append(figures)
+        if args.rounds > 1:
+            for (label, path), rounds in runs.items():
+                _summary(label, path, rounds)
 
 
 if __name__ == "__main__":
