@@ -38,10 +38,11 @@ RECHECK_SECONDS = 5.0
 # A listen that cannot start its workspace's feed (Redis down) is refused after this long.
 _START_SECONDS = 5.0
 # A socket write costs far more than the bytes in it (on loopback, tens of microseconds: the
-# receiving end's work is done in the sender's call), so under a burst of changes each stream
-# sends what came meanwhile in one write, at most once per ``listeners / writes_per_second``
-# seconds (BB_LISTENER_WRITES_PER_SECOND); a change after a quiet spell goes out at once. A
-# notification is never held for longer than this:
+# receiving end's work is done in the sender's call), so under a burst of changes the pump
+# reads the change log at most once per ``listeners / writes_per_second`` seconds
+# (BB_LISTENER_WRITES_PER_SECOND), and each stream sends what one read brought in one write:
+# a stream writes once per read, not once per change. A change after a quiet spell goes out
+# at once; under a burst, none waits longer than this for its read:
 MAX_WRITE_INTERVAL_SECONDS = 0.05
 # Topics whose readability a listener remembers.
 _READABLE_CACHE = 1024
@@ -328,7 +329,8 @@ class ChangeHub:
                 return change
 
     def write_interval(self) -> float:
-        """The least time between two writes to one stream, for this many listeners."""
+        """The least time between two reads of the change log that found something (and so
+        between two writes to one stream), for this many listeners."""
         return min(MAX_WRITE_INTERVAL_SECONDS, self._count / self._writes_per_second)
 
     def waiting(self, listener: Listener, *, limit: int) -> tuple[list[Notice], bool]:
@@ -371,8 +373,8 @@ class ChangeHub:
                             interest.publish(notice)
                 if changes:
                     # Under a burst, one read a while carries many entries rather than one
-                    # read an entry: the streams send no faster than that anyway.
-                    await asyncio.sleep(self.write_interval() / 2)
+                    # read an entry, and each stream sends them in one write.
+                    await asyncio.sleep(self.write_interval())
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(feed.close())

@@ -174,7 +174,6 @@ class Listens:
                 listener.on_drop = scope.cancel
                 await acknowledge()
                 ended = False
-                sent_at = -1.0
                 while not ended:
                     notice = await self._hub.next_change(listener, wait_seconds=wait)
                     if notice is None:
@@ -183,12 +182,9 @@ class Listens:
                         if on_idle is not None:
                             await on_idle()
                         continue
-                    linger = sent_at + self._hub.write_interval() - anyio.current_time()
-                    if linger > 0:
-                        await anyio.sleep(linger)
+                    # What the pump's last read brought, in one write (the pump paces reads).
                     more, ended = self._hub.waiting(listener, limit=BATCH - 1)
                     await deliver([notice, *more])
-                    sent_at = anyio.current_time()
         except TokenRevoked as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
         finally:
