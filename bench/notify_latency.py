@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 import uvloop
@@ -58,6 +59,16 @@ from blackboard_mcp.testing import listen_request
 WORKSPACE = "bench-notify"
 _MARK = b'"uri":"'
 _LOAD_MARK = b'"uri":"bb://' + WORKSPACE.encode() + b"/load/"
+
+
+class _Figure(NamedTuple):
+    """One listener count's result in one round."""
+
+    listeners: int
+    share: float  # of the round's no-listener writes/s
+    kept: bool  # every listener kept, every notification heard
+    p99_ms: float
+    cpu_ratio: float  # the gateways' CPU a write, against the round's no-listener figure
 
 
 @dataclass
@@ -264,7 +275,7 @@ def _run_path(
     redis_url: str,
     tree: tuple[str, Path | None],
     round_no: int,
-) -> list[tuple[int, float, bool, float]]:
+) -> list[_Figure]:
     """One round: each count's (listeners, share of the no-listener rate, all kept, p99)."""
     label, package_root = tree
     issuer = bench_issuer()
@@ -279,7 +290,8 @@ def _run_path(
     writer_token = token()
     follow = [f"bb://{WORKSPACE}/lat", f"bb://{WORKSPACE}/load"]
     base: float | None = None
-    figures: list[tuple[int, float, bool, float]] = []
+    base_cpu: float | None = None
+    figures: list[_Figure] = []
     try:
         for count in counts:
             prefix = f"{label}-{path}-{count}-r{round_no}".replace(" ", "-")
@@ -293,6 +305,7 @@ def _run_path(
             heard_cpu = listeners.cpu_seconds() - heard_cpu
             rate = done / took
             base = rate if base is None else base
+            base_cpu = cpu / done if base_cpu is None else base_cpu
             _sent, acked = asyncio.run(
                 _sequential_writes(port_a, writer_token, prefix, args.writes)
             )
@@ -313,7 +326,11 @@ def _run_path(
                 missing = sum(done - load for load, _, _ in heard) + (count * len(acked) - len(lat))
                 ended = sum(1 for _, _, was_ended in heard if was_ended)
                 kept = "KEPT" if not missing and not ended else f"ended {ended}, missing {missing}"
-                figures.append((count, rate / base, kept == "KEPT", _pct(lat, 0.99)))
+                figures.append(
+                    _Figure(
+                        count, rate / base, kept == "KEPT", _pct(lat, 0.99), cpu / done / base_cpu
+                    )
+                )
                 line += (
                     f", listeners' CPU {1000 * heard_cpu / done:.2f} ms/write"
                     f", {count * (done + len(acked))} notifications, {kept}; from ack p50 "
@@ -327,19 +344,21 @@ def _run_path(
     return figures
 
 
-def _summary(label: str, path: str, rounds: list[list[tuple[int, float, bool, float]]]) -> None:
-    """Each count's median share over the rounds, and whether every round kept everyone."""
-    by_count: dict[int, list[tuple[float, bool, float]]] = {}
+def _summary(label: str, path: str, rounds: list[list[_Figure]]) -> None:
+    """Each count's medians over the rounds, and whether every round kept everyone."""
+    by_count: dict[int, list[_Figure]] = {}
     for figures in rounds:
-        for count, share, kept, p99 in figures:
-            by_count.setdefault(count, []).append((share, kept, p99))
+        for figure in figures:
+            by_count.setdefault(figure.listeners, []).append(figure)
     for count, seen in by_count.items():
-        shares = [share for share, _, _ in seen]
+        shares = [f.share for f in seen]
         print(
             f"{label:<14} {path:6} {count:5} listeners over {len(seen)} rounds: median "
             f"{100 * statistics.median(shares):3.0f}% of none (from {100 * min(shares):.0f}% "
-            f"to {100 * max(shares):.0f}%), p99 at most {max(p for _, _, p in seen):.0f} ms, "
-            + ("every listener kept in every round" if all(k for _, k, _ in seen) else "NOT KEPT"),
+            f"to {100 * max(shares):.0f}%), gateways' CPU a write "
+            f"{statistics.median(f.cpu_ratio for f in seen):.2f}x none, p99 at most "
+            f"{max(f.p99_ms for f in seen):.0f} ms, "
+            + ("every listener kept in every round" if all(f.kept for f in seen) else "NOT KEPT"),
             flush=True,
         )
 
@@ -378,7 +397,7 @@ def main() -> None:
             root.mkdir()
             extract_revision(rev, root)
             trees.append((rev, root))
-        runs: dict[tuple[str, str], list[list[tuple[int, float, bool, float]]]] = {}
+        runs: dict[tuple[str, str], list[list[_Figure]]] = {}
         for round_no in range(args.rounds):
             for path in args.paths.split(","):
                 for tree in trees:

@@ -145,9 +145,10 @@ class Settings(BaseSettings):
     listeners_per_token: int = Field(default=8, ge=1)
     listener_queue: int = Field(default=1024, ge=1)
     # Under a burst of changes, the writes per second this process makes to its streams in
-    # all: each stream sends what came meanwhile in one write, at most every
-    # listeners / listener_writes_per_second seconds (never more than 50 ms apart).
-    listener_writes_per_second: int = Field(default=1000, ge=20)
+    # all: the change log is read at most every listeners / listener_writes_per_second
+    # seconds (never more than 75 ms apart), and each stream sends what a read brought in
+    # one write.
+    listener_writes_per_second: int = Field(default=500, ge=20)
     allowed_hosts: list[str] = Field(default_factory=list)
     # Proxies whose X-Forwarded-For/-Proto are believed (uvicorn's forwarded_allow_ips: a
     # comma-separated list of addresses or networks, "*" for any); empty believes none, so a

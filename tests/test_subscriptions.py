@@ -249,6 +249,84 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
         slow.close()
 
 
+# A gateway whose pump reads the change log at most every 50 ms under a burst with one
+# listener: min(75 ms, 1 listener / 20 writes a second).
+PACED_READ_SECONDS = 0.05
+
+
+def _chunks(stream: bytes) -> tuple[list[bytes], bytes]:
+    """The whole HTTP chunks at the start of ``stream`` (past its headers), and the rest."""
+    chunks: list[bytes] = []
+    while True:
+        line_end = stream.find(b"\r\n")
+        if line_end < 0:
+            return chunks, stream
+        size = int(stream[:line_end], 16)
+        end = line_end + 2 + size + 2
+        if len(stream) < end:
+            return chunks, stream
+        chunks.append(stream[line_end + 2 : end - 2])
+        stream = stream[end:]
+
+
+async def test_a_burst_reaches_a_stream_in_one_write_per_read_of_the_change_log(
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    writer_board: Board,
+    tmp_path: Path,
+) -> None:
+    paced = start_gateway(
+        redis_server.url, tmp_path / "paced", extra_env={"BB_LISTENER_WRITES_PER_SECOND": "20"}
+    )
+    parts = urlsplit(paced.mcp_url)
+    assert parts.hostname is not None and parts.port is not None
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        follow = [addr(workspace, "burst")]
+        token = agent_token(issuer, workspace)
+        writer.write(listen_request(parts.netloc, parts.path, token, follow, client="paced"))
+        stream = b""
+        with anyio.fail_after(10):
+            while b"\r\n\r\n" not in stream or b"acknowledged" not in stream:
+                stream += await reader.read(1 << 16)
+        stream = stream.split(b"\r\n\r\n", 1)[1]
+        uris = [addr(workspace, f"burst/{n:03d}") for n in range(100)]
+        started = time.monotonic()
+        for uri in uris:
+            await writer_board.update_state(
+                UpdateState.parse({"uri": uri, "digest": "d"}), author="w"
+            )
+        took = time.monotonic() - started
+        heard: list[str] = []
+        writes = 0
+        with anyio.fail_after(10):
+            while len(heard) < len(uris):
+                stream += await reader.read(1 << 16)
+                chunks, stream = _chunks(stream)
+                for chunk in chunks:
+                    events = [
+                        json.loads(line[len(b"data: ") :])
+                        for line in chunk.split(b"\r\n")
+                        if line.startswith(b"data: ")
+                    ]
+                    updates = [
+                        e["params"]["uri"]
+                        for e in events
+                        if e.get("method") == "notifications/resources/updated"
+                    ]
+                    writes += bool(updates)
+                    heard += updates
+        # Every change once, in the order written, and no more writes than the pump made
+        # reads: one per interval while the writes went on, one the moment the first came,
+        # and one for what came in the last interval.
+        assert heard == uris
+        assert writes <= took / PACED_READ_SECONDS + 3, (writes, took)
+    finally:
+        writer.close()
+        stop_gateway(paced)
+
+
 @pytest.mark.slow
 async def test_a_gateway_with_open_listeners_stops_promptly(
     redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str, tmp_path: Path

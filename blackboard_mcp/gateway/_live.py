@@ -43,7 +43,7 @@ _START_SECONDS = 5.0
 # (BB_LISTENER_WRITES_PER_SECOND), and each stream sends what one read brought in one write:
 # a stream writes once per read, not once per change. A change after a quiet spell goes out
 # at once; under a burst, none waits longer than this for its read:
-MAX_WRITE_INTERVAL_SECONDS = 0.05
+MAX_WRITE_INTERVAL_SECONDS = 0.075
 # Topics whose readability a listener remembers.
 _READABLE_CACHE = 1024
 

@@ -372,6 +372,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_subscriptions.py",),
     ),
     Mutation(
+        name="listener-pump-unpaced",
+        why="under a burst every stream writes once per change, and the writes crowd out the "
+        "board's own work (bench/notify_latency.py)",
+        path="blackboard_mcp/gateway/_live.py",
+        original="await asyncio.sleep(self.write_interval())",
+        replacement="await asyncio.sleep(0)",
+        tests=("tests/test_subscriptions.py",),
+    ),
+    Mutation(
         name="delete-leaves-the-other-ends-links",
         why="a note linked from a deleted one still lists (and warns about) the deleted note",
         path="blackboard_mcp/store/lifecycle/_delete.py",
