@@ -15,6 +15,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -32,8 +33,8 @@ from support import (
     stop_gateway,
 )
 
-from blackboard_mcp.auth import Grant, TokenIssuer
-from blackboard_mcp.gateway._live import Interest, Listener, Notice
+from blackboard_mcp.auth import Grant, RevocationList, TokenIssuer
+from blackboard_mcp.gateway._live import ChangeHub, Interest, Listener, Notice
 from blackboard_mcp.store import (
     Board,
     Change,
@@ -501,3 +502,66 @@ async def test_an_idle_listener_waits_again_and_again_without_growing_anything()
     change = Change("ws", "t", 1, "write", "bb://ws/t/k", 1, "a", 0)
     interest.publish(Notice.of(change))
     assert await listener.wait(0) and interest.sleepers == []
+
+
+class _FloodedFeed:
+    """A change log that holds two full reads and then a few entries more, and then
+    nothing: ``next`` then waits until the test ends."""
+
+    def __init__(self, batches: list[int]) -> None:
+        self._batches = batches
+        self._seq = 0
+
+    async def start_now(self) -> None:
+        pass
+
+    async def next(self, *, block_ms: int, count: int) -> list[Change]:
+        if not self._batches:
+            await asyncio.Event().wait()
+        size = min(self._batches.pop(0), count)
+        changes = [
+            Change("ws", "t", self._seq + n, "write", f"bb://ws/t/{self._seq + n}", 1, "a", 0)
+            for n in range(size)
+        ]
+        self._seq += size
+        return changes
+
+    async def close(self) -> None:
+        pass
+
+
+class _FloodedBoard:
+    def __init__(self, feed: _FloodedFeed) -> None:
+        self._feed = feed
+
+    async def open_feed(self, workspace: str) -> _FloodedFeed:
+        return self._feed
+
+
+async def test_the_pump_reads_again_at_once_after_a_full_read_so_it_never_falls_behind() -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    feed = _FloodedFeed([10_000, 10_000, 3])
+    hub = ChangeHub(
+        cast(Board, _FloodedBoard(feed)),
+        revocations=cast(RevocationList, None),
+        per_token=1,
+        queue_size=2048,
+        writes_per_second=20,
+        sleep=sleep,
+    )
+    grant = Grant("a", "ws", ("*",), (), frozenset(), frozenset(), "t", 0.0, 1e12)
+    listener = await hub.join(grant, notes=frozenset(), topics=None)
+    try:
+        for _ in range(100):
+            if listener.interest.head == 2 * 512 + 3:
+                break
+            await asyncio.sleep(0)
+        assert listener.interest.head == 2 * 512 + 3
+        # Paced once, after the read that was not full; never between the full ones.
+        assert slept == [hub.write_interval()]
+    finally:
+        await hub.close()

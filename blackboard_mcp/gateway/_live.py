@@ -16,7 +16,7 @@ import contextlib
 import enum
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -44,6 +44,9 @@ _START_SECONDS = 5.0
 # a stream writes once per read, not once per change. A change after a quiet spell goes out
 # at once; under a burst, none waits longer than this for its read:
 MAX_WRITE_INTERVAL_SECONDS = 0.075
+# Entries one read of the change log takes at most. A read that comes back full is followed
+# by the next at once: pacing must never let the pump fall behind a workspace's writes.
+_READ_COUNT = 512
 # Topics whose readability a listener remembers.
 _READABLE_CACHE = 1024
 
@@ -237,13 +240,15 @@ class ChangeHub:
         revocations: RevocationList,
         per_token: int,
         queue_size: int,
-        writes_per_second: int = 1000,
+        writes_per_second: int = 500,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._board = board
         self._revocations = revocations
         self._per_token = per_token
         self._queue_size = queue_size
         self._writes_per_second = writes_per_second
+        self._sleep = sleep
         # Each workspace's listeners, grouped by what they hear.
         self._interests: dict[str, dict[object, Interest]] = {}
         self._pumps: dict[str, _Pump] = {}
@@ -353,7 +358,7 @@ class ChangeHub:
                     await asyncio.sleep(_RETRY_SECONDS)
             while True:
                 try:
-                    changes = await feed.next(block_ms=_BLOCK_MS)
+                    changes = await feed.next(block_ms=_BLOCK_MS, count=_READ_COUNT)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # Redis gone: listeners wait, the pump retries
@@ -371,10 +376,10 @@ class ChangeHub:
                     for interest in interests:
                         if interest.wants(change):
                             interest.publish(notice)
-                if changes:
+                if changes and len(changes) < _READ_COUNT:
                     # Under a burst, one read a while carries many entries rather than one
                     # read an entry, and each stream sends them in one write.
-                    await asyncio.sleep(self.write_interval())
+                    await self._sleep(self.write_interval())
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(feed.close())

@@ -376,8 +376,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         why="under a burst every stream writes once per change, and the writes crowd out the "
         "board's own work (bench/notify_latency.py)",
         path="blackboard_mcp/gateway/_live.py",
-        original="await asyncio.sleep(self.write_interval())",
+        original="await self._sleep(self.write_interval())",
         replacement="await asyncio.sleep(0)",
+        tests=("tests/test_subscriptions.py",),
+    ),
+    Mutation(
+        name="listener-pump-paces-full-reads",
+        why="a workspace written faster than one read an interval outruns the pump, whose "
+        "listeners then fall further behind until the change log is trimmed past them",
+        path="blackboard_mcp/gateway/_live.py",
+        original="if changes and len(changes) < _READ_COUNT:",
+        replacement="if changes:",
         tests=("tests/test_subscriptions.py",),
     ),
     Mutation(
