@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import socket
 import time
@@ -192,6 +193,7 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
     gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str, writer_board: Board
 ) -> None:
     follow = [addr(workspace, "flood")]
+    dropped_before = _dropped_streams(gateway_b)
     slow = _raw_listen(gateway_b.mcp_url, agent_token(issuer, workspace), follow)
     # Long addresses fill the slow client's buffers in fewer writes.
     stem = "/".join(["s" * 100] * 4)
@@ -246,8 +248,16 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
             assert chunk, sock_data[-500:]
             sock_data += chunk
         assert b'"code":"overloaded"' in sock_data
+        # Operators see the drop in /metrics, once.
+        assert _dropped_streams(gateway_b) == dropped_before + 1
     finally:
         slow.close()
+
+
+def _dropped_streams(gateway: GatewayProcess) -> float:
+    text = httpx.get(gateway.url + "/metrics").text
+    (value,) = re.findall(r"^bb_listeners_dropped_total (\S+)$", text, re.MULTILINE)
+    return float(value)
 
 
 # A gateway whose pump reads the change log at most every 50 ms under a burst with one

@@ -122,6 +122,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         per_token=settings.listeners_per_token,
         queue_size=settings.listener_queue,
         writes_per_second=settings.listener_writes_per_second,
+        on_drop=metrics.listeners_dropped.inc,
     )
     listens = Listens(caller, hub)
     server = build_mcp_server(caller, listens)

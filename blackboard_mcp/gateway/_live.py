@@ -113,6 +113,8 @@ class Interest:
     base: int = 0  # the position, since the interest began, of ``log[0]``
     # Listeners waiting for the next change, woken (and forgotten) by the next append.
     sleepers: list[Listener] = field(default_factory=list)
+    # Told of each listener dropped for falling behind (the gateway counts them).
+    on_drop: Callable[[], None] = field(default=lambda: None)
 
     @property
     def key(self) -> tuple[tuple[str, ...], frozenset[str], frozenset[str] | None]:
@@ -154,6 +156,7 @@ class Interest:
                 continue
             if head - listener.cursor > self.limit:
                 listener.drop(head - listener.cursor)
+                self.on_drop()
             else:
                 keep = min(keep, listener.cursor)
         del self.log[: keep - self.base]
@@ -242,6 +245,7 @@ class ChangeHub:
         queue_size: int,
         writes_per_second: int = 500,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_drop: Callable[[], None] = lambda: None,
     ) -> None:
         self._board = board
         self._revocations = revocations
@@ -249,6 +253,7 @@ class ChangeHub:
         self._queue_size = queue_size
         self._writes_per_second = writes_per_second
         self._sleep = sleep
+        self._on_drop = on_drop
         # Each workspace's listeners, grouped by what they hear.
         self._interests: dict[str, dict[object, Interest]] = {}
         self._pumps: dict[str, _Pump] = {}
@@ -268,7 +273,7 @@ class ChangeHub:
         self._per_token_count[grant.token_id] = held + 1
         self._count += 1
         interests = self._interests.setdefault(grant.workspace, {})
-        probe = Interest(grant, notes, topics, self._queue_size)
+        probe = Interest(grant, notes, topics, self._queue_size, on_drop=self._on_drop)
         interest = interests.setdefault(probe.key, probe)
         # From the next change on: what came before is not this listener's.
         listener = Listener(grant, interest, cursor=interest.head)

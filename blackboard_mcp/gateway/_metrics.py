@@ -108,6 +108,12 @@ class GatewayMetrics:
             "subscriptions/listen streams written without the SDK's per-notification machinery.",
             registry=self.registry,
         )
+        self.listeners_dropped = Counter(
+            "bb_listeners_dropped",
+            "Change streams (subscriptions/listen, the board page's feed) ended because "
+            "their client fell more than BB_LISTENER_QUEUE changes behind.",
+            registry=self.registry,
+        )
         self._nodes = _NodeGauges()
         self._node_registry = CollectorRegistry()
         self._node_registry.register(self._nodes)
