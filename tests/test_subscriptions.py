@@ -40,6 +40,7 @@ from blackboard_mcp.store import (
     Board,
     Change,
     EmbeddedRedis,
+    ListKeys,
     RedisAuditLog,
     SingleRedis,
     UpdateState,
@@ -212,10 +213,12 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(drain)
                 n = 0
+                written: list[str] = []
                 deadline = time.monotonic() + 60
                 while "overloaded" not in Path(gateway_b.log_path).read_text(errors="replace"):
                     assert time.monotonic() < deadline, "the slow listener was never dropped"
                     batch = [addr(workspace, f"flood/{stem}/{n + i}") for i in range(50)]
+                    written += batch
                     await asyncio.gather(
                         *(
                             writer_board.update_state(
@@ -236,6 +239,7 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
                 await writer_board.update_state(
                     UpdateState.parse({"uri": last, "digest": "d"}), author="w"
                 )
+                written.append(last)
                 with anyio.fail_after(10):
                     while last not in seen:
                         await anyio.sleep(0.02)
@@ -243,11 +247,34 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
         # Once the slow client reads again, its stream ends with the drop's error.
         sock_data = b""
         slow.settimeout(10)
-        while b"re-listen" not in sock_data:
+        while not sock_data.endswith(b"\r\n0\r\n\r\n"):  # the response's last chunk
             chunk = slow.recv(1 << 20)
             assert chunk, sock_data[-500:]
             sock_data += chunk
-        assert b'"code":"overloaded"' in sock_data
+        events = [
+            json.loads(line[len(b"data: ") :])
+            for line in sock_data.split(b"\r\n")
+            if line.startswith(b"data: ")
+        ]
+        error = events[-1]["error"]["data"]
+        assert error["code"] == "overloaded" and "re-listen" in error["hint"]
+        heard = [e["params"]["uri"] for e in events if "params" in e and "uri" in e["params"]]
+        # The error says where to catch up from: what the client heard, and one listing of
+        # the changes after that cursor, together miss nothing; what it heard first is not
+        # listed again.
+        caught_up: list[str] = []
+        cursor = error["cursor"]
+        for _ in range(100):
+            page = await writer_board.list_keys(
+                ListKeys.parse({"topic": "flood", "cursor": cursor, "mode": "ref", "limit": 200}),
+                workspace=workspace,
+            )
+            caught_up += [item["uri"] for item in page["items"]]
+            cursor = page["cursor"]
+            if "next" not in page:
+                break
+        assert heard and heard[0] not in caught_up
+        assert set(written) <= set(heard) | set(caught_up)
         # Operators see the drop in /metrics, once.
         assert _dropped_streams(gateway_b) == dropped_before + 1
     finally:
@@ -497,6 +524,8 @@ def test_listeners_alike_share_one_bounded_log_and_a_laggard_is_dropped_alone() 
     assert read == [f"bb://ws/t/{n}" for n in range(40)]
     assert dropped == [slow] and slow.dropped and not fast.dropped
     assert interest.read(slow, 10) == []
+    # It took nothing: it catches up from before the first change it was due.
+    assert slow.resume_after == -1
 
 
 async def test_an_idle_listener_waits_again_and_again_without_growing_anything() -> None:

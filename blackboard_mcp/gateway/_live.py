@@ -59,10 +59,11 @@ class TooManyListeners(GatewayError):
 
 
 class ListenerDropped(GatewayError):
-    """The listener did not read its events fast enough and was dropped."""
+    """The listener did not read its events fast enough and was dropped. ``cursor`` says
+    where its client can catch up from: every change after it may not have reached it."""
 
     code = "overloaded"
-    hint = "re-listen, then refetch what you follow (list_keys with cursor)"
+    hint = "re-listen, then catch up with list_keys(cursor=<this error's cursor>)"
 
 
 class Idle(enum.Enum):
@@ -155,6 +156,9 @@ class Interest:
             if listener.dropped:
                 continue
             if head - listener.cursor > self.limit:
+                if listener.resume_after is None:
+                    # Nothing was taken yet: it missed everything from its place on.
+                    listener.resume_after = self.log[listener.cursor - self.base].change.seq - 1
                 listener.drop(head - listener.cursor)
                 self.on_drop()
             else:
@@ -169,6 +173,8 @@ class Interest:
         start = listener.cursor - self.base
         taken = self.log[start : start + count]
         listener.cursor += len(taken)
+        if taken and listener.resume_after is None:
+            listener.resume_after = taken[0].change.seq - 1
         return taken
 
 
@@ -184,6 +190,9 @@ class Listener:
     dropped: bool = False
     closing: bool = False  # end the stream once what is waiting is sent
     asleep: bool = False  # in its interest's sleepers, until the next change wakes it
+    # The change log's sequence number up to which its client has been handed every change
+    # it hears (None before it has taken any): a dropped client catches up from there.
+    resume_after: int | None = None
     checked_at: float = field(default_factory=time.monotonic)
 
     @property
@@ -193,6 +202,10 @@ class Listener:
     @property
     def has_changes(self) -> bool:
         return self.cursor < self.interest.head
+
+    def handed(self, notices: list[Notice]) -> None:
+        """``notices`` were written to the client's stream, in full."""
+        self.resume_after = notices[-1].change.seq
 
     def drop(self, behind: int) -> None:
         self.dropped = True

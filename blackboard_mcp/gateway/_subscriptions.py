@@ -184,14 +184,17 @@ class Listens:
                         continue
                     # What the pump's last read brought, in one write (the pump paces reads).
                     more, ended = self._hub.waiting(listener, limit=BATCH - 1)
-                    await deliver([notice, *more])
+                    batch = [notice, *more]
+                    await deliver(batch)
+                    listener.handed(batch)
         except TokenRevoked as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
         finally:
             self._hub.leave(listener)
         if listener.dropped:
             dropped = ListenerDropped(
-                f"listener dropped: more than {listener.limit} changes were waiting"
+                f"listener dropped: more than {listener.limit} changes were waiting",
+                cursor=listener.resume_after,
             )
             raise rpc_error(tool_error(dropped, request_id)["error"])
 

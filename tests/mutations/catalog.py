@@ -390,6 +390,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_subscriptions.py",),
     ),
     Mutation(
+        name="dropped-listener-resumes-from-its-start",
+        why="a dropped listener's cursor does not move past what it was sent, so its catch-up "
+        "lists again everything it already heard",
+        path="blackboard_mcp/gateway/_subscriptions.py",
+        original="                    listener.handed(batch)\n",
+        replacement="",
+        tests=("tests/test_subscriptions.py",),
+    ),
+    Mutation(
         name="delete-leaves-the-other-ends-links",
         why="a note linked from a deleted one still lists (and warns about) the deleted note",
         path="blackboard_mcp/store/lifecycle/_delete.py",
