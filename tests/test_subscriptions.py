@@ -16,7 +16,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -251,11 +251,7 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
             chunk = slow.recv(1 << 20)
             assert chunk, sock_data[-500:]
             sock_data += chunk
-        events = [
-            json.loads(line[len(b"data: ") :])
-            for line in sock_data.split(b"\r\n")
-            if line.startswith(b"data: ")
-        ]
+        events = _messages(sock_data)
         error = events[-1]["error"]["data"]
         assert error["code"] == "overloaded" and "re-listen" in error["hint"]
         heard = [e["params"]["uri"] for e in events if "params" in e and "uri" in e["params"]]
@@ -279,6 +275,15 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
         assert _dropped_streams(gateway_b) == dropped_before + 1
     finally:
         slow.close()
+
+
+def _messages(stream: bytes) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of the SSE events in ``stream`` (each event's one data line)."""
+    return [
+        json.loads(line[len(b"data: ") :])
+        for line in stream.split(b"\r\n")
+        if line.startswith(b"data: ")
+    ]
 
 
 def _dropped_streams(gateway: GatewayProcess) -> float:
@@ -343,11 +348,7 @@ async def test_a_burst_reaches_a_stream_in_one_write_per_read_of_the_change_log(
                 stream += await reader.read(1 << 16)
                 chunks, stream = _chunks(stream)
                 for chunk in chunks:
-                    events = [
-                        json.loads(line[len(b"data: ") :])
-                        for line in chunk.split(b"\r\n")
-                        if line.startswith(b"data: ")
-                    ]
+                    events = _messages(chunk)
                     updates = [
                         e["params"]["uri"]
                         for e in events
