@@ -6,7 +6,8 @@ change log has its entry, and each process with a listener in that workspace is 
 XREAD on it. A listener sees only entries of topics its token may read, and only those its
 subscriptions ask for. Listeners that hear the same changes read them from one shared log,
 each at its own place: one that falls too far behind is dropped (its stream ends with an
-error, the client re-listens and refetches) and never slows the pump or the other listeners.
+error naming the cursor its client catches up from) and never slows the pump or the other
+listeners.
 """
 
 from __future__ import annotations
