@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
-from .._errors import NotFound
+from .._errors import Contended, NotFound
 from ..connection import _keys as keys
 from ..connection._redis_errors import mapped_redis_errors
 from ..notes._addresses import Address, is_valid_name
-from ._views import Readable
+from ._views import READ_ATTEMPTS, Readable
 
 
 @dataclass(frozen=True)
@@ -136,25 +136,39 @@ async def readable_topics(
 
 async def note_content(client: aioredis.Redis[bytes], address: Address) -> NoteContent:
     """The note's whole content, an offloaded body fetched in full. The caller has checked
-    that the topic may be read."""
+    that the topic may be read.
+
+    The fields and an inline body come from one command, so they are of one version; a blob
+    read in a second round trip can only have gone since (deleted once no version names it),
+    which a short read shows, and the note is then read again."""
     key = keys.note(address.workspace, address.member)
     fields = ["kind", "version", "body", "blob", "size"]
     async with mapped_redis_errors():
-        kind, version, body, blob, size = await client.hmget(key, fields)
-        if (
-            kind is not None
-            and address.version is not None
-            and int(version or 0) != address.version
-        ):
-            # A past version: its kept copy (store/notes/_history.py), if it is still kept.
-            kept = keys.version(address.workspace, address.member, address.version)
-            kind, version, body, blob, size = await client.hmget(kept, fields)
-        if kind is None:
-            raise NotFound(f"no note at {address.uri}", uri=address.uri)
-        if blob:
+        for _ in range(READ_ATTEMPTS):
+            kind, version, body, blob, size = await client.hmget(key, fields)
+            if (
+                kind is not None
+                and address.version is not None
+                and int(version or 0) != address.version
+            ):
+                # A past version: its kept copy (store/notes/_history.py), if it is still kept.
+                kept = keys.version(address.workspace, address.member, address.version)
+                kind, version, body, blob, size = await client.hmget(kept, fields)
+            if kind is None:
+                raise NotFound(f"no note at {address.uri}", uri=address.uri)
+            if not blob:
+                break
             # Up to the size read with it: an appended note's log blob may have grown since.
+            length = int(size or 0)
             blob_key = keys.blob(address.workspace, blob.decode())
-            body = await client.getrange(blob_key, 0, int(size or 0) - 1)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+            body = await client.getrange(blob_key, 0, length - 1)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+            if len(body or b"") == length:
+                break
+        else:
+            raise Contended(
+                f"{address.uri} was rewritten faster than it could be read whole",
+                hint="read it again",
+            )
     return NoteContent(
         uri=address.uri,
         kind=kind.decode(),

@@ -12,12 +12,12 @@ get_state and list_keys share those two passes, so they stay in one module, a li
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
 
-from .._errors import InvalidArgument
+from .._errors import Contended, InvalidArgument
 from ..connection import _keys as keys
 from ..connection._pool import WaitingConnectionPool
 from ..connection._redis_errors import mapped_redis_errors
@@ -31,6 +31,7 @@ from ._budget import Entry, Render, finish, fit, plan, position_ranges
 from ._paging import encode, history_page, select_page
 from ._views import (
     META_FIELDS,
+    READ_ATTEMPTS,
     Readable,
     build_entry,
     fields_for,
@@ -138,20 +139,36 @@ async def _fetch_content(
     counter: TokenCounter,
     wanted: list[tuple[Entry, Address, dict[str, str]]],
     prefix_bytes: int | None,
-) -> None:
+) -> list[int]:
     """Give each entry its content: one field of the note, or its blob (whole, or the first
-    ``prefix_bytes`` bytes of the first entry when only that one may be shown, cut)."""
-    if not wanted:
-        return
+    ``prefix_bytes`` bytes of the first entry when only that one may be shown, cut).
+
+    The content must be of the version the entry's fields name, though a write may have come
+    between the round trip that read them and this one. A body in the hash is read with the
+    version in one command and compared; a blob's name is its content (or a log that only
+    grows, read up to the size its version had), so a blob can only be gone, which a short
+    read shows. Returns the positions in ``wanted`` whose note moved on: their entries are
+    left without content, for the caller to read again. An entry whose fields came with its
+    body (a second reading) takes that body as it is: both are of one moment of the hash.
+    """
     commands: list[tuple[Any, ...]] = []
+    # Per command: the position in ``wanted``, and the bytes a blob range must hold (None
+    # for a body read with its version).
+    expected: list[tuple[int, int | None]] = []
     for i, (entry, address, note) in enumerate(wanted):
+        if entry.content is not None:
+            continue
         if not note.get("blob"):
+            if "body" in note:
+                _give_content(counter, entry, note, note["body"].encode())
+                continue
             key = (
                 keys.version(address.workspace, address.member, note["version"])
                 if CURRENT_VERSION in note
                 else keys.note(address.workspace, address.member)
             )
-            commands.append(("HGET", key, "body"))
+            commands.append(("HMGET", key, "version", "body"))
+            expected.append((i, None))
             continue
         # A blob is read up to the size its note said: an appended note's log blob may have
         # grown since (store/notes/_appends.py), and what was read is this version's content.
@@ -162,28 +179,50 @@ async def _fetch_content(
         if begin >= end:
             # Nothing from there on (a start past the end): a range that reads nothing.
             commands.append(("GETRANGE", keys.blob(address.workspace, note["blob"]), 1, 0))
+            expected.append((i, 0))
         else:
             commands.append(
                 ("GETRANGE", keys.blob(address.workspace, note["blob"]), begin, end - 1)
             )
+            expected.append((i, end - begin))
+    if not commands:
+        return []
     pool: WaitingConnectionPool = client.connection_pool
-    for (entry, _, note), raw in zip(wanted, await pool.round_trip(commands), strict=True):
-        data = raw or b""
-        size = int(note.get("size") or 0)
-        # A table's chosen columns are cut out of the whole, and the rest read from that.
-        whole_first = entry.columns is not None
-        if entry.start and not whole_first:
-            if not note.get("blob"):
-                data = data[entry.start :]
-            size = max(0, size - entry.start)
-        entry.partial = len(data) < size
-        # A range may start or end inside a character; the partial one is dropped.
-        finish_content(
-            entry, data.decode("utf-8", "ignore"), lambda t: count_as_json_string(counter, t)
-        )
-        if entry.start and whole_first and entry.content is not None:
-            entry.content = entry.content.encode()[entry.start :].decode("utf-8", "ignore")
-            entry.big_tokens = count_as_json_string(counter, entry.content)
+    moved: list[int] = []
+    for (i, length), raw in zip(expected, await pool.round_trip(commands), strict=True):
+        entry, _, note = wanted[i]
+        if length is None:
+            version, data = raw
+            if version is None or version.decode() != note["version"]:
+                moved.append(i)
+                continue
+        else:
+            data = raw or b""
+            if len(data) != length:
+                moved.append(i)
+                continue
+        _give_content(counter, entry, note, data or b"")
+    return moved
+
+
+def _give_content(counter: TokenCounter, entry: Entry, note: dict[str, str], data: bytes) -> None:
+    """``entry``'s content from the bytes read of its note (from ``entry.start`` on, but for
+    a blob, whose range began there already)."""
+    size = int(note.get("size") or 0)
+    # A table's chosen columns are cut out of the whole, and the rest read from that.
+    whole_first = entry.columns is not None
+    if entry.start and not whole_first:
+        if not note.get("blob"):
+            data = data[entry.start :]
+        size = max(0, size - entry.start)
+    entry.partial = len(data) < size
+    # A range may start or end inside a character; the partial one is dropped.
+    finish_content(
+        entry, data.decode("utf-8", "ignore"), lambda t: count_as_json_string(counter, t)
+    )
+    if entry.start and whole_first and entry.content is not None:
+        entry.content = entry.content.encode()[entry.start :].decode("utf-8", "ignore")
+        entry.big_tokens = count_as_json_string(counter, entry.content)
 
 
 def _filter_links(
@@ -266,6 +305,9 @@ def _start_at(entry: Entry, start: int, size: int) -> None:
     entry.big_tokens = entry.big_tokens * remaining // size if size else 0
 
 
+Refetch = Callable[[list[Address]], Awaitable[list[tuple[Entry, dict[str, str] | None]]]]
+
+
 async def _show(
     client: aioredis.Redis[bytes],
     counter: TokenCounter,
@@ -273,22 +315,33 @@ async def _show(
     addresses: Sequence[Address],
     built: list[tuple[Entry, dict[str, str] | None]],
     render: Render,
+    refetch: Refetch,
 ) -> tuple[dict[str, Any], int]:
-    """Plan from estimates, fetch the content of what is planned, then fit exactly."""
-    entries = [e for e, _ in built]
-    base = finish(counter, render([], [], 0))
-    count = plan(counter, budget, entries, base)
-    # The first entry is fetched even when it does not fit whole: it may be shown cut.
-    reach = max(count, 1)
-    wanted = [
-        (entry, address, note)
-        for (entry, note), address in zip(built[:reach], addresses[:reach], strict=True)
-        if entry.big is not None and note is not None
-    ]
-    prefix = budget * _PREFIX_BYTES_PER_TOKEN if count == 0 else None
-    await _fetch_content(client, counter, wanted, prefix)
-    fitted = fit(counter, budget, entries, count, render)
-    return fitted.response, fitted.shown
+    """Plan from estimates, fetch the content of what is planned, then fit exactly.
+
+    An item whose note was written between the two round trips is read again, its fields
+    with its body (``refetch``), and the plan made anew: every item shown is one version."""
+    for _ in range(READ_ATTEMPTS):
+        entries = [e for e, _ in built]
+        base = finish(counter, render([], [], 0))
+        count = plan(counter, budget, entries, base)
+        # The first entry is fetched even when it does not fit whole: it may be shown cut.
+        reach = max(count, 1)
+        positions = [
+            p for p in range(min(reach, len(built))) if built[p][0].big is not None and built[p][1]
+        ]
+        wanted = [(built[p][0], addresses[p], built[p][1] or {}) for p in positions]
+        prefix = budget * _PREFIX_BYTES_PER_TOKEN if count == 0 else None
+        moved = [positions[i] for i in await _fetch_content(client, counter, wanted, prefix)]
+        if not moved:
+            fitted = fit(counter, budget, entries, count, render)
+            return fitted.response, fitted.shown
+        for p, again in zip(moved, await refetch([addresses[p] for p in moved]), strict=True):
+            built[p] = again
+    raise Contended(
+        "the notes read were rewritten faster than they could be read whole",
+        hint="read them again; a note written this often is better read in smaller batches",
+    )
 
 
 async def get_state(
@@ -311,16 +364,12 @@ async def get_state(
     # nothing of the note is fetched, so nothing of it (existence, size, digest) can show.
     allowed = [a for a in addresses if readable(a.topic)]
     refused_topics = sorted({a.topic for a in addresses} - {a.topic for a in allowed})
+    names = fields_for(
+        "full" if any(a.start is not None for a in allowed) else checked_mode, checked_fields
+    )
     async with mapped_redis_errors():
         fetched, cursor, _ = await _fetch_meta(
-            client,
-            addresses[0].workspace,
-            allowed,
-            fields_for(
-                "full" if any(a.start is not None for a in allowed) else checked_mode,
-                checked_fields,
-            ),
-            gate=gate,
+            client, addresses[0].workspace, allowed, names, gate=gate
         )
         by_address = dict(zip(allowed, fetched, strict=True))
         built = _entries(
@@ -347,7 +396,20 @@ async def get_state(
                 out["warnings"] = [*notices, *warnings]
             return out
 
-        response, _ = await _show(client, counter, budget, addresses, built, render)
+        async def refetch(again: list[Address]) -> list[tuple[Entry, dict[str, str] | None]]:
+            # The fields with the body, in one command per note: of one version.
+            fetched_again, _, _ = await _fetch_meta(
+                client, addresses[0].workspace, again, [*names, "body"]
+            )
+            return _entries(
+                again,
+                fetched_again,
+                mode=checked_mode,
+                fields=checked_fields,
+                readable=readable,
+            )
+
+        response, _ = await _show(client, counter, budget, addresses, built, render, refetch)
     return response
 
 

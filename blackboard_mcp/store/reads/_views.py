@@ -20,6 +20,9 @@ Mode = Literal["digest", "fields", "table", "full", "ref"]
 GET_MODES: tuple[Mode, ...] = ("digest", "fields", "table", "full", "ref")
 LIST_MODES: tuple[Mode, ...] = ("digest", "table", "ref")
 MAX_FIELDS = 32
+# A read whose note keeps moving on between its round trips (fields, then content) reads it
+# again this many times; past that it is refused rather than shown torn.
+READ_ATTEMPTS = 8
 
 # Every key an item of a read can hold, and so every name ``fields`` accepts (``cut`` and
 # ``error`` aside: they report on the item). ``sources_hidden`` comes with ``sources``. In

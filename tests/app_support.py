@@ -1,0 +1,84 @@
+"""The gateway in process: the real Starlette app, its lifespan run, over httpx's ASGITransport.
+
+For tests of what the gateway answers, where the HTTP server, signals and worker processes are
+not the point. The app is built exactly as `serve`'s workers build it (``build_parts`` then
+``create_app``), against the test's real Redis.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+from starlette.applications import Starlette
+from support import TEST_JWT_SECRET
+
+from blackboard_mcp.gateway import build_parts, create_app
+from blackboard_mcp.settings import Settings
+
+BASE_URL = "http://127.0.0.1:8765"
+MCP_PATH = "/mcp/"
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@dataclass
+class InProcessGateway:
+    """A running app and an HTTP client that reaches it without a socket."""
+
+    app: Starlette
+    http: httpx.AsyncClient
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    async def rpc(self, token: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One JSON-RPC request to /mcp/; the whole response message."""
+        message = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
+        response = await self.http.post(
+            MCP_PATH,
+            content=orjson.dumps(message),
+            headers={**HEADERS, "Authorization": f"Bearer {token}"},
+        )
+        assert response.status_code == 200, response.text
+        answer: dict[str, Any] = orjson.loads(response.content)
+        return answer
+
+    async def call(self, token: str, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
+        """Call ``tool``; returns (is_error, structured body), as tests/support.call does."""
+        answer = await self.rpc(token, "tools/call", {"name": tool, "arguments": arguments})
+        result = answer["result"]
+        body = result["structuredContent"]
+        assert isinstance(body, dict), result
+        return bool(result.get("isError")), body
+
+    async def ok(self, token: str, tool: str, **arguments: Any) -> dict[str, Any]:
+        """Call ``tool`` and insist it succeeded."""
+        is_error, body = await self.call(token, tool, **arguments)
+        assert not is_error, body
+        return body
+
+
+@contextlib.asynccontextmanager
+async def in_process_gateway(
+    redis_url: str, workdir: Path, **settings: Any
+) -> AsyncIterator[InProcessGateway]:
+    """The app on ``redis_url``, its lifespan entered; ``settings`` override ``Settings``."""
+    sources = workdir / "sources"
+    sources.mkdir(parents=True, exist_ok=True)
+    config = Settings(
+        redis_url=redis_url,
+        jwt_secret=TEST_JWT_SECRET,
+        data_dir=workdir / "data",
+        source_root=sources,
+        **settings,
+    )
+    app = create_app(build_parts(config))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as http,
+    ):
+        yield InProcessGateway(app, http)
