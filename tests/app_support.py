@@ -7,6 +7,7 @@ not the point. The app is built exactly as `serve`'s workers build it (``build_p
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 from collections.abc import AsyncIterator
@@ -66,7 +67,12 @@ class InProcessGateway:
 async def in_process_gateway(
     redis_url: str, workdir: Path, **settings: Any
 ) -> AsyncIterator[InProcessGateway]:
-    """The app on ``redis_url``, its lifespan entered; ``settings`` override ``Settings``."""
+    """The app on ``redis_url``, its lifespan entered; ``settings`` override ``Settings``.
+
+    The lifespan runs in a task of its own, entered and left there: the SDK's session manager
+    holds an anyio task group, which must be left by the task that entered it, and a pytest
+    fixture (or a property's examples) set up and tear down in different tasks.
+    """
     sources = workdir / "sources"
     sources.mkdir(parents=True, exist_ok=True)
     config = Settings(
@@ -77,8 +83,26 @@ async def in_process_gateway(
         **settings,
     )
     app = create_app(build_parts(config))
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as http,
-    ):
-        yield InProcessGateway(app, http)
+    started = asyncio.Event()
+    stop = asyncio.Event()
+
+    async def hold_lifespan() -> None:
+        async with app.router.lifespan_context(app):
+            started.set()
+            await stop.wait()
+
+    holder = asyncio.create_task(hold_lifespan())
+    waiter = asyncio.create_task(started.wait())
+    await asyncio.wait([holder, waiter], return_when=asyncio.FIRST_COMPLETED)
+    if holder.done():
+        waiter.cancel()
+        holder.result()  # the start-up's own error
+        raise RuntimeError("the app's lifespan ended before it started")
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url=BASE_URL
+        ) as http:
+            yield InProcessGateway(app, http)
+    finally:
+        stop.set()
+        await holder

@@ -110,11 +110,11 @@ async def test_a_rest_address_is_for_reading_and_a_hostile_one_answers_cleanly(
     async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
         err, _ = await call(client, "update_state", uri=uri, digest="d", body="Ωmega" * 10)
         assert not err
-        # Past the end: nothing left. Inside a character: from the next whole one.
+        # Past the end: nothing left. Inside a character: from that character's first byte.
         err, body = await call(client, "get_state", uris=[f"{uri}@1#999999"], mode="full")
         assert not err and body["items"][0]["body"] == ""
         err, body = await call(client, "get_state", uris=[f"{uri}#1"], mode="full")
-        assert not err and body["items"][0]["body"] == "mega" + "Ωmega" * 9
+        assert not err and body["items"][0]["body"] == "Ωmega" * 10
         for tool, arguments in (
             ("update_state", {"uri": f"{uri}#3", "digest": "d", "body": "b"}),
             ("link_state", {"src": f"{uri}#3", "rel": "cites", "dst": [uri]}),

@@ -514,4 +514,20 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/test_revocation_and_limits.py::test_listing_and_search_are_refused_to_a_revoked_token_and_counted_against_the_limit",
         ),
     ),
+    Mutation(
+        name="read-content-not-checked-against-its-version",
+        why="get_state shows one version's digest with a newer version's body",
+        path="blackboard_mcp/store/reads/_reads.py",
+        original='if version is None or version.decode() != note["version"]:',
+        replacement="if False:",
+        tests=("tests/test_one_version_reads.py",),
+    ),
+    Mutation(
+        name="part-starts-inside-a-character",
+        why="a part whose offset falls inside a character drops that character",
+        path="blackboard_mcp/store/reads/_reads.py",
+        original="while 0 < at < len(data) and data[at] & 0xC0 == 0x80:",
+        replacement="while False:",
+        tests=("tests/test_exact_parts.py",),
+    ),
 )

@@ -15,7 +15,8 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
     def cut(self, text: str, max_tokens: int) -> str:
-        """The longest prefix of ``text`` of at most ``max_tokens`` tokens."""
+        """The longest prefix of ``text`` of at most ``max_tokens`` tokens that ends at a
+        character's end: always ``text[:n]`` for some ``n``."""
         ...
 
 
@@ -62,7 +63,10 @@ class TiktokenCounter:
         tokens = self._encoding.encode(text, disallowed_special=())
         if len(tokens) <= max_tokens:
             return text
-        return str(self._encoding.decode(tokens[: max(0, max_tokens)]))
+        # A token may end inside a character (emoji and CJK are often split across tokens):
+        # the prefix is the whole characters those tokens' bytes hold, never a U+FFFD.
+        head = self._encoding.decode_bytes(tokens[: max(0, max_tokens)])
+        return text[: len(head.decode("utf-8", "ignore"))]
 
 
 def count_as_json_string(counter: TokenCounter, text: str) -> int:

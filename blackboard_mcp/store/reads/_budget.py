@@ -44,15 +44,34 @@ def check_budget(value: object) -> int:
 
 
 def clean_cut(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """The longest prefix within ``max_tokens`` that ends at a paragraph, line, sentence or word."""
-    head = counter.cut(text, max_tokens)
-    if len(head) >= len(text):
+    """The longest prefix of ``text`` whose cost as a JSON string is within ``max_tokens``,
+    ending at a paragraph, line, sentence or word where one keeps at least half of it.
+
+    Always ``text[:n]`` for some ``n``: a cut never splits a character, and the text after
+    it is exactly the rest. Costs are counted escaped (a control character is one raw token
+    that costs several as ``\\u0001``), so the search is on what the answer carries.
+    """
+    # The raw count never exceeds the escaped one: no more characters than ``max_tokens``
+    # raw tokens hold can fit.
+    low, high = 0, len(counter.cut(text, max_tokens))
+    if count_as_json_string(counter, text[:high]) <= max_tokens:
+        low = high  # text that escapes to no more tokens than it has, most text
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count_as_json_string(counter, text[:middle]) <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    head = text[:low]
+    if low >= len(text):
         return text
     for boundary in _BOUNDARIES:
         at = head.rfind(boundary)
         # Accept a boundary only if it keeps at least half of what fits.
         if at >= len(head) // 2:
-            return head[: at + (1 if boundary == ". " else 0)].rstrip()
+            clean = head[: at + (1 if boundary == ". " else 0)].rstrip()
+            if clean:
+                return clean
     return head
 
 
@@ -239,27 +258,24 @@ def _cut_first(
     # Sized as the longest the rest's address can be: what is measured here is room.
     empty["cut"] = entry.cut_report(text, 0)
     response = render([empty], list(entry.warnings), 1)
-    # What the shown text may cost as a JSON string, and the raw-text count its cut is
-    # measured in: escapes (newlines, tabs, quotes) make the first cost more than the second.
-    target = budget - finish(counter, response) - 2
-    raw = target
+    # What the shown text may cost as a JSON string.
+    room = budget - finish(counter, response) - 2
     for _ in range(12):
-        if raw < MIN_CUT_TOKENS or target < MIN_CUT_TOKENS:
+        if room < MIN_CUT_TOKENS:
             return None
-        head = clean_cut(text, raw, counter)
+        head = clean_cut(text, room, counter)
+        if not head:
+            return None
         shown = count_as_json_string(counter, head)
-        if shown > target:
-            # Shrink in proportion: text that escapes to 1.5x its tokens needs 1/1.5 as many.
-            raw = min(raw - 1, raw * target // shown)
-            continue
         item = dict(entry.shown(head))
         item["cut"] = entry.cut_report(head, shown)
         response = render([item], list(entry.warnings), 1)
         over = finish(counter, response) - budget
         if over <= 0:
             return response
-        target -= over
-        raw -= over
+        # The cut report's numbers, or tokens merging across the text's edges, cost more
+        # than the empty item measured: shrink by that much and measure again.
+        room -= over
     return None
 
 

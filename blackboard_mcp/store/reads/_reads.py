@@ -152,9 +152,9 @@ async def _fetch_content(
     body (a second reading) takes that body as it is: both are of one moment of the hash.
     """
     commands: list[tuple[Any, ...]] = []
-    # Per command: the position in ``wanted``, and the bytes a blob range must hold (None
-    # for a body read with its version).
-    expected: list[tuple[int, int | None]] = []
+    # Per command: the position in ``wanted``, the bytes a blob range must hold (None for a
+    # body read with its version) and where in the whole text what it reads begins.
+    expected: list[tuple[int, int | None, int]] = []
     for i, (entry, address, note) in enumerate(wanted):
         if entry.content is not None:
             continue
@@ -168,28 +168,28 @@ async def _fetch_content(
                 else keys.note(address.workspace, address.member)
             )
             commands.append(("HMGET", key, "version", "body"))
-            expected.append((i, None))
+            expected.append((i, None, 0))
             continue
         # A blob is read up to the size its note said: an appended note's log blob may have
         # grown since (store/notes/_appends.py), and what was read is this version's content.
+        # A part's range starts a character's width early: its offset may fall inside one.
         end = int(note.get("size") or 0)
-        begin = entry.start if entry.columns is None else 0
+        begin = max(0, entry.start - _LONGEST_CHARACTER + 1) if entry.columns is None else 0
         if i == 0 and prefix_bytes is not None and entry.columns is None:
-            end = min(end, begin + prefix_bytes)
+            end = min(end, entry.start + prefix_bytes)
+        blob_key = keys.blob(address.workspace, note["blob"])
         if begin >= end:
             # Nothing from there on (a start past the end): a range that reads nothing.
-            commands.append(("GETRANGE", keys.blob(address.workspace, note["blob"]), 1, 0))
-            expected.append((i, 0))
+            commands.append(("GETRANGE", blob_key, 1, 0))
+            expected.append((i, 0, begin))
         else:
-            commands.append(
-                ("GETRANGE", keys.blob(address.workspace, note["blob"]), begin, end - 1)
-            )
-            expected.append((i, end - begin))
+            commands.append(("GETRANGE", blob_key, begin, end - 1))
+            expected.append((i, end - begin, begin))
     if not commands:
         return []
     pool: WaitingConnectionPool = client.connection_pool
     moved: list[int] = []
-    for (i, length), raw in zip(expected, await pool.round_trip(commands), strict=True):
+    for (i, length, offset), raw in zip(expected, await pool.round_trip(commands), strict=True):
         entry, _, note = wanted[i]
         if length is None:
             version, data = raw
@@ -201,28 +201,46 @@ async def _fetch_content(
             if len(data) != length:
                 moved.append(i)
                 continue
-        _give_content(counter, entry, note, data or b"")
+        _give_content(counter, entry, note, data or b"", offset)
     return moved
 
 
-def _give_content(counter: TokenCounter, entry: Entry, note: dict[str, str], data: bytes) -> None:
-    """``entry``'s content from the bytes read of its note (from ``entry.start`` on, but for
-    a blob, whose range began there already)."""
+def _give_content(
+    counter: TokenCounter, entry: Entry, note: dict[str, str], data: bytes, offset: int = 0
+) -> None:
+    """``entry``'s content from the bytes read of its note, ``data`` being the text from
+    byte ``offset`` on. A part whose offset falls inside a character starts at that
+    character's first byte (``entry.start`` moves back to it), so no character is lost."""
     size = int(note.get("size") or 0)
     # A table's chosen columns are cut out of the whole, and the rest read from that.
     whole_first = entry.columns is not None
     if entry.start and not whole_first:
-        if not note.get("blob"):
-            data = data[entry.start :]
+        at = _character_start(data, entry.start - offset)
+        entry.start = offset + at
+        data = data[at:]
         size = max(0, size - entry.start)
     entry.partial = len(data) < size
-    # A range may start or end inside a character; the partial one is dropped.
+    # A range may end inside a character; the partial one is dropped.
     finish_content(
         entry, data.decode("utf-8", "ignore"), lambda t: count_as_json_string(counter, t)
     )
     if entry.start and whole_first and entry.content is not None:
-        entry.content = entry.content.encode()[entry.start :].decode("utf-8", "ignore")
+        whole = entry.content.encode()
+        entry.start = _character_start(whole, entry.start)
+        entry.content = whole[entry.start :].decode()
         entry.big_tokens = count_as_json_string(counter, entry.content)
+
+
+# The most bytes one character takes in UTF-8.
+_LONGEST_CHARACTER = 4
+
+
+def _character_start(data: bytes, at: int) -> int:
+    """``at``, or the first byte of the character ``at`` falls inside of (UTF-8's
+    continuation bytes are 0b10xxxxxx)."""
+    while 0 < at < len(data) and data[at] & 0xC0 == 0x80:
+        at -= 1
+    return at
 
 
 def _filter_links(

@@ -1,0 +1,139 @@
+"""What reading one version costs: get_state through the store, this checkout against revisions.
+
+A read fetches a note's fields, then the content of what the budget shows; since content is
+checked against the version its fields name (store/reads/_reads.py), the second round trip
+reads a body with its version. This bench measures that cost side by side with earlier
+revisions of the package, in one run on one embedded Redis, with no writer running (the
+common case: nothing moves between the two round trips, nothing is read again).
+
+Cells: get_state of 10 notes of 300 bytes in mode full; of 1 note of 20 KB (a blob) in mode
+full; of 10 notes in mode digest (no content: unchanged path, a control). Each revision runs
+in a process of its own (``PYTHONPATH`` at the revision's package, extracted with ``git
+archive``), one call at a time, for ``--seconds`` per cell; rounds alternate the revisions'
+order. Prints calls/s and CPU ms per call of each, and each revision's ratio to this checkout.
+
+    python bench/read_versions.py [--seconds 3] [--rounds 3] --against REV [--against REV]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cas_load import extract_revision
+
+from blackboard_mcp.store import EmbeddedRedis
+
+THIS_CHECKOUT = "this checkout"
+CELLS = ("10 x 300 B, full", "1 x 20 KB, full", "10 digests")
+
+# Runs inside each revision's process: writes its notes once, then loops one cell.
+_WORKER = r"""
+import asyncio, json, os, resource, sys, time
+from blackboard_mcp.store import Board, GetState, UpdateState, board_client
+
+url, ws, cell, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+async def main():
+    board = Board(client=board_client(url))
+    await board.start()
+    small = [f"bb://{ws}/t/small-{i}" for i in range(10)]
+    big = f"bb://{ws}/t/big"
+    for uri in small:
+        await board.update_state(UpdateState.parse(
+            {"uri": uri, "digest": "a small note", "body": "word " * 60}), author="bench")
+    await board.update_state(UpdateState.parse(
+        {"uri": big, "digest": "a large note", "body": "word " * 4000}), author="bench")
+    shapes = {
+        "10 x 300 B, full": {"uris": small, "mode": "full", "budget_tokens": 20000},
+        "1 x 20 KB, full": {"uris": [big], "mode": "full", "budget_tokens": 20000},
+        "10 digests": {"uris": small},
+    }
+    request = GetState.parse(shapes[cell])
+    for _ in range(50):
+        await board.get_state(request)
+    calls, start, used = 0, time.perf_counter(), cpu()
+    while time.perf_counter() - start < seconds:
+        await board.get_state(request)
+        calls += 1
+    elapsed, used = time.perf_counter() - start, cpu() - used
+    await board.close()
+    print(json.dumps({"calls_per_s": calls / elapsed, "cpu_ms": 1000 * used / calls}))
+
+asyncio.run(main())
+"""
+
+
+def run_cell(
+    url: str, tree: Path | None, label: str, cell: str, seconds: float
+) -> dict[str, float]:
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    ws = "bench-" + "".join(c for c in label if c.isalnum())[:12]
+    out = subprocess.run(
+        [sys.executable, "-c", _WORKER, url, ws, cell, str(seconds)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tree or Path(__file__).resolve().parent.parent,
+    )
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--against", action="append", default=[], metavar="REV")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as work_dir:
+        work = Path(work_dir)
+        revisions: list[tuple[str, Path | None]] = [(THIS_CHECKOUT, None)]
+        for rev in args.against:
+            tree = work / f"tree-{rev}"
+            tree.mkdir()
+            extract_revision(rev, tree)
+            revisions.append((rev, tree))
+        redis = EmbeddedRedis(data_dir=work / "redis")
+        redis.start()
+        try:
+            measured: dict[tuple[str, str], list[dict[str, float]]] = {}
+            for round_no in range(args.rounds):
+                order = revisions if round_no % 2 == 0 else revisions[::-1]
+                for cell in CELLS:
+                    for label, tree in order:
+                        result = run_cell(redis.url, tree, label, cell, args.seconds)
+                        measured.setdefault((label, cell), []).append(result)
+        finally:
+            redis.stop()
+    print(
+        f"get_state through the store, one call at a time; {args.seconds:g} s per cell, "
+        f"median of {args.rounds} rounds, revisions' order alternating; started "
+        f"{time.strftime('%Y-%m-%d %H:%M')}"
+    )
+    print(f"{'cell':<18} {'revision':<14} {'calls/s':>9} {'CPU ms/call':>12} {'/ this':>8}")
+    for cell in CELLS:
+        base = statistics.median(r["calls_per_s"] for r in measured[(THIS_CHECKOUT, cell)])
+        for label, _ in revisions:
+            rate = statistics.median(r["calls_per_s"] for r in measured[(label, cell)])
+            cpu = statistics.median(r["cpu_ms"] for r in measured[(label, cell)])
+            print(f"{cell:<18} {label:<14} {rate:>9.0f} {cpu:>12.3f} {rate / base:>8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
