@@ -7,7 +7,9 @@ revisions of the package, in one run on one embedded Redis, with no writer runni
 common case: nothing moves between the two round trips, nothing is read again).
 
 Cells: get_state of 10 notes of 300 bytes in mode full; of 1 note of 20 KB (a blob) in mode
-full; of 10 notes in mode digest (no content: unchanged path, a control). Each revision runs
+full; of 10 notes in mode digest (no content: unchanged path, a control); of 1 note with 50
+``cites`` links to notes written since (full mode: its links, and where the revision records
+link versions a warning per cited note, store/notes/_provenance.py). Each revision runs
 in a process of its own (``PYTHONPATH`` at the revision's package, extracted with ``git
 archive``), one call at a time, for ``--seconds`` per cell; rounds alternate the revisions'
 order. Prints calls/s and CPU ms per call of each, and each revision's ratio to this checkout.
@@ -32,12 +34,12 @@ from cas_load import extract_revision
 from blackboard_mcp.store import EmbeddedRedis
 
 THIS_CHECKOUT = "this checkout"
-CELLS = ("10 x 300 B, full", "1 x 20 KB, full", "10 digests")
+CELLS = ("10 x 300 B, full", "1 x 20 KB, full", "10 digests", "1 note, 50 links, full")
 
 # Runs inside each revision's process: writes its notes once, then loops one cell.
 _WORKER = r"""
 import asyncio, json, os, resource, sys, time
-from blackboard_mcp.store import Board, GetState, UpdateState, board_client
+from blackboard_mcp.store import Board, GetState, LinkState, UpdateState, board_client
 
 url, ws, cell, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 
@@ -55,10 +57,25 @@ async def main():
             {"uri": uri, "digest": "a small note", "body": "word " * 60}), author="bench")
     await board.update_state(UpdateState.parse(
         {"uri": big, "digest": "a large note", "body": "word " * 4000}), author="bench")
+    # A note citing 50 others, each written again since: a warning per other note where the
+    # board records link versions.
+    hub = f"bb://{ws}/t/hub"
+    cited = [f"bb://{ws}/c/n{i}" for i in range(50)]
+    await board.update_state(UpdateState.parse(
+        {"uri": hub, "digest": "a note with many links", "body": "word " * 60}), author="bench")
+    for uri in cited:
+        await board.update_state(UpdateState.parse(
+            {"uri": uri, "digest": "cited", "body": "v1"}), author="bench")
+    await board.link_state(LinkState.parse({"src": hub, "rel": "cites", "dst": cited}),
+        author="bench")
+    for uri in cited:
+        await board.update_state(UpdateState.parse(
+            {"uri": uri, "digest": "cited", "body": "v2"}), author="bench")
     shapes = {
         "10 x 300 B, full": {"uris": small, "mode": "full", "budget_tokens": 20000},
         "1 x 20 KB, full": {"uris": [big], "mode": "full", "budget_tokens": 20000},
         "10 digests": {"uris": small},
+        "1 note, 50 links, full": {"uris": [hub], "mode": "full", "budget_tokens": 20000},
     }
     request = GetState.parse(shapes[cell])
     for _ in range(50):
@@ -125,13 +142,13 @@ def main() -> int:
         f"median of {args.rounds} rounds, revisions' order alternating; started "
         f"{time.strftime('%Y-%m-%d %H:%M')}"
     )
-    print(f"{'cell':<18} {'revision':<14} {'calls/s':>9} {'CPU ms/call':>12} {'/ this':>8}")
+    print(f"{'cell':<24} {'revision':<14} {'calls/s':>9} {'CPU ms/call':>12} {'/ this':>8}")
     for cell in CELLS:
         base = statistics.median(r["calls_per_s"] for r in measured[(THIS_CHECKOUT, cell)])
         for label, _ in revisions:
             rate = statistics.median(r["calls_per_s"] for r in measured[(label, cell)])
             cpu = statistics.median(r["cpu_ms"] for r in measured[(label, cell)])
-            print(f"{cell:<18} {label:<14} {rate:>9.0f} {cpu:>12.3f} {rate / base:>8.2f}")
+            print(f"{cell:<24} {label:<14} {rate:>9.0f} {cpu:>12.3f} {rate / base:>8.2f}")
     return 0
 
 

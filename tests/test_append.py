@@ -13,6 +13,7 @@ from support import GatewayProcess, agent_token, call, mcp_client
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, GetState, InvalidArgument, SearchKeys, TooLarge, UpdateState
 
+ORIGIN = uri("origin", topic="src")
 AUTHOR = "agent"
 
 
@@ -58,12 +59,15 @@ async def test_append_extends_the_body_and_bumps_the_version(board: Board) -> No
 
 async def test_append_keeps_sources_and_confidence_it_does_not_replace(board: Board) -> None:
     await board.update_state(
+        UpdateState.parse({"uri": ORIGIN, "digest": "o", "body": "o"}), author=AUTHOR
+    )
+    await board.update_state(
         UpdateState.parse(
             {
                 "uri": uri("log"),
                 "digest": "d",
                 "body": "x",
-                "sources": [uri("origin")],
+                "sources": [ORIGIN],
                 "confidence": 0.5,
                 "expect_version": 0,
             }
@@ -76,7 +80,7 @@ async def test_append_keeps_sources_and_confidence_it_does_not_replace(board: Bo
     [item] = (await board.get_state(GetState.parse({"uris": [uri("log")], "mode": "full"})))[
         "items"
     ]
-    assert (item["body"], item["sources"], item["confidence"]) == ("xy", [uri("origin")], 0.5)
+    assert (item["body"], item["sources"], item["confidence"]) == ("xy", [ORIGIN], 0.5)
 
 
 async def test_concurrent_appends_are_all_kept(board: Board) -> None:

@@ -26,14 +26,23 @@ def real_tokens(response: dict[str, Any]) -> int:
     return COUNTER.count(orjson.dumps(response).decode())
 
 
+# A source must exist when it is named; it lives in a topic of its own, out of the way of
+# the listings these tests make of topic "t".
+ORIGIN = uri("origin", topic="src")
+
+
 async def seed(board: Board) -> None:
+    await board.update_state(
+        UpdateState.parse({"uri": ORIGIN, "digest": "Where it came from.", "body": "o"}),
+        author=AUTHOR,
+    )
     await board.update_state(
         UpdateState.parse(
             {
                 "uri": uri("text"),
                 "digest": "A text note.",
                 "body": "Some body text.",
-                "sources": [uri("origin")],
+                "sources": [ORIGIN],
                 "confidence": 0.75,
                 "expect_version": 0,
             }
@@ -74,7 +83,7 @@ async def test_response_envelope_has_the_documented_keys(board: Board) -> None:
         "cursor",
     }
     assert (response["truncated"], response["omitted"], response["omitted_at"]) == (False, 0, [])
-    assert response["cursor"] == 2
+    assert response["cursor"] == 3  # the seed wrote three notes
 
 
 async def test_digest_is_the_default_mode(board: Board) -> None:
@@ -112,8 +121,8 @@ async def test_full_mode_of_a_text_note_has_body_and_metadata(board: Board) -> N
         "body",
     }
     assert item["body"] == "Some body text."
-    assert (item["author"], item["size"], item["seq"]) == (AUTHOR, 15, 1)
-    assert (item["sources"], item["confidence"]) == ([uri("origin")], 0.75)
+    assert (item["author"], item["size"], item["seq"]) == (AUTHOR, 15, 2)
+    assert (item["sources"], item["confidence"]) == ([ORIGIN], 0.75)
 
 
 async def test_full_mode_of_a_table_note_has_the_tsv_and_its_shape(board: Board) -> None:

@@ -1294,10 +1294,16 @@ def test_a_writers_well_formed_writes_succeed_and_cite_only_what_it_may_read(
         sources.append(data.draw(hidden_addresses(world)))
     if sources:
         args["sources"] = sources
+    # A source must exist, as a link's target must (looked at before the call).
+    missing = [s for s in sources if not world.redis.exists(_note_key(s))]
     is_error, body = checked_call(world, viewer, "update_state", args)
     if any(not viewer.can_read(*_address_of(s)) for s in sources):
         assert is_error and body["error"]["code"] == "forbidden", body
         event("refused: a hidden source")
+    elif missing:
+        assert is_error and body["error"]["code"] == "not_found", body
+        assert body["error"]["uris"] and set(body["error"]["uris"]) <= set(missing), body
+        event("refused: a missing source")
     elif "expect_version" in args and args["expect_version"] != current:
         assert is_error and body["error"]["code"] == "conflict", body
         assert body["error"]["current_version"] == current, body

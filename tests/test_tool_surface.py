@@ -53,7 +53,7 @@ SEED_ARGUMENTS = {
         "after",
     },
     "search_keys": {"q", "topic", "limit"},
-    "link_state": {"src", "rel", "dst"},
+    "link_state": {"src", "rel", "dst", "remove"},
 }
 MINIMAL = {
     "get_state": {"uris": ["bb://ws/t/k"]},
@@ -167,7 +167,8 @@ def test_there_are_exactly_the_five_tools_with_the_seed_arguments(tools_list: di
 # What a client may assume of each tool (MCP tool annotations). update_state replaces a
 # note's content with no history kept (destructive), and a repeated call writes again: append
 # extends twice, a write without expect_version makes a new version (not idempotent).
-# link_state only adds links; adding one that exists changes no link (idempotent, additive).
+# link_state adds links or, with remove, takes them away (destructive); repeating either
+# changes nothing more (idempotent).
 # No tool reaches anything beyond the board (closed world). The writes omit readOnlyHint,
 # whose protocol default is false, to keep the surface in its budget.
 READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
@@ -177,11 +178,7 @@ ANNOTATIONS = {
     "search_keys": READ_ONLY,
     # destructiveHint true and idempotentHint false are the protocol's defaults.
     "update_state": {"openWorldHint": False},
-    "link_state": {
-        "destructiveHint": False,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    },
+    "link_state": {"idempotentHint": True, "openWorldHint": False},
 }
 
 

@@ -18,13 +18,13 @@ from blackboard_mcp.store import REQUESTS
 # Hints a client may use to decide what needs the user's confirmation. No tool reaches beyond
 # the board. update_state replaces a note's content, and its past versions are kept only
 # within the board's bounds (destructive), and a repeat writes again (append extends twice;
-# without expect_version a new version): not idempotent. link_state only adds links, and
-# re-adding one changes no link. What equals the protocol's default is left out (readOnlyHint
-# false, and for update_state destructiveHint true and idempotentHint false): the surface's
-# budget is tight.
+# without expect_version a new version): not idempotent. link_state adds links or, with
+# ``remove``, takes them away (destructive), and repeating either changes nothing more
+# (idempotent). What equals the protocol's default is left out (readOnlyHint false, and
+# destructiveHint true, idempotentHint false): the surface's budget is tight.
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(open_world_hint=False)
-_LINK = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_LINK = ToolAnnotations(idempotent_hint=True, open_world_hint=False)
 
 
 _CONTRACT = load_board_contract()
@@ -90,7 +90,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="update_state",
         description=(
-            "digest: short summary. source_path: server file. expect_version: last read, 0: new."
+            "digest: summary. source_path: server file. expect_version: last read, 0: new."
         ),
         input_schema=_input_schema("update_state"),
         annotations=_WRITE,

@@ -335,6 +335,7 @@ class Board:
                 author=author,
                 changelog_maxlen=self._limits.changelog_maxlen,
                 max_retries=self._limits.cas_max_retries,
+                remove=request.remove,
                 may_read=readable(source.topic),
                 gate=gate,
                 wait=self._wait,

@@ -149,9 +149,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="deleted-note-keeps-its-history",
         why="a deleted note's past versions (and their blobs) stay in Redis for ever",
         path="blackboard_mcp/store/lifecycle/_delete.py",
-        original="""redis.call('DEL', note, p_out .. member, p_in .. member)
+        original="""redis.call('DEL', note, p_out .. member, p_in .. member, p_at .. member)
     forget_versions(member)""",
-        replacement="""redis.call('DEL', note, p_out .. member, p_in .. member)""",
+        replacement="""redis.call('DEL', note, p_out .. member, p_in .. member, p_at .. member)""",
         tests=("tests/test_history.py", "tests/test_delete.py"),
     ),
     Mutation(
@@ -167,8 +167,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="watch-on-an-unrelated-key",
         why="update_state watches a key no writer touches, so races go unseen",
         path="blackboard_mcp/store/notes/_writes.py",
-        original="        [note_key],\n        body,",
-        replacement='        [note_key + ":unrelated"],\n        body,',
+        original="        [note_key, *source_keys],\n        body,",
+        replacement='        [note_key + ":unrelated", *source_keys],\n        body,',
         tests=_CAS,
     ),
     Mutation(
@@ -402,7 +402,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="delete-leaves-the-other-ends-links",
         why="a note linked from a deleted one still lists (and warns about) the deleted note",
         path="blackboard_mcp/store/lifecycle/_delete.py",
-        original="    unlink(p_out .. member, p_in, member)\n",
+        original="    unlink(p_out .. member, p_in, member, false)\n",
         replacement="",
         tests=("tests/test_delete.py",),
     ),
@@ -529,5 +529,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         original="while 0 < at < len(data) and data[at] & 0xC0 == 0x80:",
         replacement="while False:",
         tests=("tests/test_exact_parts.py",),
+    ),
+    Mutation(
+        name="staleness-never-seen",
+        why="a note derived from one written since reads as if nothing had moved on",
+        path="blackboard_mcp/store/notes/_provenance.py",
+        original="    if current > at:\n",
+        replacement="    if False:\n",
+        tests=("tests/test_provenance.py",),
+    ),
+    Mutation(
+        name="link-removal-skips-the-target-scope",
+        why="a token that may not read a link's target removes the link all the same",
+        path="blackboard_mcp/store/requests/_link.py",
+        original="        return self.dst\n",
+        replacement="        return () if self.remove else self.dst\n",
+        tests=(
+            "tests/test_provenance.py::test_a_link_is_withdrawn_by_a_token_that_could_make_it_and_its_warning_stops",
+        ),
     ),
 )

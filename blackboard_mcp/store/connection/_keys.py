@@ -89,6 +89,12 @@ def links_in(workspace: str, member: str) -> str:
     return f"bbli:{{{workspace}}}:{member}"
 
 
+def links_at(workspace: str, member: str) -> str:
+    """The versions a note's outgoing links were made at: a hash, ``<rel>\t<target member>``
+    to ``<source version>\t<target version>`` (store/notes/_provenance.py)."""
+    return f"bbla:{{{workspace}}}:{member}"
+
+
 def revoked_token(workspace: str, token_id: str) -> str:
     return f"bbrv:{{{workspace}}}:t:{token_id}"
 
@@ -127,6 +133,7 @@ def member_prefixes(workspace: str) -> dict[str, str]:
         "note": note(workspace, ""),
         "links_out": links_out(workspace, ""),
         "links_in": links_in(workspace, ""),
+        "links_at": links_at(workspace, ""),
         # Earlier versions' sets: a delete still removes its notes from any left behind.
         "by_recent": by_recent(workspace, ""),
         "by_name": by_name(workspace, ""),

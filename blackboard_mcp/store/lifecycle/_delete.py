@@ -44,10 +44,15 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deleted = {}
 local touched = {}
-local function unlink(set, prefix, member)
+local p_at = ARGV[17]
+-- Each link's other end forgets it: its set, and for a link into this note the version
+-- record the other end keeps of it (store/notes/_provenance.py).
+local function unlink(set, prefix, member, records)
   for _, link in ipairs(redis.call('SMEMBERS', set)) do
     local tab = string.find(link, '\\t', 1, true)
-    redis.call('SREM', prefix .. string.sub(link, tab + 1), string.sub(link, 1, tab) .. member)
+    local other = string.sub(link, tab + 1)
+    redis.call('SREM', prefix .. other, string.sub(link, 1, tab) .. member)
+    if records then redis.call('HDEL', p_at .. other, string.sub(link, 1, tab) .. member) end
   end
 end
 -- A note's kept versions go with it, and each one's reference to its blob.
@@ -65,7 +70,7 @@ local function forget_versions(member)
   end
   redis.call('DEL', set)
 end
-for i = 17, #ARGV do
+for i = 18, #ARGV do
   local member = ARGV[i]
   local note = p_note .. member
   local f = redis.call('HMGET', note, 'topic', 'kind', 'blob', 'version', 'updated')
@@ -73,9 +78,9 @@ for i = 17, #ARGV do
   if f[4] and (cutoff == nil or tonumber(f[5] or 0) < cutoff) then
     local topic = f[1]
     local path = string.sub(member, #topic + 2)
-    unlink(p_out .. member, p_in, member)
-    unlink(p_in .. member, p_out, member)
-    redis.call('DEL', note, p_out .. member, p_in .. member)
+    unlink(p_out .. member, p_in, member, false)
+    unlink(p_in .. member, p_out, member, true)
+    redis.call('DEL', note, p_out .. member, p_in .. member, p_at .. member)
     forget_versions(member)
     redis.call('ZREM', p_recent .. topic, path)
     redis.call('ZREM', p_name .. topic, path)
@@ -225,6 +230,7 @@ async def delete_members(
             prefixes["version"],
             prefixes["versions"],
             prefixes["version_times"],
+            prefixes["links_at"],
             *members,
         )
     return [m.decode() if isinstance(m, bytes) else str(m) for m in deleted]

@@ -196,9 +196,9 @@ def _unspooled(line: bytes, target: str) -> Imported:
     topic, path, fields, content, links, version, current = orjson.loads(line)
     offloaded = content is not None
     data = content.encode() if offloaded else str(fields["body"]).encode()
-    pairs = tuple((str(rel), str(member)) for rel, member in links)
+    triples = tuple((str(rel), str(member), str(at)) for rel, member, at in links)
     kept = None if current is None else (int(current[0]), str(current[1]))
-    return Imported(Address(target, topic, path, version), fields, data, offloaded, pairs, kept)
+    return Imported(Address(target, topic, path, version), fields, data, offloaded, triples, kept)
 
 
 @contextmanager

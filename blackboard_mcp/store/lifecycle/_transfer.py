@@ -29,7 +29,8 @@ from ..connection import _keys as keys
 from ..connection._redis_errors import mapped_redis_errors
 from ..notes._addresses import SCHEME, Address, parse_address, validate_name
 from ..notes._links import RELATIONS
-from ..notes._notes import KINDS, MAX_AUTHOR_CHARS, check_digest
+from ..notes._notes import KINDS, MAX_AUTHOR_CHARS, MAX_SOURCES, check_digest
+from ..notes._provenance import decode_outgoing, encode_record
 from ..notes._tokencount import TokenCounter, count_as_json_string
 from ..notes._writes import SEARCH_TEXT_BYTES
 from ._delete import delete_members
@@ -95,17 +96,19 @@ return 1
 """
 
 # Adds links from one note only if it and each target still exist (a delete may be running).
-# KEYS: the note, its outgoing links. ARGV: its member, the prefixes of notes and of incoming
-# links (completed with a target, in the same slot), then rel, target pairs.
+# KEYS: the note, its outgoing links, their version records. ARGV: its member, the prefixes of
+# notes and of incoming links (completed with a target, in the same slot), then rel, target,
+# record triples (an empty record: the export had none).
 _LINK = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local member, p_note, p_in = ARGV[1], ARGV[2], ARGV[3]
 local added = 0
-for i = 4, #ARGV, 2 do
-  local rel, target = ARGV[i], ARGV[i + 1]
+for i = 4, #ARGV, 3 do
+  local rel, target, record = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if redis.call('EXISTS', p_note .. target) == 1 then
     redis.call('SADD', KEYS[2], rel .. '\\t' .. target)
     redis.call('SADD', p_in .. target, rel .. '\\t' .. member)
+    if record ~= '' then redis.call('HSET', KEYS[3], rel .. '\\t' .. target, record) end
     added = added + 1
   end
 end
@@ -124,11 +127,20 @@ def export_header(workspace: str, count: int, exported_at: str) -> dict[str, Any
 
 
 def _to_record(
-    workspace: str, member: str, note: dict[str, str], content: str, links: set[bytes]
+    workspace: str,
+    member: str,
+    note: dict[str, str],
+    content: str,
+    links: set[bytes],
+    records: dict[bytes, bytes] | None = None,
 ) -> dict[str, Any]:
-    """A note as a record; a kept past version (``member`` ending in ``@N``) as one too."""
+    """A note as a record; a kept past version (``member`` ending in ``@N``) as one too.
+
+    A link carries ``at``, the versions of its two ends when it was made, where the board
+    recorded them; a note its sources' versions as ``source_at``."""
     confidence = note.get("confidence", "")
-    return {
+    at = decode_outgoing(records or {})
+    record: dict[str, Any] = {
         "uri": f"{SCHEME}{workspace}/{member}",
         "kind": note.get("kind", "text"),
         "version": int(note["version"]),
@@ -143,9 +155,13 @@ def _to_record(
         **{name: int(note.get(name) or 0) for name in (*_INT_FIELDS[1:], *_TIME_FIELDS)},
         "links": [
             {"rel": rel, "to": f"{SCHEME}{workspace}/{target}"}
+            | ({"at": list(at[(rel, target)])} if (rel, target) in at else {})
             for rel, target in sorted(raw.decode().split("\t", 1) for raw in links)
         ],
     }
+    if note.get("source_at"):
+        record["source_at"] = orjson.loads(note["source_at"])
+    return record
 
 
 async def count_notes(client: aioredis.Redis[bytes], workspace: object) -> int:
@@ -202,11 +218,14 @@ async def _read_batch(
             for member in pending:
                 pipe.hgetall(keys.note(ws, member))
                 pipe.smembers(keys.links_out(ws, member))
+                pipe.hgetall(keys.links_at(ws, member))
                 pipe.zrange(keys.versions(ws, member), 0, -1)
             replies = await pipe.execute()
             notes = [
-                (_decoded(raw), links, [int(v) for v in kept])
-                for raw, links, kept in zip(replies[::3], replies[1::3], replies[2::3], strict=True)
+                (_decoded(raw), (links, records), [int(v) for v in kept])
+                for raw, links, records, kept in zip(
+                    replies[::4], replies[1::4], replies[2::4], replies[3::4], strict=True
+                )
             ]
             pipe = client.pipeline(transaction=False)
             for note, _links, _kept in notes:
@@ -227,7 +246,7 @@ async def _read_batch(
                     retry.append(member)
                     continue
                 content = data.decode()
-            out.append((_to_record(ws, member, note, content, links), kept))
+            out.append((_to_record(ws, member, note, content, *links), kept))
         if not retry:
             break
         pending = retry
@@ -303,7 +322,8 @@ class Imported:
     fields: dict[str, str | int | float]
     content: bytes
     offloaded: bool
-    links: tuple[tuple[str, str], ...]  # (rel, target member)
+    # (rel, target member, the versions of its ends when it was made: "" where not known)
+    links: tuple[tuple[str, str, str], ...]
     # A kept past version (``address.version`` set): the version and digest its note must
     # have now for the version to be added to it.
     current: tuple[int, str] | None = None
@@ -324,6 +344,10 @@ def check_header(value: object) -> str:
             hint="import with the release that exported it, or a newer one",
         )
     return validate_name(value.get("workspace"), "workspace")
+
+
+def _is_version(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_SAFE_INTEGER
 
 
 def _need(record: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
@@ -383,11 +407,28 @@ def check_record(
     ):
         raise InvalidArgument("columns must be a list of names or null", argument="columns")
     sources = _need(record, "sources", list)
-    if not all(isinstance(s, str) for s in sources):
-        raise InvalidArgument("sources must be a list of addresses", argument="sources")
+    if len(sources) > MAX_SOURCES:
+        raise TooLarge(f"{len(sources)} sources; the limit is {MAX_SOURCES}", argument="sources")
+    for value in sources:
+        # As a write holds them: addresses of notes in the same workspace.
+        parsed = parse_address(value, argument="sources").require_note("sources")
+        if parsed.workspace != source:
+            raise InvalidArgument(
+                f"source {parsed.uri} is in another workspace", argument="sources"
+            )
     # A source in the exported workspace moves with it, as links do.
     old, new = f"{SCHEME}{source}/", f"{SCHEME}{target}/"
-    sources = [new + s[len(old) :] if s.startswith(old) else s for s in sources]
+    sources = [new + s[len(old) :] for s in sources]
+    source_at = record.get("source_at")
+    if source_at is not None and not (
+        isinstance(source_at, list)
+        and len(source_at) == len(sources)
+        and all(_is_version(v) for v in source_at)
+    ):
+        raise InvalidArgument(
+            "source_at must be one version (a whole number from 1) per source",
+            argument="source_at",
+        )
     confidence = record.get("confidence")
     if confidence is not None and (
         isinstance(confidence, bool) or not isinstance(confidence, int | float)
@@ -412,7 +453,15 @@ def check_record(
         to = parse_address(link.get("to"), argument="links").require_note("links")
         if to.workspace != source:
             raise InvalidArgument(f"{to.uri} is in another workspace", argument="links")
-        links.append((str(link["rel"]), to.member))
+        at = link.get("at")
+        if at is not None and not (
+            isinstance(at, list) and len(at) == 2 and all(_is_version(v) for v in at)
+        ):
+            raise InvalidArgument(
+                "a link's at is the versions of its two ends: two whole numbers from 1",
+                argument="links",
+            )
+        links.append((str(link["rel"]), to.member, encode_record(*at) if at else ""))
     moved = Address(target, address.topic, address.path, address.version)
     blob = hashlib.sha256(content).hexdigest() if offloaded else ""
     fields: dict[str, str | int | float] = {
@@ -426,6 +475,7 @@ def check_record(
         "stext": content[:SEARCH_TEXT_BYTES].decode("utf-8", "ignore") if offloaded else "",
         "author": author,
         "sources": orjson.dumps(sources).decode(),
+        "source_at": orjson.dumps(source_at).decode() if source_at else "",
         "confidence": "" if confidence is None else float(confidence),
         "columns": orjson.dumps(columns).decode() if columns is not None else "",
         "origin": _need(record, "origin", str),
@@ -644,12 +694,12 @@ async def _queue_links(pipe: Any, script: Any, note: Imported) -> None:
         pipe.echo(0)
         return
     await script(
-        keys=(keys.note(ws, member), keys.links_out(ws, member)),
+        keys=(keys.note(ws, member), keys.links_out(ws, member), keys.links_at(ws, member)),
         args=(
             member,
             keys.note(ws, ""),
             keys.links_in(ws, ""),
-            *[v for rel, target in note.links for v in (rel, target)],
+            *[v for link in note.links for v in link],
         ),
         client=pipe,
     )

@@ -33,11 +33,12 @@ from typing import Any
 import orjson
 import redis.asyncio as aioredis
 
-from .._errors import Contended, InvalidArgument, TooLarge, Unconfirmed
+from .._errors import Contended, InvalidArgument, NotFound, TooLarge, Unconfirmed
 from ..connection import _keys as keys
 from ..connection._pool import WaitingConnectionPool
 from ..connection._redis_errors import mapped_redis_errors
 from ..connection._tx import Gate
+from ._addresses import SCHEME
 from ._history import KEEP_VERSION_LUA
 from ._notes import NoteWrite
 from ._tokencount import TokenCounter, count_as_json_string
@@ -55,13 +56,24 @@ LOG_BLOB_PREFIX = "log-"
 #       12 sources json, 13 confidence, 14 sources given, 15 confidence given,
 #       16 the blob name the caller saw, 17 the new log blob's name, 18 workspace, 19 topic,
 #       20 the kept versions' key prefix, 21 the blobs' key prefix, 22 versions kept,
-#       23 their maximum age in seconds (the board's; the policy may say otherwise)
+#       23 their maximum age in seconds (the board's; the policy may say otherwise),
+#       24 the notes' key prefix, 25... the sources' members (each must exist; its version is
+#       recorded: store/notes/_provenance.py)
 # Returns {version, seq}; {-1} for a table; {-2, size} over the limit; {-3, blob} when the
-# note's blob is not the one the caller saw (read it, declare it, call again).
+# note's blob is not the one the caller saw (read it, declare it, call again); {-4, member}
+# for a source that does not exist.
 _APPEND = (
     KEEP_VERSION_LUA
     + """
 local note = KEYS[1]
+-- Sources first, before anything is written. Their keys are not declared: each carries the
+-- workspace's hash tag, so it is in the declared keys' slot.
+local source_at = {}
+for i = 25, #ARGV do
+  local v = redis.call('HGET', ARGV[24] .. ARGV[i], 'version')
+  if not v then return {-4, ARGV[i]} end
+  source_at[#source_at + 1] = v
+end
 local old = redis.call('HMGET', note, 'version', 'kind', 'blob', 'size', 'body_tokens')
 -- The search text is read only while it can still grow (reading a full one costs its size).
 if redis.call('HSTRLEN', note, 'stext') < tonumber(ARGV[4]) then
@@ -156,7 +168,10 @@ if version == 1 then
   if ARGV[14] ~= '1' then put('sources', '[]') end
   if ARGV[15] ~= '1' then put('confidence', '') end
 end
-if ARGV[14] == '1' then put('sources', ARGV[12]) end
+if ARGV[14] == '1' then
+  put('sources', ARGV[12])
+  put('source_at', '[' .. table.concat(source_at, ',') .. ']')
+end
 if ARGV[15] == '1' then put('confidence', ARGV[13]) end
 
 local seq = redis.call('INCR', KEYS[2])
@@ -256,6 +271,8 @@ async def append_note(
                 keys.blob(ws, ""),
                 limits.history.versions,
                 limits.history.max_age_ms // 1000,
+                keys.note(ws, ""),
+                *(source.member for source in write.sources),
             )
         ]
         if limits.wait is not None:
@@ -267,6 +284,9 @@ async def append_note(
         if code == -3:
             seen = outcome[1].decode()
             continue
+        if code == -4:
+            missing = f"{SCHEME}{ws}/{outcome[1].decode()}"
+            raise NotFound(f"no note at {missing}", uris=[missing])
         if code == -1:
             raise InvalidArgument(
                 "append extends text notes; rewrite a table with columns+rows"

@@ -22,7 +22,7 @@ _SCRIPT = """
 local seq = redis.call('INCR', KEYS[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if ARGV[3] ~= 'link' then
+if ARGV[3] ~= 'link' and ARGV[3] ~= 'unlink' then
   local fields = {'seq', seq, 'updated', now}
   if ARGV[7] == '1' then
     fields[#fields + 1] = 'created'
@@ -59,8 +59,8 @@ def queue_commit(
     """Queue the note's write with its sequence number and change-log entry.
 
     ``note_fields`` are written to the note's hash with ``seq`` and ``updated`` (and
-    ``created`` when ``is_new``) in one HSET; a link writes no note fields. The reply in EXEC
-    is the new sequence number.
+    ``created`` when ``is_new``) in one HSET; a link or an unlink writes no note fields. The
+    reply in EXEC is the new sequence number.
     """
     path = member.split("/", 1)[1]
     flat = [v for pair in (note_fields or {}).items() for v in pair]

@@ -12,6 +12,7 @@ from ..connection import _keys as keys
 from ..connection._tx import Gate, ReplicaWait, Transaction, run_transaction
 from ._addresses import Address
 from ._commit import queue_commit
+from ._provenance import encode_record
 
 Relation = Literal[
     "depends_on", "derived_from", "supersedes", "refines", "cites", "part_of", "contradicts"
@@ -28,10 +29,11 @@ RELATIONS: tuple[Relation, ...] = (
 MAX_TARGETS = 64
 
 
-class LinkResult(TypedDict):
+class LinkResult(TypedDict, total=False):
     src: str
     rel: str
     linked: list[str]
+    removed: list[str]
     warnings: list[str]
 
 
@@ -44,63 +46,99 @@ async def write_links(
     author: str,
     changelog_maxlen: int,
     max_retries: int,
+    remove: bool = False,
     may_read: bool = True,
     gate: Gate | None = None,
     wait: ReplicaWait | None = None,
 ) -> LinkResult:
-    """Add the links; ``may_read`` says whether the caller may read the source's topic.
+    """Add the links, each recording both ends' versions now, or with ``remove`` take them
+    away; ``may_read`` says whether the caller may read the source's topic.
 
-    A caller that may only write it is not told which of the links already existed: the
-    source's links are part of what a reader of that topic sees.
+    A caller that may only write it is not told which of the links already existed (or did
+    not, for a removal): the source's links are part of what a reader of that topic sees.
+    Adding a link again records the versions again: it says the relation holds as they are
+    now. A removal that names no existing link is ``not_found``, and writes nothing.
     """
     ws = source.workspace
     ends = (source, *targets)
     note_keys = [keys.note(ws, a.member) for a in ends]
+    out_key = keys.links_out(ws, source.member)
+    names = [f"{rel}\t{t.member}" for t in targets]
+    # Each end's version, read under WATCH: a note deleted or written between this read and
+    # EXEC makes the EXEC fail and the read run again, so no link points at a deleted note and
+    # none records a version its end has already left.
+    first_reads: list[tuple[Any, ...]] = [("HGET", key, "version") for key in note_keys]
+    if remove:
+        first_reads.append(("SMISMEMBER", out_key, *names))
 
     async def body(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], list[Any]]:
-        # Under WATCH: a note deleted between this check and EXEC makes the EXEC fail and
-        # the check run again, so no link is ever left pointing at a deleted note.
-        if int(first[0]) < len(note_keys):
-            check = client.pipeline(transaction=False)
-            for key in note_keys:
-                check.exists(key)
-            exists = await check.execute()
-            missing = [a.uri for a, e in zip(ends, exists, strict=True) if not e]
-            raise NotFound(f"no note at {', '.join(missing) or source.uri}", uris=missing)
+        versions = first[: len(note_keys)]
+        missing = [a.uri for a, v in zip(ends, versions, strict=True) if v is None]
+        if missing:
+            raise NotFound(f"no note at {', '.join(missing)}", uris=missing)
+        present = [bool(v) for v in first[len(note_keys)]] if remove else []
+        if remove and not any(present):
+            raise NotFound(
+                f"{source.uri} has no {rel} link to {', '.join(t.uri for t in targets)}"
+                if may_read
+                else "no such link",
+                hint='list the note\'s links with get_state(mode="fields", fields=["links"])',
+            )
         tx.multi()
-        tx.queue(
-            "SADD", keys.links_out(ws, source.member), *[f"{rel}\t{t.member}" for t in targets]
-        )
-        for target in targets:
-            tx.queue("SADD", keys.links_in(ws, target.member), f"{rel}\t{source.member}")
+        at_key = keys.links_at(ws, source.member)
+        if remove:
+            tx.queue("SREM", out_key, *names)
+            for target in targets:
+                tx.queue("SREM", keys.links_in(ws, target.member), f"{rel}\t{source.member}")
+            tx.queue("HDEL", at_key, *names)
+        else:
+            tx.queue("SADD", out_key, *names)
+            for target in targets:
+                tx.queue("SADD", keys.links_in(ws, target.member), f"{rel}\t{source.member}")
+            source_version = int(versions[0])
+            records = [
+                part
+                for name, version in zip(names, versions[1:], strict=True)
+                for part in (name, encode_record(source_version, int(version)))
+            ]
+            tx.queue("HSET", at_key, *records)
         queue_commit(
             tx,
             workspace=ws,
             topic=source.topic,
             member=source.member,
             kind="",
-            op="link",
+            op="unlink" if remove else "link",
             uri=source.uri,
             version=0,
             author=author,
             changelog_maxlen=changelog_maxlen,
         )
-        return lambda replies: replies
+        return lambda replies: [*replies, present]
 
     replies = await run_transaction(
         client,
-        note_keys,
+        [*note_keys, out_key] if remove else note_keys,
         body,
         max_retries=max_retries,
-        first_reads=[("EXISTS", *note_keys)],
+        first_reads=first_reads,
         gate=gate,
         wait=wait,
     )
-    added = int(replies[0])
+    changed = int(replies[0])
+    if remove:
+        present = replies[-1]
+        gone = [t.uri for t, was in zip(targets, present, strict=True) if was]
+        warnings = (
+            []
+            if changed == len(targets) or not may_read
+            else [f"{len(targets) - changed} of these links did not exist"]
+        )
+        return {"src": source.uri, "rel": rel, "linked": [], "removed": gone, "warnings": warnings}
     warnings = (
         []
-        if added == len(targets) or not may_read
-        else [f"{len(targets) - added} of these links already existed"]
+        if changed == len(targets) or not may_read
+        else [f"{len(targets) - changed} of these links already existed"]
     )
     return {"src": source.uri, "rel": rel, "linked": [t.uri for t in targets], "warnings": warnings}
 
@@ -117,40 +155,3 @@ def decode_links(
         rel, member = raw.decode().split("\t", 1)
         out.append({"rel": rel, "from": f"bb://{workspace}/{member}"})
     return out
-
-
-_WARNED = (
-    ("supersedes", "from", "is superseded by"),
-    ("contradicts", "from", "is contradicted by"),
-    ("contradicts", "to", "contradicts"),
-)
-
-
-def once_per_link(warnings: list[str]) -> list[str]:
-    """The warnings, each link said once: when both ends of a ``contradicts`` link are in
-    one answer, "A contradicts B" stays and "B is contradicted by A" goes."""
-    said = set(warnings)
-    kept = []
-    for warning in warnings:
-        # The phrases are _WARNED's: the inverse of "contradicts" seen from the other end.
-        target, sep, source = warning.partition(" is contradicted by ")
-        if sep and f"{source} contradicts {target}" in said:
-            continue
-        kept.append(warning)
-    return kept
-
-
-def link_warnings(uri: str, links: list[dict[str, str]]) -> list[str]:
-    """What a reader must know: the note was superseded, or it is disputed.
-
-    One warning per relation, naming one other note and counting the rest (the note's links
-    name them all), so a note with 59 ``contradicts`` links costs one line, not 59.
-    """
-    warnings = []
-    for rel, direction, verb in _WARNED:
-        others = [link[direction] for link in links if link["rel"] == rel and direction in link]
-        if len(others) == 1:
-            warnings.append(f"{uri} {verb} {others[0]}")
-        elif others:
-            warnings.append(f"{uri} {verb} {others[0]} and {len(others) - 1} more")
-    return warnings

@@ -41,6 +41,7 @@ NOTE_FIELDS = (
     "columns",
     "nrows",
     "origin",
+    "source_at",
 )
 
 

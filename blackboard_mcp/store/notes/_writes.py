@@ -13,7 +13,7 @@ from typing import Any, TypedDict
 import orjson
 import redis.asyncio as aioredis
 
-from .._errors import Conflict
+from .._errors import Conflict, NotFound
 from ..connection import _keys as keys
 from ..connection._tx import Gate, ReplicaWait, Transaction, run_transaction
 from ._commit import queue_commit
@@ -82,8 +82,21 @@ async def write_note(
     content = _content(write)
     content_tokens = count_as_json_string(counter, content)
 
+    source_keys = [keys.note(ws, source.member) for source in write.sources]
+
     async def body(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], WriteResult]:
         old = first[0]
+        # Each source must exist, as a link's ends must; its version now is recorded with the
+        # write (store/notes/_provenance.py). Under WATCH: a source deleted or written before
+        # EXEC makes this run again.
+        source_versions = first[1:]
+        missing = list(
+            dict.fromkeys(
+                s.uri for s, v in zip(write.sources, source_versions, strict=True) if v is None
+            )
+        )
+        if missing:
+            raise NotFound(f"no note at {', '.join(missing)}", uris=missing)
         old_version = int(old[0]) if old[0] is not None else 0
         old_blob = _decode(old[2])
         old_kind = _decode(old[3]) or write.kind
@@ -130,6 +143,9 @@ async def write_note(
             "version": version,
             "author": write.author,
             "sources": orjson.dumps([s.uri for s in write.sources]).decode(),
+            "source_at": orjson.dumps([int(v) for v in source_versions]).decode()
+            if write.sources
+            else "",
             "confidence": "" if write.confidence is None else write.confidence,
             "est_tokens": digest_tokens + content_tokens,
             "digest_tokens": digest_tokens,
@@ -183,11 +199,14 @@ async def write_note(
 
     return await run_transaction(
         client,
-        [note_key],
+        [note_key, *source_keys],
         body,
         max_retries=limits.max_retries,
         # Read with the WATCH, in its round trip (store/connection/_tx.py).
-        first_reads=[("HMGET", note_key, "version", "digest", "blob", "kind")],
+        first_reads=[
+            ("HMGET", note_key, "version", "digest", "blob", "kind"),
+            *(("HGET", key, "version") for key in source_keys),
+        ],
         gate=gate,
         wait=limits.wait,
     )

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from .._errors import InvalidArgument
-from ..notes._links import once_per_link
+from ..notes._provenance import once_per_link
 from ..notes._tokencount import TokenCounter, count_as_json_string, count_json
 
 # The smallest budget a read accepts: room for the empty envelope of any read (flags, counts,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import orjson
 import redis.asyncio as aioredis
 
 from .._errors import Contended, InvalidArgument
@@ -23,8 +24,15 @@ from ..connection._pool import WaitingConnectionPool
 from ..connection._redis_errors import mapped_redis_errors
 from ..connection._tx import Gate
 from ..lifecycle._delete import decode_deleted, deleted_since
-from ..notes._addresses import CATCH_UP_PATH, Address
-from ..notes._links import decode_links, link_warnings
+from ..notes._addresses import CATCH_UP_PATH, SCHEME, Address
+from ..notes._links import decode_links
+from ..notes._provenance import (
+    Provenance,
+    decode_outgoing,
+    decode_record,
+    provenance_warnings,
+    source_records,
+)
 from ..notes._tokencount import TokenCounter, count_as_json_string
 from ..requests import GetState, ListKeys
 from ._budget import Entry, Render, finish, fit, plan, position_ranges
@@ -56,10 +64,11 @@ def _text(value: bytes | None) -> str:
     return value.decode() if value is not None else ""
 
 
-FetchedNote = tuple[dict[str, str] | None, set[bytes], set[bytes]]
+# A note's fields, its outgoing and incoming links, and its outgoing links' version records.
+FetchedNote = tuple[dict[str, str] | None, set[bytes], set[bytes], dict[bytes, bytes]]
 Fetched = list[FetchedNote]
 # What stands in for a note the caller may not read: never fetched.
-REFUSED: FetchedNote = (None, set(), set())
+REFUSED: FetchedNote = (None, set(), set(), {})
 
 
 async def _fetch_meta(
@@ -91,6 +100,7 @@ async def _fetch_meta(
             commands.append(("HMGET", keys.version(ws, member, address.version), *names))
         commands.append(("SMEMBERS", keys.links_out(ws, member)))
         commands.append(("SMEMBERS", keys.links_in(ws, member)))
+        commands.append(("HGETALL", keys.links_at(ws, member)))
     commands.append(("GET", keys.sequence(workspace)))
     pool: WaitingConnectionPool = client.connection_pool
     replies = await pool.round_trip(commands)
@@ -103,11 +113,81 @@ async def _fetch_meta(
     for address in addresses:
         values = replies[at]
         kept = replies[at + 1] if address.version is not None else None
-        at += 3 if kept is None else 4
-        outgoing, incoming = replies[at - 2], replies[at - 1]
+        at += 4 if kept is None else 5
+        outgoing, incoming, records = replies[at - 3], replies[at - 2], replies[at - 1]
         note = _version_of(address, names, values, kept)
-        out.append((note, set(outgoing), set(incoming)) if note else (None, set(), set()))
+        out.append(
+            (note, set(outgoing), set(incoming), _as_mapping(records))
+            if note
+            else (None, set(), set(), {})
+        )
     return out, cursor, deleted
+
+
+async def _judge(
+    client: aioredis.Redis[bytes],
+    addresses: Sequence[Address],
+    fetched: Fetched,
+    readable: Readable,
+) -> list[Provenance | None]:
+    """Each note's provenance: its links' version records (an incoming link's from the note
+    that made it) and the current versions of the notes at their other ends and of its
+    sources, in one round trip for the whole read; None for a note with neither links nor
+    sources. Nothing is asked of a topic the caller may not read."""
+    judged: list[Provenance | None] = []
+    commands: list[tuple[Any, ...]] = []
+    # Per command, what it answers: (position, "now", member) or (position, "in", rel, member).
+    asked: list[tuple[Any, ...]] = []
+    for n, (address, (note, outgoing, incoming, records)) in enumerate(
+        zip(addresses, fetched, strict=True)
+    ):
+        sources = _sources_at(note) if note is not None else []
+        if note is None or not (outgoing or incoming or sources):
+            judged.append(None)
+            continue
+        provenance = Provenance(outgoing=decode_outgoing(records), sources=sources)
+        ws = address.workspace
+        for raw in incoming:
+            rel, _, member = raw.decode().partition("\t")
+            if readable(member.split("/", 1)[0]):
+                commands.append(("HGET", keys.links_at(ws, member), f"{rel}\t{address.member}"))
+                asked.append((n, "in", rel, member))
+        prefix = len(f"{SCHEME}{ws}/")
+        others = provenance.others() | {uri[prefix:] for uri, _ in sources}
+        for member in sorted(others):
+            if readable(member.split("/", 1)[0]):
+                commands.append(("HGET", keys.note(ws, member), "version"))
+                asked.append((n, "now", member))
+        judged.append(provenance)
+    if not commands:
+        return judged
+    pool: WaitingConnectionPool = client.connection_pool
+    for question, reply in zip(asked, await pool.round_trip(commands), strict=True):
+        provenance = judged[question[0]]
+        assert provenance is not None
+        if question[1] == "now":
+            if reply is not None:
+                provenance.now[question[2]] = int(reply)
+        else:
+            record = decode_record(reply)
+            if record is not None:
+                provenance.incoming[(question[2], question[3])] = record
+    return judged
+
+
+def _sources_at(note: dict[str, str]) -> list[tuple[str, int]]:
+    """The note's sources with the versions they had when it was written (none recorded for
+    a note written before versions were)."""
+    if not note.get("source_at") or not note.get("sources"):
+        return []
+    return source_records(orjson.loads(note["sources"]), orjson.loads(note["source_at"]))
+
+
+def _as_mapping(reply: Any) -> dict[bytes, bytes]:
+    """An HGETALL reply as a dict: a flat list on RESP2, a map on RESP3."""
+    if isinstance(reply, dict):
+        return reply
+    return dict(zip(reply[::2], reply[1::2], strict=True))
 
 
 # Marks on a fetched note's fields (never shown): the note's current version when the
@@ -263,13 +343,15 @@ def _entries(
     mode: Any,
     fields: Sequence[str],
     readable: Readable,
+    judged: Sequence[Provenance | None] | None = None,
     mark_past: bool = True,
 ) -> list[tuple[Entry, dict[str, str] | None]]:
     """The items; a past version's says so and names the current one, unless ``mark_past``
-    is off (a note's list of versions, where the first is the current one)."""
+    is off (a note's list of versions, where the first is the current one). ``judged`` is
+    each note's provenance (``_judge``), for the warnings that say what moved on."""
     out: list[tuple[Entry, dict[str, str] | None]] = []
-    for address, fetched_note in zip(addresses, fetched, strict=True):
-        note, outgoing, incoming = fetched_note
+    for n, (address, fetched_note) in enumerate(zip(addresses, fetched, strict=True)):
+        note, outgoing, incoming, _ = fetched_note
         if fetched_note is REFUSED:
             out.append((Entry(address.uri, {"uri": address.uri, "error": "forbidden"}), None))
             continue
@@ -290,10 +372,21 @@ def _entries(
         # links and warnings came with the part that named this one.
         part = address.start is not None
         links = [] if part else _filter_links(address.workspace, outgoing, incoming, readable)
-        warnings = [] if part else link_warnings(address.uri, links)
+        current = note.get(CURRENT_VERSION)
+        warnings = (
+            []
+            if part
+            else provenance_warnings(
+                address.uri,
+                int(current or note.get("version") or 0),
+                links,
+                judged[n] if judged is not None else None,
+                workspace_prefix=f"{SCHEME}{address.workspace}/",
+                readable=readable,
+            )
+        )
         # A part is read for its content, which a digest or ref read would not show.
         item_mode: Any = "full" if part and mode in ("digest", "ref") else mode
-        current = note.get(CURRENT_VERSION)
         if current is not None and mark_past and not part:
             warnings.append(
                 f"{address.uri} is a past version; the note is at version {current} "
@@ -390,12 +483,14 @@ async def get_state(
             client, addresses[0].workspace, allowed, names, gate=gate
         )
         by_address = dict(zip(allowed, fetched, strict=True))
+        every = [by_address.get(a, REFUSED) for a in addresses]
         built = _entries(
             addresses,
-            [by_address.get(a, REFUSED) for a in addresses],
+            every,
             mode=checked_mode,
             fields=checked_fields,
             readable=readable,
+            judged=await _judge(client, addresses, every, readable),
         )
         notices = [
             f"the token may not read topic {t!r}; those items are refused" for t in refused_topics
@@ -425,6 +520,7 @@ async def get_state(
                 mode=checked_mode,
                 fields=checked_fields,
                 readable=readable,
+                judged=await _judge(client, again, fetched_again, readable),
             )
 
         response, _ = await _show(client, counter, budget, addresses, built, render, refetch)
@@ -502,6 +598,10 @@ async def list_keys(
             mode=entry_mode,
             fields=checked_fields,
             readable=readable,
+            # A note's versions share its links: judged once, on the note itself.
+            judged=await _judge(client, addresses, fetched, readable)
+            if request.note is None
+            else None,
             mark_past=request.note is None,
         )
 
@@ -580,7 +680,7 @@ def _table_response(
     header = "\t".join(columns)
     lines: list[str] = []
     warnings: list[list[str]] = []
-    for (entry, _), (note, _, _) in zip(built, fetched, strict=True):
+    for (entry, _), (note, _, _, _) in zip(built, fetched, strict=True):
         # A note deleted between the listing and this read has no fields: show its uri.
         values = note or {"uri": entry.uri}
         lines.append("\t".join(_escape_cell(_cell(values, c)) for c in columns))

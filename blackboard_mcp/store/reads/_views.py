@@ -70,11 +70,23 @@ META_FIELDS = [
     "seq",
     "size",
     "origin",
+    "source_at",
 ]
 
 # Digest and ref items need only these; every field a reply parses costs (redis-py parses in
 # Python), so a listing does not ask for the rest.
-BRIEF_FIELDS = ["uri", "digest", "version", "est_tokens", "kind", "updated", "body_tokens"]
+BRIEF_FIELDS = [
+    "uri",
+    "digest",
+    "version",
+    "est_tokens",
+    "kind",
+    "updated",
+    "body_tokens",
+    # For the warnings that say a source has moved on (store/notes/_provenance.py).
+    "sources",
+    "source_at",
+]
 
 
 def fields_for(mode: Mode, fields: Sequence[str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""link_state's request: a source, a relation and its targets, all in one workspace."""
+"""link_state's request: a source, a relation and its targets, all in one workspace; with
+``remove``, the links to take away."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ class LinkState:
     src: Address
     rel: Relation
     dst: tuple[Address, ...]
+    # Take the links away rather than add them.
+    remove: bool = False
 
     @property
     def reads(self) -> tuple[Address, ...]:
@@ -49,4 +52,7 @@ class LinkState:
                 raise InvalidArgument("a note cannot be linked to itself", argument="dst")
             if target not in targets:
                 targets.append(target)
-        return cls(source, rel, tuple(targets))
+        remove = args.get("remove")
+        if remove is not None and not isinstance(remove, bool):
+            raise InvalidArgument("remove must be true or false", argument="remove")
+        return cls(source, rel, tuple(targets), bool(remove))

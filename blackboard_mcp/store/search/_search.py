@@ -23,7 +23,8 @@ from redis.exceptions import ResponseError
 from .._errors import Unavailable
 from ..connection import _keys as keys
 from ..connection._redis_errors import mapped_redis_errors
-from ..notes._links import decode_links, link_warnings
+from ..notes._links import decode_links
+from ..notes._provenance import link_warnings
 from ..notes._tokencount import TokenCounter
 from ..reads._budget import DEFAULT_BUDGET, Entry, finish, fit, plan
 from ..reads._views import Readable, every_topic

@@ -1,0 +1,227 @@
+"""Versioned provenance: what a note was made from, and whether that has moved on since.
+
+A link records the versions of both its ends when it is made, and a write records the
+version of each of its ``sources``. A read compares them with the other notes' versions now:
+
+- a note derived from, citing, depending on, refining or part of another that has been
+  written since says so ("... is derived from bb://w/plan/q3 v1; it is at v3");
+- a contradiction or supersession recorded against an older version of the note than the one
+  read says which version it was about ("... was contradicted by X at v1; this note is at
+  v2"), so an agent tells an open dispute from one its note may have settled;
+- a note that contradicts another as it was at an older version says so too.
+
+One warning per other note. Links and sources made before versions were recorded carry none
+and are judged as today (the plain warnings of store/notes/_links.py).
+
+Records: the hash ``keys.links_at(source)`` maps ``<rel>\\t<target member>`` to
+``<source version>\\t<target version>``; a note's ``source_at`` field holds its sources'
+versions, in the order of its ``sources``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+# Relations whose target the source is built on: its moving on may make the source stale.
+DERIVED = {
+    "derived_from": "is derived from",
+    "cites": "cites",
+    "depends_on": "depends on",
+    "refines": "refines",
+    "part_of": "is part of",
+}
+SOURCE_VERB = "was written from"
+
+
+_WARNED = (
+    ("supersedes", "from", "is superseded by"),
+    ("contradicts", "from", "is contradicted by"),
+    ("contradicts", "to", "contradicts"),
+)
+
+
+def once_per_link(warnings: list[str]) -> list[str]:
+    """The warnings, each link said once: when both ends of a ``contradicts`` link are in
+    one answer, "A contradicts B" stays and "B is contradicted by A" goes."""
+    said = set(warnings)
+    kept = []
+    for warning in warnings:
+        # The phrases are _WARNED's: the inverse of "contradicts" seen from the other end.
+        target, sep, source = warning.partition(" is contradicted by ")
+        if sep and f"{source} contradicts {target}" in said:
+            continue
+        kept.append(warning)
+    return kept
+
+
+def link_warnings(uri: str, links: list[dict[str, str]]) -> list[str]:
+    """What a reader must know: the note was superseded, or it is disputed.
+
+    One warning per relation, naming one other note and counting the rest (the note's links
+    name them all), so a note with 59 ``contradicts`` links costs one line, not 59.
+    """
+    warnings = []
+    for rel, direction, verb in _WARNED:
+        others = [link[direction] for link in links if link["rel"] == rel and direction in link]
+        if len(others) == 1:
+            warnings.append(f"{uri} {verb} {others[0]}")
+        elif others:
+            warnings.append(f"{uri} {verb} {others[0]} and {len(others) - 1} more")
+    return warnings
+
+
+def encode_record(source_version: int, target_version: int) -> str:
+    return f"{source_version}\t{target_version}"
+
+
+def decode_record(raw: bytes | str | None) -> tuple[int, int] | None:
+    """A record's two versions, or None for one that is missing or not two whole numbers."""
+    if raw is None:
+        return None
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    first, tab, second = text.partition("\t")
+    if not tab or not first.isdigit() or not second.isdigit():
+        return None
+    return int(first), int(second)
+
+
+@dataclass
+class Provenance:
+    """What one note read needs to be judged: its links' records and the other ends' versions.
+
+    ``outgoing`` and ``incoming`` map ``(rel, other member)`` to the record of that link (for
+    an incoming link, the record its source keeps); ``sources`` pairs each source member with
+    the version it had when this note was written; ``now`` holds the other notes' current
+    versions (a member missing from it is gone).
+    """
+
+    outgoing: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    incoming: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    sources: list[tuple[str, int]] = field(default_factory=list)
+    now: dict[str, int] = field(default_factory=dict)
+
+    def others(self) -> set[str]:
+        """Every other note whose current version the judgement needs."""
+        members = {member for _, member in self.outgoing}
+        members.update(member for _, member in self.incoming)
+        members.update(member for member, _ in self.sources)
+        return members
+
+
+def decode_outgoing(records: Mapping[bytes, bytes]) -> dict[tuple[str, str], tuple[int, int]]:
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for raw_key, raw_value in records.items():
+        rel, tab, member = raw_key.decode().partition("\t")
+        record = decode_record(raw_value)
+        if tab and record is not None:
+            out[(rel, member)] = record
+    return out
+
+
+def source_records(sources: Sequence[str], versions: Sequence[object]) -> list[tuple[str, int]]:
+    """Pairs (source address, version) from a note's fields, skipping anything malformed."""
+    return [
+        (uri, version)
+        for uri, version in zip(sources, versions, strict=False)
+        if isinstance(uri, str) and isinstance(version, int) and not isinstance(version, bool)
+    ]
+
+
+def provenance_warnings(
+    uri: str,
+    version: int,
+    links: list[dict[str, str]],
+    provenance: Provenance | None,
+    *,
+    workspace_prefix: str,
+    readable: Callable[[str], bool],
+) -> list[str]:
+    """The warnings a read of ``uri`` (at ``version``, the note's current one) carries.
+
+    ``links`` are the note's links the reader may see (store/notes/_links.py's shape): only
+    those are judged, and a source is judged only in a topic ``readable`` admits, so nothing
+    of a topic the reader may not read shows, its versions included.
+    """
+    if provenance is None:
+        return link_warnings(uri, links)
+    visible_links = {
+        (link["rel"], (link.get("to") or link["from"])[len(workspace_prefix) :]) for link in links
+    }
+    warnings: list[str] = []
+    # Contradictions and supersessions against this note: open, or about an older version.
+    settled: set[tuple[str, str]] = set()
+    for rel, verb in (("supersedes", "superseded"), ("contradicts", "contradicted")):
+        older = [
+            (member, record[1])
+            for (r, member), record in sorted(provenance.incoming.items())
+            if r == rel and (rel, member) in visible_links and record[1] < version
+        ]
+        if older:
+            member, at = older[0]
+            more = f" and {len(older) - 1} more" if len(older) > 1 else ""
+            warnings.append(
+                f"{uri} was {verb} by {workspace_prefix}{member} at v{at}{more}; "
+                f"this note is at v{version}"
+            )
+            settled.update((rel, m) for m, _ in older)
+    open_links = [
+        link
+        for link in links
+        if "from" not in link or (link["rel"], link["from"][len(workspace_prefix) :]) not in settled
+    ]
+    # What this note contradicts as it was: the other note has moved on since.
+    moved_contradicted = set()
+    said: set[str] = set()
+    for (rel, member), record in sorted(provenance.outgoing.items()):
+        if rel != "contradicts" or (rel, member) not in visible_links:
+            continue
+        current = provenance.now.get(member)
+        if current is not None and current > record[1]:
+            moved_contradicted.add(member)
+            said.add(member)
+            warnings.append(
+                f"{uri} contradicts {workspace_prefix}{member} as it was at v{record[1]}; "
+                f"it is at v{current}"
+            )
+    open_links = [
+        link
+        for link in open_links
+        if not (
+            link["rel"] == "contradicts"
+            and "to" in link
+            and link["to"][len(workspace_prefix) :] in moved_contradicted
+        )
+    ]
+    warnings = link_warnings(uri, open_links) + warnings
+    # What this note was built on and has moved on since: once per other note.
+    for (rel, member), record in sorted(provenance.outgoing.items()):
+        if rel not in DERIVED or member in said or (rel, member) not in visible_links:
+            continue
+        stale = _moved_on(uri, DERIVED[rel], member, record[1], provenance, workspace_prefix)
+        if stale:
+            said.add(member)
+            warnings.append(stale)
+    for source, at in provenance.sources:
+        member = source[len(workspace_prefix) :]
+        if member in said or not readable(member.split("/", 1)[0]):
+            continue
+        stale = _moved_on(uri, SOURCE_VERB, member, at, provenance, workspace_prefix)
+        if stale:
+            said.add(member)
+            warnings.append(stale)
+    return warnings
+
+
+def _moved_on(
+    uri: str, verb: str, member: str, at: int, provenance: Provenance, prefix: str
+) -> str | None:
+    current = provenance.now.get(member)
+    if current is None:
+        return f"{uri} {verb} {prefix}{member} v{at}, which is deleted"
+    if current > at:
+        return f"{uri} {verb} {prefix}{member} v{at}; it is at v{current}"
+    if current < at:
+        # Deleted and written anew: version numbers start again at 1.
+        return f"{uri} {verb} {prefix}{member} v{at}, since deleted and written anew (v{current})"
+    return None
