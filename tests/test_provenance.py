@@ -73,6 +73,8 @@ async def test_a_derived_note_says_its_source_has_moved_on_once_per_source(
     assert warnings_of(listed) == [stale]
     table = await gateway.ok(token, "list_keys", topic="research", mode="table")
     assert warnings_of(table) == [stale]
+    found = await gateway.ok(token, "search_keys", q="cache helps")
+    assert [i["uri"] for i in found["items"]] == [finding] and warnings_of(found) == [stale]
 
     # Linking again says the derivation holds as the plan is now: the warning goes.
     await gateway.ok(token, "link_state", src=finding, rel="derived_from", dst=[plan])

@@ -124,7 +124,7 @@ async def _fetch_meta(
     return out, cursor, deleted
 
 
-async def _judge(
+async def judge_provenance(
     client: aioredis.Redis[bytes],
     addresses: Sequence[Address],
     fetched: Fetched,
@@ -323,7 +323,7 @@ def _character_start(data: bytes, at: int) -> int:
     return at
 
 
-def _filter_links(
+def readable_links(
     workspace: str, outgoing: set[bytes], incoming: set[bytes], readable: Readable
 ) -> list[dict[str, str]]:
     # A link into a topic the caller may not read would leak that note's name.
@@ -348,7 +348,7 @@ def _entries(
 ) -> list[tuple[Entry, dict[str, str] | None]]:
     """The items; a past version's says so and names the current one, unless ``mark_past``
     is off (a note's list of versions, where the first is the current one). ``judged`` is
-    each note's provenance (``_judge``), for the warnings that say what moved on."""
+    each note's provenance (``judge_provenance``), for the warnings that say what moved on."""
     out: list[tuple[Entry, dict[str, str] | None]] = []
     for n, (address, fetched_note) in enumerate(zip(addresses, fetched, strict=True)):
         note, outgoing, incoming, _ = fetched_note
@@ -371,7 +371,7 @@ def _entries(
         # A part of a note (``...@7#5120``) is its address and content: the note's fields,
         # links and warnings came with the part that named this one.
         part = address.start is not None
-        links = [] if part else _filter_links(address.workspace, outgoing, incoming, readable)
+        links = [] if part else readable_links(address.workspace, outgoing, incoming, readable)
         current = note.get(CURRENT_VERSION)
         warnings = (
             []
@@ -490,7 +490,7 @@ async def get_state(
             mode=checked_mode,
             fields=checked_fields,
             readable=readable,
-            judged=await _judge(client, addresses, every, readable),
+            judged=await judge_provenance(client, addresses, every, readable),
         )
         notices = [
             f"the token may not read topic {t!r}; those items are refused" for t in refused_topics
@@ -520,7 +520,7 @@ async def get_state(
                 mode=checked_mode,
                 fields=checked_fields,
                 readable=readable,
-                judged=await _judge(client, again, fetched_again, readable),
+                judged=await judge_provenance(client, again, fetched_again, readable),
             )
 
         response, _ = await _show(client, counter, budget, addresses, built, render, refetch)
@@ -599,7 +599,7 @@ async def list_keys(
             fields=checked_fields,
             readable=readable,
             # A note's versions share its links: judged once, on the note itself.
-            judged=await _judge(client, addresses, fetched, readable)
+            judged=await judge_provenance(client, addresses, fetched, readable)
             if request.note is None
             else None,
             mark_past=request.note is None,

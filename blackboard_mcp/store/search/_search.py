@@ -23,16 +23,20 @@ from redis.exceptions import ResponseError
 from .._errors import Unavailable
 from ..connection import _keys as keys
 from ..connection._redis_errors import mapped_redis_errors
-from ..notes._links import decode_links
-from ..notes._provenance import link_warnings
+from ..notes._addresses import SCHEME, Address
+from ..notes._provenance import provenance_warnings
 from ..notes._tokencount import TokenCounter
 from ..reads._budget import DEFAULT_BUDGET, Entry, finish, fit, plan
+from ..reads._reads import Fetched, judge_provenance, readable_links
 from ..reads._views import Readable, every_topic
 from ..requests import SearchKeys
 from ._index import DIGEST_WEIGHT, ensure_index, wait_until_indexed
 from ._query import Parsed, build_query, parse_q
 
 log = logging.getLogger(__name__)
+
+# What a hit's item shows, and what judging its provenance needs (store/notes/_provenance.py).
+_HIT_FIELDS = ["uri", "digest", "version", "sources", "source_at"]
 
 # search_keys takes no budget argument: its answer is held to the reads' default budget.
 SEARCH_BUDGET = DEFAULT_BUDGET
@@ -116,24 +120,48 @@ async def search_keys(
             if checked:
                 group = await _with_phrases(client, parsed, group, every)
             ranked.extend(group[:wanted])
-        prefix = len(keys.note(workspace, ""))
-        found = [(key[prefix:], score) for key, score in ranked]
+        key_prefix = len(keys.note(workspace, ""))
+        found = [(key[key_prefix:], score) for key, score in ranked]
         pipe = client.pipeline(transaction=False)
         for member, _ in found:
-            pipe.hmget(keys.note(workspace, member), ["uri", "digest"])
+            pipe.hmget(keys.note(workspace, member), _HIT_FIELDS)
             pipe.smembers(keys.links_out(workspace, member))
             pipe.smembers(keys.links_in(workspace, member))
+            pipe.hgetall(keys.links_at(workspace, member))
         replies = await pipe.execute() if found else []
+        hits: list[tuple[Address, float]] = []
+        fetched: Fetched = []
+        for i, (member, score) in enumerate(found):
+            stored, outgoing, incoming, records = replies[4 * i : 4 * i + 4]
+            if stored[0] is None:
+                continue  # gone since the index answered
+            note = {
+                f: v.decode() if v is not None else ""
+                for f, v in zip(_HIT_FIELDS, stored, strict=True)
+            }
+            topic, path = member.split("/", 1)
+            hits.append((Address(workspace, topic, path), score))
+            fetched.append((note, outgoing, incoming, records))
+        addresses = [address for address, _ in hits]
+        judged = await judge_provenance(client, addresses, fetched, readable)
     entries = []
-    for i, (_, score) in enumerate(found):
-        stored, outgoing, incoming = replies[3 * i : 3 * i + 3]
-        if stored[0] is None:
-            continue  # gone since the index answered
-        uri, digest = (v.decode() if v is not None else "" for v in stored)
-        links = _readable_links(workspace, outgoing, incoming, readable)
+    for (_, score), (hit, outgoing, incoming, _), provenance in zip(
+        hits, fetched, judged, strict=True
+    ):
+        assert hit is not None
+        uri = hit["uri"]
+        links = readable_links(workspace, outgoing, incoming, readable)
         # Four significant digits tell hits apart; sixteen only cost tokens.
-        item = {"uri": uri, "digest": digest, "score": float(f"{score:.4g}")}
-        entries.append(Entry(uri, item, link_warnings(uri, links)))
+        item = {"uri": uri, "digest": hit["digest"], "score": float(f"{score:.4g}")}
+        said = provenance_warnings(
+            uri,
+            int(hit["version"] or 0),
+            links,
+            provenance,
+            workspace_prefix=f"{SCHEME}{workspace}/",
+            readable=readable,
+        )
+        entries.append(Entry(uri, item, said))
     return _envelope(counter, entries, warnings, cursor)
 
 
@@ -214,18 +242,6 @@ async def _scores(
 
 async def _search(client: aioredis.Redis[bytes], index: str, query: Query) -> Any:
     return await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
-
-
-def _readable_links(
-    workspace: str, outgoing: set[bytes], incoming: set[bytes], readable: Readable
-) -> list[dict[str, str]]:
-    # A link into a topic the caller may not read would leak that note's name.
-    prefix = len(f"bb://{workspace}/")
-    return [
-        link
-        for link in decode_links(workspace, outgoing, incoming)
-        if readable((link.get("to") or link["from"])[prefix:].split("/", 1)[0])
-    ]
 
 
 def _envelope(
