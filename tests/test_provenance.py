@@ -323,3 +323,28 @@ def test_an_import_refuses_sources_a_write_would_refuse(sources: list[str], mess
     with pytest.raises(InvalidArgument) as refused:
         check_record(record, source="w1", target="w1")
     assert message in refused.value.message
+
+
+async def test_many_notes_moved_on_are_named_once_each_in_one_line_per_relation(
+    gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace)
+    hub = f"bb://{workspace}/t/hub"
+    cited = [f"bb://{workspace}/c/n{i}" for i in range(3)]
+    await write(gateway, token, hub, "hub")
+    for uri in cited:
+        await write(gateway, token, uri, "v1")
+    await gateway.ok(token, "link_state", src=hub, rel="cites", dst=cited)
+    for uri in cited[:2]:
+        await write(gateway, token, uri, "v2", expect_version=1)
+    # The third is deleted: its link goes with it, and nothing is said of it.
+    deleted = await gateway.http.post(
+        "/admin/delete",
+        json={"uri": cited[2]},
+        headers={"Authorization": f"Bearer {admin_token(issuer, workspace)}"},
+    )
+    assert deleted.status_code == httpx.codes.OK, deleted.text
+    answer = await gateway.ok(token, "get_state", uris=[hub])
+    assert warnings_of(answer) == [
+        f"{hub} cites notes written since: {cited[0]} v1 (now v2), {cited[1]} v1 (now v2)"
+    ]

@@ -79,11 +79,11 @@ def decode_record(raw: bytes | str | None) -> tuple[int, int] | None:
     """A record's two versions, or None for one that is missing or not two whole numbers."""
     if raw is None:
         return None
-    text = raw.decode() if isinstance(raw, bytes) else raw
-    first, tab, second = text.partition("\t")
-    if not tab or not first.isdigit() or not second.isdigit():
+    first, _, second = (raw.decode() if isinstance(raw, bytes) else raw).partition("\t")
+    try:
+        return int(first), int(second)
+    except ValueError:
         return None
-    return int(first), int(second)
 
 
 @dataclass
@@ -194,34 +194,47 @@ def provenance_warnings(
         )
     ]
     warnings = link_warnings(uri, open_links) + warnings
-    # What this note was built on and has moved on since: once per other note.
+    # What this note was built on and has moved on since: each other note named once, in
+    # one line per relation (a note citing fifty others that all moved on costs one line).
+    moved: dict[str, list[tuple[str, int, int | None]]] = {}
     for (rel, member), record in sorted(provenance.outgoing.items()):
         if rel not in DERIVED or member in said or (rel, member) not in visible_links:
             continue
-        stale = _moved_on(uri, DERIVED[rel], member, record[1], provenance, workspace_prefix)
-        if stale:
+        change = _moved_on(member, record[1], provenance.now.get(member))
+        if change:
             said.add(member)
-            warnings.append(stale)
+            moved.setdefault(DERIVED[rel], []).append((member, *change))
     for source, at in provenance.sources:
         member = source[len(workspace_prefix) :]
         if member in said or not readable(member.split("/", 1)[0]):
             continue
-        stale = _moved_on(uri, SOURCE_VERB, member, at, provenance, workspace_prefix)
-        if stale:
+        change = _moved_on(member, at, provenance.now.get(member))
+        if change:
             said.add(member)
-            warnings.append(stale)
+            moved.setdefault(SOURCE_VERB, []).append((member, *change))
+    for verb, changes in moved.items():
+        if len(changes) == 1:
+            member, at, current = changes[0]
+            if current is None:
+                said_of = "which is deleted"
+            elif current > at:
+                said_of = f"it is at v{current}"
+            else:
+                # Deleted and written anew: version numbers start again at 1.
+                said_of = f"since deleted and written anew (v{current})"
+            warnings.append(f"{uri} {verb} {workspace_prefix}{member} v{at}; {said_of}")
+        else:
+            named = ", ".join(
+                f"{workspace_prefix}{member} v{at} "
+                + ("(deleted)" if current is None else f"(now v{current})")
+                for member, at, current in changes
+            )
+            warnings.append(f"{uri} {verb} notes written since: {named}")
     return warnings
 
 
-def _moved_on(
-    uri: str, verb: str, member: str, at: int, provenance: Provenance, prefix: str
-) -> str | None:
-    current = provenance.now.get(member)
-    if current is None:
-        return f"{uri} {verb} {prefix}{member} v{at}, which is deleted"
-    if current > at:
-        return f"{uri} {verb} {prefix}{member} v{at}; it is at v{current}"
-    if current < at:
-        # Deleted and written anew: version numbers start again at 1.
-        return f"{uri} {verb} {prefix}{member} v{at}, since deleted and written anew (v{current})"
-    return None
+def _moved_on(member: str, at: int, current: int | None) -> tuple[int, int | None] | None:
+    """(the version recorded, the version now: None when deleted) where ``member`` moved on."""
+    if current == at:
+        return None
+    return at, current

@@ -154,10 +154,15 @@ async def judge_provenance(
                 asked.append((n, "in", rel, member))
         prefix = len(f"{SCHEME}{ws}/")
         others = provenance.others() | {uri[prefix:] for uri, _ in sources}
+        # Versions now, one command per topic: the topic's notes by version hold them.
+        by_topic: dict[str, list[str]] = {}
         for member in sorted(others):
-            if readable(member.split("/", 1)[0]):
-                commands.append(("HGET", keys.note(ws, member), "version"))
-                asked.append((n, "now", member))
+            topic, _, path = member.partition("/")
+            if readable(topic):
+                by_topic.setdefault(topic, []).append(path)
+        for topic, paths in by_topic.items():
+            commands.append(("ZMSCORE", keys.by_version(ws, topic), *paths))
+            asked.append((n, "now", topic, paths))
         judged.append(provenance)
     if not commands:
         return judged
@@ -166,8 +171,10 @@ async def judge_provenance(
         provenance = judged[question[0]]
         assert provenance is not None
         if question[1] == "now":
-            if reply is not None:
-                provenance.now[question[2]] = int(reply)
+            topic, paths = question[2], question[3]
+            for path, score in zip(paths, reply, strict=True):
+                if score is not None:
+                    provenance.now[f"{topic}/{path}"] = int(float(score))
         else:
             record = decode_record(reply)
             if record is not None:
