@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 import redis
+import redis.asyncio as aioredis
 from app_support import InProcessGateway, in_process_gateway
 from support import admin_token, agent_token
 
@@ -201,13 +202,31 @@ async def test_a_link_is_withdrawn_by_a_token_that_could_make_it_and_its_warning
     finally:
         raw.close()
     assert ops[-2:] == [(b"link", b"agent-1"), (b"unlink", b"peer")]
-    audit = await gateway.http.get(
-        "/board/api/audit",
-        headers={"Authorization": f"Bearer {admin_token(issuer, workspace)}"},
-    )
-    assert audit.status_code == httpx.codes.OK, audit.text
-    calls = [(r["subject"], r["tool"]) for r in audit.json()["records"]]
+    # The audit is written off the call's path: wait for the removal's record to land.
+    calls = await audited_calls(redis_url, workspace, until=("peer", "link_state"))
     assert ("agent-1", "link_state") in calls and ("peer", "link_state") in calls
+
+
+async def audited_calls(
+    redis_url: str, workspace: str, *, until: tuple[str, str]
+) -> list[tuple[str, str]]:
+    """(subject, tool) of the workspace's audit records, read as they arrive until ``until``
+    is among them (each blocking read bounded; a record that never comes fails the test)."""
+    client = aioredis.Redis.from_url(redis_url)
+    calls: list[tuple[str, str]] = []
+    last = "0"
+    try:
+        for _ in range(10):
+            replies = await client.xread({f"bbau:{{{workspace}}}": last}, block=2000)
+            for _stream, entries in replies:
+                for entry_id, fields in entries:
+                    last = entry_id.decode()
+                    calls.append((fields[b"sub"].decode(), fields[b"tool"].decode()))
+            if until in calls:
+                return calls
+    finally:
+        await client.aclose()
+    raise AssertionError(f"no audit record {until}: {calls}")
 
 
 async def test_sources_must_exist_as_a_links_ends_must(

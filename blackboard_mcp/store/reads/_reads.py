@@ -489,16 +489,21 @@ async def get_state(
         fetched, cursor, _ = await _fetch_meta(
             client, addresses[0].workspace, allowed, names, gate=gate
         )
+
+        async def build(
+            at: list[Address], found: Fetched
+        ) -> list[tuple[Entry, dict[str, str] | None]]:
+            return _entries(
+                at,
+                found,
+                mode=checked_mode,
+                fields=checked_fields,
+                readable=readable,
+                judged=await judge_provenance(client, at, found, readable),
+            )
+
         by_address = dict(zip(allowed, fetched, strict=True))
-        every = [by_address.get(a, REFUSED) for a in addresses]
-        built = _entries(
-            addresses,
-            every,
-            mode=checked_mode,
-            fields=checked_fields,
-            readable=readable,
-            judged=await judge_provenance(client, addresses, every, readable),
-        )
+        built = await build(addresses, [by_address.get(a, REFUSED) for a in addresses])
         notices = [
             f"the token may not read topic {t!r}; those items are refused" for t in refused_topics
         ]
@@ -521,14 +526,7 @@ async def get_state(
             fetched_again, _, _ = await _fetch_meta(
                 client, addresses[0].workspace, again, [*names, "body"]
             )
-            return _entries(
-                again,
-                fetched_again,
-                mode=checked_mode,
-                fields=checked_fields,
-                readable=readable,
-                judged=await judge_provenance(client, again, fetched_again, readable),
-            )
+            return await build(again, fetched_again)
 
         response, _ = await _show(client, counter, budget, addresses, built, render, refetch)
     return response

@@ -51,28 +51,6 @@ CONTENT_FIELDS = ("body", "table")
 # What a listing can show as a column: one value per note, no content.
 LIST_FIELDS = tuple(f for f in ITEM_FIELDS if f not in (*CONTENT_FIELDS, "sources", "links"))
 
-# What the first round trip of a read asks of the note hash: everything but the content.
-META_FIELDS = [
-    "uri",
-    "digest",
-    "version",
-    "est_tokens",
-    "kind",
-    "updated",
-    "body_tokens",
-    "blob",
-    "author",
-    "created",
-    "sources",
-    "confidence",
-    "columns",
-    "nrows",
-    "seq",
-    "size",
-    "origin",
-    "source_at",
-]
-
 # Digest and ref items need only these; every field a reply parses costs (redis-py parses in
 # Python), so a listing does not ask for the rest.
 BRIEF_FIELDS = [
@@ -86,6 +64,20 @@ BRIEF_FIELDS = [
     # For the warnings that say a source has moved on (store/notes/_provenance.py).
     "sources",
     "source_at",
+]
+
+# What the first round trip of a read asks of the note hash: everything but the content.
+META_FIELDS = [
+    *BRIEF_FIELDS,
+    "blob",
+    "author",
+    "created",
+    "confidence",
+    "columns",
+    "nrows",
+    "seq",
+    "size",
+    "origin",
 ]
 
 
