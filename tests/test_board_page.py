@@ -585,3 +585,51 @@ async def test_a_topics_link_graph_draws_each_note_once_and_opens_notes_by_keybo
         assert errors == []
     finally:
         await context.close()
+
+
+async def test_a_link_is_withdrawn_from_the_page_by_a_token_that_may_and_not_by_a_reader(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    token = admin_token(issuer, workspace)
+    await seed(gateway.mcp_url, token, workspace)
+    old, new = addr(workspace, "facts/old"), addr(workspace, "facts/new")
+    warning = f"{old} is superseded by {new}"
+
+    # A reader may not withdraw it: the refusal is shown, and the link stays.
+    reader = agent_token(issuer, workspace, sub="reader", read=["facts"], write=[])
+    context, page, _, errors = await open_board(browser, gateway.url, reader)
+    await page.click("text=facts (3)")
+    await page.click(f"#notes button[title='{old}']")
+    await page.wait_for_selector(f"#note-title:text-is('{old}')")
+    withdraw = page.locator(
+        f"#note-links button[aria-label='withdraw the supersedes link from {new}']"
+    )
+    await withdraw.click()
+    assert await withdraw.inner_text() == "Withdraw this link?"
+    await withdraw.click()
+    await page.wait_for_selector("#status.error")
+    assert "forbidden" in await page.inner_text("#status")
+    assert await page.locator("#note-warnings li").all_inner_texts() == [warning]
+    # The browser logs the refused request itself; nothing else went wrong.
+    assert [e for e in errors if "status of 403" not in e] == []
+    await context.close()
+
+    # The admin, who could have made it, withdraws it after confirming; the warning goes.
+    context, page, _, errors = await open_board(browser, gateway.url, token)
+    await page.click("text=facts (3)")
+    await page.click(f"#notes button[title='{old}']")
+    await page.wait_for_selector(f"#note-title:text-is('{old}')")
+    assert await page.locator("#note-warnings li").all_inner_texts() == [warning]
+    withdraw = page.locator(
+        f"#note-links button[aria-label='withdraw the supersedes link from {new}']"
+    )
+    await withdraw.click()
+    await withdraw.click()
+    await page.wait_for_selector("#status:text('Withdrew the supersedes link')")
+    await page.wait_for_selector("#note-links li", state="detached")
+    assert await page.locator("#note-warnings li").count() == 0
+    assert errors == []
+    await context.close()
+    async with mcp_client(gateway.mcp_url, token) as client:
+        _, read = await call(client, "get_state", uris=[old], mode="full")
+    assert "warnings" not in read and "links" not in read["items"][0]

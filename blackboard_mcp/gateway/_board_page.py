@@ -5,7 +5,8 @@ It sends the token it was given as a bearer header on every request; the token n
 appears in a URL. The API answers through the same ToolCaller as MCP, so a person sees
 exactly what their token lets an agent see, and every read is audited:
 
-- ``POST /board/api/call`` ``{tool, arguments}``: one of the three read tools;
+- ``POST /board/api/call`` ``{tool, arguments}``: one of the three read tools, or
+  ``link_state`` with ``remove: true`` (withdrawing a link, for a token that may);
 - ``GET /board/api/topics``: readable topics and their note counts;
 - ``GET /board/api/events``: server-sent events of the changes the token may see, from the
   same change-log reader as subscriptions/listen (read with fetch(), which can send the
@@ -72,9 +73,9 @@ class AuditTail(Protocol):
 
 
 class NotAReadTool(GatewayError):
-    """The board page reads; it calls no writing tool."""
+    """The board page reads; the one write it makes is withdrawing a link."""
 
-    hint = "use get_state, list_keys or search_keys"
+    hint = "use get_state, list_keys or search_keys (or link_state with remove: true)"
 
 
 def _asset(name: str) -> bytes:
@@ -187,10 +188,13 @@ def board_routes(
         if not isinstance(body, dict) or not isinstance(body.get("arguments", {}), dict):
             return _error(NotAReadTool('send {"tool": ..., "arguments": {...}}'))
         tool = body.get("tool")
-        if tool not in READ_TOOLS:
+        arguments = body.get("arguments", {})
+        # One write besides the reads: withdrawing a link, under link_state's own scopes.
+        withdrawal = tool == "link_state" and arguments.get("remove") is True
+        if tool not in READ_TOOLS and not withdrawal:
             return _error(NotAReadTool(f"the board page does not call {tool!r}"))
         outcome = await caller.call(
-            str(tool), body.get("arguments", {}), current_grant.get(), current_request_id.get()
+            str(tool), arguments, current_grant.get(), current_request_id.get()
         )
         return _answer(outcome)
 

@@ -314,12 +314,39 @@ async function openNote(uri) {
   list.className = "linklist";
   for (const link of links) {
     const li = el("li", (link.to ? "→ " : "← ") + link.rel + " ");
-    li.append(linkButton(link.to || link.from));
+    li.append(linkButton(link.to || link.from), " ", withdrawButton(uri, link));
     list.append(li);
   }
   renderGraph(uri, links, item.sources || []);
   await loadVersions(uri);
   panel.scrollIntoView({ block: "nearest" });
+}
+
+// Withdrawing a link is link_state with remove: the gateway allows it to a token that could
+// have made the link (write on its source's topic, read on its target's) and refuses it to
+// any other, whose refusal is shown. The button asks once before it acts.
+function withdrawButton(uri, link) {
+  const src = link.to ? uri : link.from;
+  const dst = link.to || uri;
+  const label = "withdraw the " + link.rel + " link " + (link.to ? "to " + dst : "from " + src);
+  const button = el("button", "Withdraw", { type: "button", "aria-label": label });
+  button.addEventListener("click", async () => {
+    if (button.dataset.armed !== "true") {
+      button.dataset.armed = "true";
+      button.textContent = "Withdraw this link?";
+      return;
+    }
+    try {
+      await callTool("link_state", { src: src, rel: link.rel, dst: [dst], remove: true });
+      status("Withdrew the " + link.rel + " link " + (link.to ? "to " + dst : "from " + src) + ".");
+      await openNote(uri);
+    } catch (err) {
+      button.dataset.armed = "";
+      button.textContent = "Withdraw";
+      status("The link was not withdrawn: " + err.message, true);
+    }
+  });
+  return button;
 }
 
 // A note's versions: list_keys with the note's address as the topic, newest first.
