@@ -367,3 +367,41 @@ async def test_many_notes_moved_on_are_named_once_each_in_one_line_per_relation(
     assert warnings_of(answer) == [
         f"{hub} cites notes written since: {cited[0]} v1 (now v2), {cited[1]} v1 (now v2)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("sources", "source_at", "links_at"),
+    [
+        ('["bb://w/t/a"]', "not json", {"cites\tt/a": "x\ty"}),
+        ('{"a": 1}', "[1]", {"no tab": "1\t1"}),
+        ('["garbage", 7]', '["1", true]', {"cites\tt/a": ""}),
+    ],
+    ids=["not-json", "wrong-shapes", "wrong-types"],
+)
+async def test_provenance_records_not_as_a_write_stores_them_are_passed_over(
+    gateway: InProcessGateway,
+    issuer: TokenIssuer,
+    workspace: str,
+    redis_url: str,
+    sources: str,
+    source_at: str,
+    links_at: dict[str, str],
+) -> None:
+    token = agent_token(issuer, workspace)
+    note, other = f"bb://{workspace}/t/n", f"bb://{workspace}/t/a"
+    await write(gateway, token, other, "a")
+    await write(gateway, token, note, "n", sources=[other])
+    await gateway.ok(token, "link_state", src=note, rel="cites", dst=[other])
+    raw = redis.Redis.from_url(redis_url)
+    try:
+        raw.hset(f"bbn:{{{workspace}}}:t/n", mapping={"sources": sources, "source_at": source_at})
+        raw.hset(f"bbla:{{{workspace}}}:t/n", mapping=links_at)
+    finally:
+        raw.close()
+    for tool, arguments in (
+        ("get_state", {"uris": [note], "mode": "digest"}),
+        ("list_keys", {"topic": "t", "mode": "table"}),
+        ("search_keys", {"q": "n"}),
+    ):
+        is_error, answer = await gateway.call(token, tool, **arguments)
+        assert not is_error, (tool, answer)

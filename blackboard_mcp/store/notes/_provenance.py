@@ -10,8 +10,9 @@ version of each of its ``sources``. A read compares them with the other notes' v
   v2"), so an agent tells an open dispute from one its note may have settled;
 - a note that contradicts another as it was at an older version says so too.
 
-One warning per other note. Links and sources made before versions were recorded carry none
-and are judged as today (the plain warnings of store/notes/_links.py).
+Each other note is named once; the notes of one relation that moved on share a line. Links
+and sources made before versions were recorded carry none and give only the plain warnings
+(``link_warnings``).
 
 Records: the hash ``keys.links_at(source)`` maps ``<rel>\\t<target member>`` to
 ``<source version>\\t<target version>``; a note's ``source_at`` field holds its sources'
@@ -91,9 +92,9 @@ class Provenance:
     """What one note read needs to be judged: its links' records and the other ends' versions.
 
     ``outgoing`` and ``incoming`` map ``(rel, other member)`` to the record of that link (for
-    an incoming link, the record its source keeps); ``sources`` pairs each source member with
-    the version it had when this note was written; ``now`` holds the other notes' current
-    versions (a member missing from it is gone).
+    an incoming link, the record its source keeps); ``sources`` pairs each source (a member
+    of the workspace) with the version it had when this note was written; ``now`` holds the
+    other notes' current versions (a member missing from it is gone).
     """
 
     outgoing: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
@@ -119,12 +120,18 @@ def decode_outgoing(records: Mapping[bytes, bytes]) -> dict[tuple[str, str], tup
     return out
 
 
-def source_records(sources: Sequence[str], versions: Sequence[object]) -> list[tuple[str, int]]:
-    """Pairs (source address, version) from a note's fields, skipping anything malformed."""
+def source_records(
+    sources: Sequence[object], versions: Sequence[object], prefix: str
+) -> list[tuple[str, int]]:
+    """Pairs (source member, version) from a note's fields, ``prefix`` being its workspace's
+    ``bb://<workspace>/``; anything malformed is skipped."""
     return [
-        (uri, version)
+        (uri[len(prefix) :], version)
         for uri, version in zip(sources, versions, strict=False)
-        if isinstance(uri, str) and isinstance(version, int) and not isinstance(version, bool)
+        if isinstance(uri, str)
+        and uri.startswith(prefix)
+        and isinstance(version, int)
+        and not isinstance(version, bool)
     ]
 
 
@@ -204,8 +211,7 @@ def provenance_warnings(
         if change:
             said.add(member)
             moved.setdefault(DERIVED[rel], []).append((member, *change))
-    for source, at in provenance.sources:
-        member = source[len(workspace_prefix) :]
+    for member, at in provenance.sources:
         if member in said or not readable(member.split("/", 1)[0]):
             continue
         change = _moved_on(member, at, provenance.now.get(member))

@@ -141,19 +141,18 @@ async def judge_provenance(
     for n, (address, (note, outgoing, incoming, records)) in enumerate(
         zip(addresses, fetched, strict=True)
     ):
-        sources = _sources_at(note) if note is not None else []
+        ws = address.workspace
+        sources = _sources_at(note, f"{SCHEME}{ws}/") if note is not None else []
         if note is None or not (outgoing or incoming or sources):
             judged.append(None)
             continue
         provenance = Provenance(outgoing=decode_outgoing(records), sources=sources)
-        ws = address.workspace
         for raw in incoming:
             rel, _, member = raw.decode().partition("\t")
             if readable(member.split("/", 1)[0]):
                 commands.append(("HGET", keys.links_at(ws, member), f"{rel}\t{address.member}"))
                 asked.append((n, "in", rel, member))
-        prefix = len(f"{SCHEME}{ws}/")
-        others = provenance.others() | {uri[prefix:] for uri, _ in sources}
+        others = provenance.others()
         # Versions now, one command per topic: the topic's notes by version hold them.
         by_topic: dict[str, list[str]] = {}
         for member in sorted(others):
@@ -182,12 +181,19 @@ async def judge_provenance(
     return judged
 
 
-def _sources_at(note: dict[str, str]) -> list[tuple[str, int]]:
-    """The note's sources with the versions they had when it was written (none recorded for
-    a note written before versions were)."""
+def _sources_at(note: dict[str, str], prefix: str) -> list[tuple[str, int]]:
+    """The note's sources (members of its workspace) with the versions they had when it was
+    written; none for a note written before versions were recorded, or whose fields are not
+    what a write stores."""
     if not note.get("source_at") or not note.get("sources"):
         return []
-    return source_records(orjson.loads(note["sources"]), orjson.loads(note["source_at"]))
+    try:
+        sources, versions = orjson.loads(note["sources"]), orjson.loads(note["source_at"])
+    except orjson.JSONDecodeError:
+        return []
+    if not isinstance(sources, list) or not isinstance(versions, list):
+        return []
+    return source_records(sources, versions, prefix)
 
 
 def _as_mapping(reply: Any) -> dict[bytes, bytes]:
