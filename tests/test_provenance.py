@@ -405,3 +405,30 @@ async def test_provenance_records_not_as_a_write_stores_them_are_passed_over(
     ):
         is_error, answer = await gateway.call(token, tool, **arguments)
         assert not is_error, (tool, answer)
+
+
+async def test_a_note_judges_at_most_256_links_each_way_and_says_the_rest_plainly(
+    board: Board,
+) -> None:
+    target = "bb://w/plan/q3"
+    await board.update_state(
+        UpdateState.parse({"uri": target, "digest": "plan", "body": "v1"}), author="me"
+    )
+    doubters = [f"bb://w/research/d{i:03d}" for i in range(300)]
+    for uri in doubters:
+        await board.update_state(
+            UpdateState.parse({"uri": uri, "digest": "doubt", "body": "no"}), author="me"
+        )
+        await board.link_state(
+            LinkState.parse({"src": uri, "rel": "contradicts", "dst": [target]}), author="me"
+        )
+    await board.update_state(
+        UpdateState.parse({"uri": target, "digest": "plan", "body": "v2", "expect_version": 1}),
+        author="me",
+    )
+    answer = await board.get_state(GetState.parse({"uris": [target]}))
+    # Judged: the first 256 by address; the other 44 are said as open, plainly.
+    assert answer["warnings"] == [
+        f"{target} is contradicted by {doubters[256]} and 43 more",
+        f"{target} was contradicted by {doubters[0]} at v1 and 255 more; this note is at v2",
+    ]

@@ -124,6 +124,10 @@ async def _fetch_meta(
     return out, cursor, deleted
 
 
+# The links judged for provenance per note, each way (README, "Links and provenance").
+_JUDGED_LINKS = 256
+
+
 async def judge_provenance(
     client: aioredis.Redis[bytes],
     addresses: Sequence[Address],
@@ -146,8 +150,11 @@ async def judge_provenance(
         if note is None or not (outgoing or incoming or sources):
             judged.append(None)
             continue
-        provenance = Provenance(outgoing=decode_outgoing(records), sources=sources)
-        for raw in incoming:
+        # At most _JUDGED_LINKS each way: a note any number of others link to costs a read a
+        # bounded round trip (the rest give the plain warnings of their relation).
+        outgoing_records = sorted(decode_outgoing(records).items())[:_JUDGED_LINKS]
+        provenance = Provenance(outgoing=dict(outgoing_records), sources=sources)
+        for raw in sorted(incoming)[:_JUDGED_LINKS]:
             rel, _, member = raw.decode().partition("\t")
             if readable(member.split("/", 1)[0]):
                 commands.append(("HGET", keys.links_at(ws, member), f"{rel}\t{address.member}"))
