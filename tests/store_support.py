@@ -126,3 +126,25 @@ async def write_read_list_and_search(url: str) -> None:
         assert [i["uri"] for i in found["items"]] == [uri]
     finally:
         await board.close()
+
+
+async def sweep_as_the_sweeper(
+    board: Board, url: str, *, owner: str, now_ms: int | None = None
+) -> Any:
+    """``board.sweep_retention`` as the one sweeper of this Redis.
+
+    The gateway processes other tests share the session's Redis with sweep retention now and
+    then, and hold the sweeper's lease when they do: a test that sweeps frees the lease first
+    (and again, a bounded number of times, should one take it in between)."""
+    from blackboard_mcp.store.connection._keys import retention_lease
+
+    for _ in range(5):
+        client = raw(url)
+        try:
+            client.delete(retention_lease())
+        finally:
+            client.close()
+        swept = await board.sweep_retention(owner=owner, lease_seconds=5, now_ms=now_ms)
+        if swept is not None:
+            return swept
+    raise AssertionError("another sweeper took the retention lease every time")

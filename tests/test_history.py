@@ -16,6 +16,7 @@ import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_support import sweep_as_the_sweeper
 from support import GatewayProcess, agent_token, call, mcp_client
 
 from blackboard_mcp.auth import TokenIssuer
@@ -501,7 +502,7 @@ async def test_the_retention_sweep_expires_old_versions_by_their_topics_age_neve
         raw.close()
     now_ms = seconds * 1000 + micros // 1000
     # An hour and a bit later by the sweep's clock: the workspace's age has passed.
-    swept = await board.sweep_retention(owner="t", lease_seconds=5, now_ms=now_ms + 3_700_000)
+    swept = await sweep_as_the_sweeper(board, redis_url, owner="t", now_ms=now_ms + 3_700_000)
     assert swept == []  # no note is past a note age: only versions went
     assert await _kept(board, f"bb://{ws}/short/n", ws) == [3]
     assert await _kept(board, f"bb://{ws}/long/n", ws) == [3, 2, 1]  # 0: no age bound

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from lifecycle_support import on_redis, run_cli, tool, write
+from store_support import sweep_as_the_sweeper
 from support import GatewayProcess, admin_token, agent_token, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
@@ -58,7 +59,7 @@ async def wait_gone(url: str, token: str, uri: str, timeout: float = 10.0) -> No
 
 
 async def test_a_sweep_deletes_what_is_older_than_the_age_at_its_clock_and_keeps_the_rest(
-    board: Board,
+    board: Board, redis_url: str
 ) -> None:
     ws = "clocked"
 
@@ -84,13 +85,13 @@ async def test_a_sweep_deletes_what_is_older_than_the_age_at_its_clock_and_keeps
     await board.set_retention(workspace=ws, max_age_seconds=3600)
     await board.set_retention(workspace=ws, topic="pinned", max_age_seconds=0)
     # At the server's own time nothing is an hour old.
-    assert await board.sweep_retention(owner="a", lease_seconds=5) == []
+    assert await sweep_as_the_sweeper(board, redis_url, owner="a") == []
     # An hour after `between`: "old" is past the age, "fresh" is not; "pinned" is kept.
     hour = 3_600_000
-    swept = await board.sweep_retention(owner="a", lease_seconds=5, now_ms=between + hour + 1)
+    swept = await sweep_as_the_sweeper(board, redis_url, owner="a", now_ms=between + hour + 1)
     assert [(s.workspace, s.topic, s.members) for s in swept or []] == [(ws, "runs", ["runs/old"])]
     # Two hours on, the fresh one goes too, and still not the pinned one.
-    swept = await board.sweep_retention(owner="a", lease_seconds=5, now_ms=between + 2 * hour)
+    swept = await sweep_as_the_sweeper(board, redis_url, owner="a", now_ms=between + 2 * hour)
     assert [(s.workspace, s.topic, s.members) for s in swept or []] == [
         (ws, "runs", ["runs/fresh"])
     ]
