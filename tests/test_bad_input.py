@@ -223,7 +223,7 @@ async def test_escaped_tab_and_newline_in_cells_are_stored_as_written(board: Boa
     [item] = (await board.get_state(GetState.parse({"uris": [uri("tab")], "mode": "table"})))[
         "items"
     ]
-    assert item["table"] == "a\tb\nx\\ty\tline\\nbreak\n1\t\ntrue\t2.5"
+    assert item["rows"] == [["x\\ty", "line\\nbreak"], ["1", ""], ["true", "2.5"]]
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import re
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -238,11 +239,14 @@ async def test_the_notes_table_shows_each_notes_content_bytes_for_text_tables_an
             budget_tokens=100_000,
         )
         assert not err, read
-    # What a reader gets in full, in UTF-8 bytes.
-    expected = {
-        item["uri"]: str(len((item.get("body") or item.get("table") or "").encode()))
-        for item in read["items"]
-    }
+
+    # What a reader gets in full, in UTF-8 bytes: a table's as the TSV it is stored as.
+    def stored(item: dict[str, Any]) -> str:
+        if "rows" in item:
+            return "\n".join("\t".join(r) for r in [item["columns"], *item["rows"]])
+        return str(item.get("body") or "")
+
+    expected = {item["uri"]: str(len(stored(item).encode())) for item in read["items"]}
     assert expected[addr(workspace, "sizes/text")] == "13"
     assert expected[addr(workspace, "sizes/bare")] == "0"
     context, page, _requested, errors = await open_board(browser, gateway.url, token)

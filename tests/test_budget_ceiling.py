@@ -336,9 +336,11 @@ def check_read(wire: Wire, ws: str, uris: list[str], tool: str, args: dict[str, 
         assert body["omitted"] == len(distinct) - len(shown)
         for item in body["items"]:
             if "cut" in item:
-                content = item.get("body", item.get("table"))
                 assert item["cut"]["shown_tokens"] < item["cut"]["total_tokens"], item
-                assert isinstance(content, str)
+                if "rows" in item:
+                    assert item["rows"] and all(isinstance(r, list) for r in item["rows"]), item
+                else:
+                    assert isinstance(item["body"], str)
         if not shown:
             assert "need_budget" in body, body
 

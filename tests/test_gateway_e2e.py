@@ -51,7 +51,7 @@ async def test_all_five_tools_round_trip_through_the_gateway(
         assert not err
         assert [i["version"] for i in body["items"]] == [1, 1]
         assert body["items"][0]["body"] == "Observed in the field."
-        assert body["items"][1]["table"] == "animal\thours\nlion\t20"
+        assert body["items"][1]["rows"] == [["lion", "20"]]
         # Both ends are in the answer: the link is said once, from the side that contradicts.
         assert f"{other} contradicts {note}" in body["warnings"]
         assert f"{note} is contradicted by {other}" not in body["warnings"]

@@ -125,26 +125,27 @@ async def test_full_mode_of_a_text_note_has_body_and_metadata(board: Board) -> N
     assert (item["sources"], item["confidence"]) == ([ORIGIN], 0.75)
 
 
-async def test_full_mode_of_a_table_note_has_the_tsv_and_its_shape(board: Board) -> None:
+async def test_full_mode_of_a_table_note_has_its_columns_and_rows(board: Board) -> None:
     await seed(board)
     item = await one(board, uri("tab"), mode="full")
-    assert item["table"] == "team\tscore\tnote\nred\t3\tok\nblue\t5\tbest"
-    assert (item["columns"], item["rows"], item["kind"]) == (["team", "score", "note"], 2, "table")
+    assert item["rows"] == [["red", "3", "ok"], ["blue", "5", "best"]]
+    assert (item["columns"], item["nrows"], item["kind"]) == (["team", "score", "note"], 2, "table")
     assert "body" not in item
 
 
-async def test_table_mode_returns_the_tsv(board: Board) -> None:
+async def test_table_mode_returns_the_columns_and_rows(board: Board) -> None:
     await seed(board)
     item = await one(board, uri("tab"), mode="table")
-    assert set(item) == BASE | {"kind", "table"}
-    assert item["table"] == "team\tscore\tnote\nred\t3\tok\nblue\t5\tbest"
+    assert set(item) == BASE | {"kind", "columns", "rows"}
+    assert item["columns"] == ["team", "score", "note"]
+    assert item["rows"] == [["red", "3", "ok"], ["blue", "5", "best"]]
 
 
 async def test_table_mode_of_a_text_note_warns_and_gives_no_body(board: Board) -> None:
     await seed(board)
     response = await board.get_state(GetState.parse({"uris": [uri("text")], "mode": "table"}))
     [item] = response["items"]
-    assert "table" not in item and "body" not in item
+    assert "rows" not in item and "body" not in item
     assert response["warnings"] == [f"{uri('text')} is not a table; read it with mode=full"]
 
 
@@ -158,10 +159,11 @@ async def test_fields_mode_returns_the_address_and_only_the_named_fields(board: 
 
 async def test_fields_mode_with_table_columns_returns_those_columns(board: Board) -> None:
     await seed(board)
-    item = await one(board, uri("tab"), mode="fields", fields=["score", "team", "rows"])
+    item = await one(board, uri("tab"), mode="fields", fields=["score", "team", "nrows"])
     # Columns come back in the order they were asked for.
-    assert item["table"] == "score\tteam\n3\tred\n5\tblue"
-    assert item["rows"] == 2
+    assert item["columns"] == ["score", "team"]
+    assert item["rows"] == [["3", "red"], ["5", "blue"]]
+    assert item["nrows"] == 2
 
 
 async def test_fields_mode_warns_about_a_missing_column(board: Board) -> None:
@@ -169,7 +171,7 @@ async def test_fields_mode_warns_about_a_missing_column(board: Board) -> None:
     response = await board.get_state(
         GetState.parse({"uris": [uri("tab")], "mode": "fields", "fields": ["team", "colour"]})
     )
-    assert response["items"][0]["table"] == "team\nred\nblue"
+    assert response["items"][0]["rows"] == [["red"], ["blue"]]
     assert response["warnings"] == [f"{uri('tab')} has no column colour"]
 
 
@@ -535,15 +537,15 @@ ALL_FIELDS = [
     "sources",
     "links",
     "columns",
-    "rows",
+    "nrows",
     "origin",
 ]
 
 
-@pytest.mark.parametrize("name", [*ALL_FIELDS, "body", "table"])
+@pytest.mark.parametrize("name", [*ALL_FIELDS, "body", "rows"])
 async def test_every_key_a_read_returns_can_be_asked_for_by_name(board: Board, name: str) -> None:
     await seed(board)
-    target = uri("tab") if name in ("table", "columns", "rows") else uri("text")
+    target = uri("tab") if name in ("rows", "columns", "nrows") else uri("text")
     full = await one(board, target, mode="full")
     item = await one(board, target, mode="fields", fields=[name])
     assert set(item) == {"uri", name}
@@ -556,11 +558,12 @@ async def test_table_mode_fields_select_the_columns(board: Board) -> None:
     response = await board.get_state(
         GetState.parse({"uris": [uri("tab")], "mode": "table", "fields": ["note", "team"]})
     )
-    assert response["items"][0]["table"] == "note\tteam\nok\tred\nbest\tblue"
+    assert response["items"][0]["columns"] == ["note", "team"]
+    assert response["items"][0]["rows"] == [["ok", "red"], ["best", "blue"]]
     missing = await board.get_state(
         GetState.parse({"uris": [uri("tab")], "mode": "table", "fields": ["team", "colour"]})
     )
-    assert missing["items"][0]["table"] == "team\nred\nblue"
+    assert missing["items"][0]["rows"] == [["red"], ["blue"]]
     assert missing["warnings"] == [f"{uri('tab')} has no column colour"]
 
 

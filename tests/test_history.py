@@ -84,9 +84,9 @@ async def test_a_past_version_reads_in_every_mode_and_names_the_current_one(
                 assert one["digest"] == "First plan." and two["digest"] == "A table."
             if mode == "full":
                 assert one["body"] == "Ship A." and three["body"] == "Ship C."
-                assert two["table"] == "step\na\nb"
+                assert two["rows"] == [["a"], ["b"]]
             if mode == "table":
-                assert two["table"] == "step\na\nb"
+                assert two["rows"] == [["a"], ["b"]]
             assert any(f"{note}@1 is a past version" in w for w in body["warnings"])
         err, body = await call(client, "get_state", uris=[f"{note}@9"])
         # Says what to do: the note as it is now is one address away.

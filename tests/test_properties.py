@@ -1745,7 +1745,8 @@ def test_acknowledged_writes_with_expect_version_match_a_model_and_the_change_fe
             note.digest,
             note.kind,
         ), item
-        assert item["table" if note.kind == "table" else "body"] == note.content, item
+        content = _tsv(item["columns"], item["rows"]) if note.kind == "table" else item["body"]
+        assert content == note.content, item
     # The change feed since the start names exactly the notes an acknowledged write touched.
     _, feed = tool_answer(
         world.call(admin, "list_keys", {"topic": "seq", "cursor": start["cursor"], "limit": 200})

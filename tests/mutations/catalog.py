@@ -531,6 +531,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_exact_parts.py",),
     ),
     Mutation(
+        name="table-part-rest-inside-a-row",
+        why="the rest of a cut table names a byte inside the next row, so a row is lost",
+        path="blackboard_mcp/store/reads/_table_rows.py",
+        original="next_at.append(offset + after)",
+        replacement="next_at.append(offset + after + 1)",
+        tests=("tests/test_table_round_trip.py",),
+    ),
+    Mutation(
         name="staleness-never-seen",
         why="a note derived from one written since reads as if nothing had moved on",
         path="blackboard_mcp/store/notes/_provenance.py",

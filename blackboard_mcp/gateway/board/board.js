@@ -293,12 +293,12 @@ async function openNote(uri) {
     if (key === "created" || key === "updated") value.append(timeAgo(item[key]));
     meta.append(el("dt", key === "size" ? "bytes" : key), value);
   }
-  const isTable = item.table !== undefined;
+  const isTable = Array.isArray(item.rows);
   $("note-content").hidden = isTable;
   $("note-content").textContent = isTable ? "" : (item.body || "");
   $("note-table").hidden = !isTable;
   $("note-table").replaceChildren();
-  if (isTable) $("note-table").append(tableOf(item.table));
+  if (isTable) $("note-table").append(tableOf(tsvOf(item)));
   const sources = $("note-sources");
   sources.replaceChildren();
   for (const s of item.sources || []) {
@@ -404,14 +404,22 @@ async function compareVersions(event) {
     $("versions-status").textContent = "A version could not be read in full.";
     return;
   }
-  const changes = a.table !== undefined && b.table !== undefined
-    ? tableChanges(a.table, b.table) : lineChanges(text(a), text(b));
+  const changes = Array.isArray(a.rows) && Array.isArray(b.rows)
+    ? tableChanges(tsvOf(a), tsvOf(b)) : lineChanges(text(a), text(b));
   for (const [kind, line] of changes) list.append(el("li", line, { class: kind }));
   if (!changes.some(([kind]) => kind !== "same")) list.append(el("li", "No change in content.", { class: "same" }));
   $("versions-status").textContent = "Changes from " + short(older.value) + " to " + short(newer.value);
 }
 
-function text(item) { return item.body !== undefined ? item.body : (item.table || ""); }
+function text(item) { return item.body !== undefined ? item.body : tsvOf(item); }
+
+// A table note's columns and rows as TSV, one header line then a line per row (no cell holds
+// a raw tab or line break), the form the page compares and draws.
+function tsvOf(item) {
+  const lines = [(item.columns || []).join("\t")];
+  for (const row of item.rows || []) lines.push(row.join("\t"));
+  return lines.join("\n");
+}
 
 // Lines removed and added, by the longest common subsequence; past 2,000 lines a side the
 // page does not compare (the grid would be millions of cells) and shows both whole instead.

@@ -19,6 +19,7 @@ import orjson
 from .._errors import InvalidArgument
 from ..notes._provenance import once_per_link
 from ..notes._tokencount import TokenCounter, count_as_json_string, count_json
+from ._table_rows import TableRows
 
 # The smallest budget a read accepts: room for the empty envelope of any read (flags, counts,
 # a cursor, the no-topic warning of list_keys, ``need_budget``) with some to spare.
@@ -117,9 +118,10 @@ def _digit_tokens(number: int) -> int:
 class Entry:
     """One item a read may show.
 
-    ``item`` is complete except for its content field ``big`` (``body`` or ``table``), whose
-    stored token count is ``big_tokens``; ``content`` is that text once it has been fetched.
-    ``warnings`` are about this item and are shown only if it is.
+    ``item`` is complete except for its content field ``big`` (``body``, or ``rows`` for a
+    table), whose stored token count is ``big_tokens``; ``content`` is the body's text once
+    it has been fetched, ``rows`` the table's rows. ``warnings`` are about this item and are
+    shown only if it is.
     """
 
     uri: str
@@ -128,14 +130,25 @@ class Entry:
     big: str | None = None
     big_tokens: int = 0
     content: str | None = None
+    rows: TableRows | None = None
     columns: tuple[str, ...] | None = None  # a table's columns to show, if not all
-    partial: bool = False  # ``content`` is only the start of the text: show it cut or not at all
+    partial: bool = False  # the content is only the start of the whole: show it cut or not at all
     # Where a cut's rest is read: the version's address (``bb://ws/t/k@7``), to which the cut
-    # adds ``#<byte offset>``; ``start`` is where ``content`` begins in the whole text, and
-    # ``total_tokens`` the whole text's count when ``content`` is only its rest.
+    # adds ``#<byte offset>``; ``start`` is where the content begins in the whole text, and
+    # ``total_tokens`` the whole text's count when the content is only its rest.
     rest_of: str | None = None
     start: int = 0
     total_tokens: int | None = None
+    size: int = 0  # the whole text's bytes
+
+    @property
+    def fetched(self) -> bool:
+        return self.content is not None or self.rows is not None
+
+    @property
+    def has_something(self) -> bool:
+        """Content a cut could show some of."""
+        return bool(self.content) or (self.rows is not None and bool(self.rows.cells))
 
     def estimate(self, counter: TokenCounter) -> int:
         cost = count_json(counter, orjson.dumps(self.item).decode()) + 1
@@ -144,26 +157,45 @@ class Entry:
             cost += 4 + self.big_tokens
         return cost + sum(counter.count(w) + 2 for w in self.warnings)
 
-    def cut_report(self, head: str, shown_tokens: int) -> dict[str, Any]:
+    def cut_report(
+        self, shown_tokens: int, rest_at: int, total_tokens: int | None = None
+    ) -> dict[str, Any]:
         """What a cut item says of itself: how much it shows, of how much, and where the
-        rest is read (the content after ``head``)."""
-        report: dict[str, Any] = {
-            "shown_tokens": shown_tokens,
-            "total_tokens": self.big_tokens if self.total_tokens is None else self.total_tokens,
-        }
+        rest is read (``rest_at``, a byte offset in the whole text)."""
+        if total_tokens is None:
+            total_tokens = self.big_tokens if self.total_tokens is None else self.total_tokens
+        report: dict[str, Any] = {"shown_tokens": shown_tokens, "total_tokens": total_tokens}
         if self.rest_of is not None:
-            report["rest"] = f"{self.rest_of}#{self.start + len(head.encode())}"
+            report["rest"] = f"{self.rest_of}#{rest_at}"
         return report
 
-    def shown(self, cut: str | None = None) -> dict[str, Any]:
+    def text_rest_at(self, head: str) -> int:
+        return self.start + len(head.encode())
+
+    def rows_rest_at(self, count: int) -> int:
+        assert self.rows is not None
+        return self.rows.next_at[count - 1] if count else self.start
+
+    def shown(self, cut: str | int | None = None) -> dict[str, Any]:
+        """The item with its content: all of it, or a cut (a prefix of the body's text, or
+        the number of a table's rows)."""
         if self.big is None:
             return self.item
         item = dict(self.item)
-        if cut is None:
+        if self.rows is not None or self.big == "rows":
+            cells = self.rows.cells if self.rows is not None else []
+            item[self.big] = cells if cut is None else cells[: int(cut)]
+        elif cut is None:
             item[self.big] = self.content or ""
         else:
             item[self.big] = cut
         return item
+
+    def longest_rest_at(self) -> int:
+        """The largest offset a rest of this entry can name, for measuring room."""
+        if self.rows is not None:
+            return self.rows.next_at[-1] if self.rows.next_at else self.start
+        return self.text_rest_at(self.content or "")
 
 
 # render(shown items, their warnings, how many entries were shown) -> the response, unfinished.
@@ -220,7 +252,7 @@ def fit(
     if fitted is not None:
         return Fitted(fitted, count, False)
     first = entries[0] if entries else None
-    if first is not None and first.big is not None and first.content:
+    if first is not None and first.big is not None and first.has_something:
         cut = _cut_first(counter, budget, first, render)
         if cut is not None:
             return Fitted(cut, 1, True)
@@ -232,7 +264,7 @@ def fit(
             argument="budget_tokens",
         )
     if first is not None:
-        need = _need(counter, first, render)
+        need = _need(counter, budget, first, render)
         response["need_budget"] = need
         if finish(counter, response) > budget:
             del response["need_budget"]
@@ -241,7 +273,7 @@ def fit(
 
 
 def _ready(entry: Entry) -> bool:
-    return entry.big is None or (entry.content is not None and not entry.partial)
+    return entry.big is None or (entry.fetched and not entry.partial)
 
 
 def _render(render: Render, entries: Sequence[Entry], count: int) -> dict[str, Any]:
@@ -253,10 +285,12 @@ def _render(render: Render, entries: Sequence[Entry], count: int) -> dict[str, A
 def _cut_first(
     counter: TokenCounter, budget: int, entry: Entry, render: Render
 ) -> dict[str, Any] | None:
+    if entry.rows is not None:
+        return _cut_rows(counter, budget, entry, render)
     text = entry.content or ""
     empty = dict(entry.shown(""))
     # Sized as the longest the rest's address can be: what is measured here is room.
-    empty["cut"] = entry.cut_report(text, 0)
+    empty["cut"] = entry.cut_report(0, entry.longest_rest_at())
     response = render([empty], list(entry.warnings), 1)
     # What the shown text may cost as a JSON string.
     room = budget - finish(counter, response) - 2
@@ -268,7 +302,7 @@ def _cut_first(
             return None
         shown = count_as_json_string(counter, head)
         item = dict(entry.shown(head))
-        item["cut"] = entry.cut_report(head, shown)
+        item["cut"] = entry.cut_report(shown, entry.text_rest_at(head))
         response = render([item], list(entry.warnings), 1)
         over = finish(counter, response) - budget
         if over <= 0:
@@ -279,11 +313,68 @@ def _cut_first(
     return None
 
 
-def _need(counter: TokenCounter, first: Entry, render: Render) -> int:
-    """A budget that shows at least the first entry (cut, if it has content)."""
+def _cut_rows(
+    counter: TokenCounter, budget: int, entry: Entry, render: Render
+) -> dict[str, Any] | None:
+    """The most whole rows of a table that fit, and the rest from the row after them.
+
+    A cut table shows at least one row. The rows' own costs, added up, say how many fit
+    beside the empty item; the finished answer is then counted exactly, a row fewer each
+    time it is over (tokens merging across rows make the sum a close guess, not a bound).
+    """
+    assert entry.rows is not None
+    cells = entry.rows.cells
+    size = entry.size
+
+    def answer(count: int) -> tuple[dict[str, Any], int]:
+        item = dict(entry.shown(count))
+        shown = count_json(counter, orjson.dumps(item[entry.big or "rows"]).decode())
+        rest_at = entry.rows_rest_at(count)
+        # The whole table as rows, estimated from the share of its bytes shown (its stored
+        # count is of the TSV, which costs less than the same cells as lists).
+        total = max(shown + 1, shown * size // max(1, rest_at - entry.start))
+        item["cut"] = entry.cut_report(shown, rest_at, total)
+        response = render([item], list(entry.warnings), 1)
+        return response, finish(counter, response)
+
+    _, empty = answer(0)
+    room = budget - empty
+    # All of them is the whole item, which did not fit, unless more rows are left unread.
+    most = len(cells) if entry.partial else len(cells) - 1
+    count, spent = 0, 0
+    while count < most:
+        spent += counter.count(orjson.dumps(cells[count]).decode()) + 1
+        if spent > room:
+            break
+        count += 1
+    # The sum may overstate (tokens merge across rows): one row is always measured.
+    count = max(count, min(1, most))
+    for _ in range(12):
+        if count < 1:
+            return None
+        response, cost = answer(count)
+        if cost <= budget:
+            return response
+        count -= max(1, (cost - budget) * count // max(1, cost - empty))
+    return None
+
+
+def _need(counter: TokenCounter, budget: int, first: Entry, render: Render) -> int:
+    """A budget that shows at least the first entry (cut, if it has content).
+
+    A table is cut between rows, so it needs room for its first row whole; a row longer
+    than the range a budget fetches is not known yet, and twice the budget reads more of it.
+    """
+    if first.rows is not None:
+        if not first.rows.cells:
+            return min(MAX_BUDGET, 2 * budget)
+        item = dict(first.shown(1))
+        shown = count_json(counter, orjson.dumps(item[first.big or "rows"]).decode())
+        item["cut"] = first.cut_report(shown, first.longest_rest_at())
+        return finish(counter, render([item], list(first.warnings), 1))
     if first.big is not None:
         item = dict(first.shown(""))
-        item["cut"] = first.cut_report(first.content or "", 0)
+        item["cut"] = first.cut_report(0, first.longest_rest_at())
         response = render([item], list(first.warnings), 1)
         return finish(counter, response) + MIN_CUT_TOKENS + 8
     response = render([first.item], list(first.warnings), 1)

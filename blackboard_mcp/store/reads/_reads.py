@@ -33,18 +33,20 @@ from ..notes._provenance import (
     provenance_warnings,
     source_records,
 )
-from ..notes._tokencount import TokenCounter, count_as_json_string
+from ..notes._tokencount import TokenCounter, count_as_json_string, count_json
 from ..requests import GetState, ListKeys
 from ._budget import Entry, Render, finish, fit, plan, position_ranges
 from ._paging import encode, history_page, select_page
+from ._table_rows import rows_in_range
 from ._views import (
     META_FIELDS,
     READ_ATTEMPTS,
     Readable,
     build_entry,
     fields_for,
-    finish_content,
     iso_time,
+    part_entry,
+    stored_columns,
 )
 
 # What the missing catch-up note's item says (README, "The catch-up note").
@@ -92,15 +94,26 @@ async def _fetch_meta(
         commands.append(gate.command)
     if deletions_after is not None:
         commands.append(deleted_since(workspace, deletions_after))
+    # Addresses of one version are fetched once: parts of a note (``...@7#5120``) share their
+    # version's fields, and need no links (a part shows only content).
+    distinct: dict[tuple[str, int | None, bool], int] = {}
+    firsts: list[Address] = []
     for address in addresses:
+        part = address.start is not None
+        key = (address.member, address.version, part)
+        if key in distinct:
+            continue
+        distinct[key] = len(firsts)
+        firsts.append(address)
         ws, member = address.workspace, address.member
         commands.append(("HMGET", keys.note(ws, member), *names))
         if address.version is not None:
             # The kept copy, unless the version asked for is the current one.
             commands.append(("HMGET", keys.version(ws, member, address.version), *names))
-        commands.append(("SMEMBERS", keys.links_out(ws, member)))
-        commands.append(("SMEMBERS", keys.links_in(ws, member)))
-        commands.append(("HGETALL", keys.links_at(ws, member)))
+        if not part:
+            commands.append(("SMEMBERS", keys.links_out(ws, member)))
+            commands.append(("SMEMBERS", keys.links_in(ws, member)))
+            commands.append(("HGETALL", keys.links_at(ws, member)))
     commands.append(("GET", keys.sequence(workspace)))
     pool: WaitingConnectionPool = client.connection_pool
     replies = await pool.round_trip(commands)
@@ -108,19 +121,24 @@ async def _fetch_meta(
         gate.judge(replies.pop(0))
     deleted = decode_deleted(replies.pop(0)) if deletions_after is not None else []
     cursor = int(replies.pop() or 0)
-    out: Fetched = []
+    found: list[tuple[dict[str, str] | None, set[bytes], set[bytes], dict[bytes, bytes]]] = []
     at = 0
-    for address in addresses:
+    for address in firsts:
         values = replies[at]
         kept = replies[at + 1] if address.version is not None else None
-        at += 4 if kept is None else 5
-        outgoing, incoming, records = replies[at - 3], replies[at - 2], replies[at - 1]
+        at += 1 if kept is None else 2
+        if address.start is not None:
+            outgoing, incoming, records = [], [], {}
+        else:
+            outgoing, incoming, records = replies[at], replies[at + 1], replies[at + 2]
+            at += 3
         note = _version_of(address, names, values, kept)
-        out.append(
+        found.append(
             (note, set(outgoing), set(incoming), _as_mapping(records))
             if note
             else (None, set(), set(), {})
         )
+    out: Fetched = [found[distinct[(a.member, a.version, a.start is not None)]] for a in addresses]
     return out, cursor, deleted
 
 
@@ -256,8 +274,9 @@ async def _fetch_content(
     # body read with its version) and where in the whole text what it reads begins.
     expected: list[tuple[int, int | None, int]] = []
     for i, (entry, address, note) in enumerate(wanted):
-        if entry.content is not None:
+        if entry.fetched:
             continue
+        table = entry.big == "rows"
         if not note.get("blob"):
             if "body" in note:
                 _give_content(counter, entry, note, note["body"].encode())
@@ -272,10 +291,12 @@ async def _fetch_content(
             continue
         # A blob is read up to the size its note said: an appended note's log blob may have
         # grown since (store/notes/_appends.py), and what was read is this version's content.
-        # A part's range starts a character's width early: its offset may fall inside one.
+        # A part's range starts a character's width early, its offset may fall inside one;
+        # a table's one byte early, to see whether its offset starts a row.
         end = int(note.get("size") or 0)
-        begin = max(0, entry.start - _LONGEST_CHARACTER + 1) if entry.columns is None else 0
-        if i == 0 and prefix_bytes is not None and entry.columns is None:
+        early = 1 if table else _LONGEST_CHARACTER - 1
+        begin = max(0, entry.start - early)
+        if i == 0 and prefix_bytes is not None:
             end = min(end, entry.start + prefix_bytes)
         blob_key = keys.blob(address.workspace, note["blob"])
         if begin >= end:
@@ -310,25 +331,42 @@ def _give_content(
 ) -> None:
     """``entry``'s content from the bytes read of its note, ``data`` being the text from
     byte ``offset`` on. A part whose offset falls inside a character starts at that
-    character's first byte (``entry.start`` moves back to it), so no character is lost."""
+    character's first byte (``entry.start`` moves back to it), so no character is lost; a
+    table's part whose offset falls inside a row starts at the next row."""
     size = int(note.get("size") or 0)
-    # A table's chosen columns are cut out of the whole, and the rest read from that.
-    whole_first = entry.columns is not None
-    if entry.start and not whole_first:
+    if entry.big == "rows":
+        _give_rows(counter, entry, note, data, offset, size)
+        return
+    if entry.start:
         at = _character_start(data, entry.start - offset)
         entry.start = offset + at
         data = data[at:]
         size = max(0, size - entry.start)
     entry.partial = len(data) < size
     # A range may end inside a character; the partial one is dropped.
-    finish_content(
-        entry, data.decode("utf-8", "ignore"), lambda t: count_as_json_string(counter, t)
+    entry.content = data.decode("utf-8", "ignore")
+
+
+def _give_rows(
+    counter: TokenCounter,
+    entry: Entry,
+    note: dict[str, str],
+    data: bytes,
+    offset: int,
+    size: int,
+) -> None:
+    entry.size = size
+    columns = stored_columns(note)
+    picked = None if entry.columns is None else [columns.index(c) for c in entry.columns]
+    if offset == 0 and entry.start > 1:
+        # A table kept in the note's hash comes whole: read it from a byte before the part.
+        offset = entry.start - 1
+        data = data[offset:]
+    entry.rows, entry.partial = rows_in_range(
+        data, offset=offset, start=entry.start, size=size, picked=picked, width=len(columns)
     )
-    if entry.start and whole_first and entry.content is not None:
-        whole = entry.content.encode()
-        entry.start = _character_start(whole, entry.start)
-        entry.content = whole[entry.start :].decode()
-        entry.big_tokens = count_as_json_string(counter, entry.content)
+    if not entry.partial:
+        entry.big_tokens = count_json(counter, orjson.dumps(entry.rows.cells).decode())
 
 
 # The most bytes one character takes in UTF-8.
@@ -388,40 +426,36 @@ def _entries(
                 item["hint"] = CATCH_UP_HINT
             out.append((Entry(address.uri, item), None))
             continue
-        # A part of a note (``...@7#5120``) is its address and content: the note's fields,
-        # links and warnings came with the part that named this one.
-        part = address.start is not None
-        links = [] if part else readable_links(address.workspace, outgoing, incoming, readable)
+        if address.start is not None:
+            # A part is read for its content, which a digest or ref read would not show.
+            part_mode: Any = "full" if mode in ("digest", "ref") else mode
+            entry = part_entry(note, uri=address.uri, mode=part_mode, fields=fields)
+            if entry.big is not None:
+                entry.rest_of = f"{address.note.uri}@{note['version']}"
+                _start_at(entry, address.start, int(note.get("size") or 0))
+            out.append((entry, note))
+            continue
+        links = readable_links(address.workspace, outgoing, incoming, readable)
         current = note.get(CURRENT_VERSION)
-        warnings = (
-            []
-            if part
-            else provenance_warnings(
-                address.uri,
-                int(current or note.get("version") or 0),
-                links,
-                judged[n] if judged is not None else None,
-                workspace_prefix=f"{SCHEME}{address.workspace}/",
-                readable=readable,
-            )
+        warnings = provenance_warnings(
+            address.uri,
+            int(current or note.get("version") or 0),
+            links,
+            judged[n] if judged is not None else None,
+            workspace_prefix=f"{SCHEME}{address.workspace}/",
+            readable=readable,
         )
-        # A part is read for its content, which a digest or ref read would not show.
-        item_mode: Any = "full" if part and mode in ("digest", "ref") else mode
-        if current is not None and mark_past and not part:
+        if current is not None and mark_past:
             warnings.append(
                 f"{address.uri} is a past version; the note is at version {current} "
                 "(links shown are its current ones)"
             )
         entry = build_entry(
-            note, mode=item_mode, fields=fields, links=links, warnings=warnings, readable=readable
+            note, mode=mode, fields=fields, links=links, warnings=warnings, readable=readable
         )
         if entry.big is not None:
             entry.rest_of = f"{address.note.uri}@{note['version']}"
-            if address.start is not None:
-                _start_at(entry, address.start, int(note.get("size") or 0))
-        if part:
-            entry.item = {"uri": address.uri}
-        elif current is not None and mark_past:
+        if current is not None and mark_past:
             entry.item["current_version"] = int(current)
         out.append((entry, note))
     return out
@@ -741,6 +775,6 @@ def _table_response(
 def _cell(note: dict[str, str], name: str) -> str:
     if name in ("updated", "created"):
         return iso_time(note.get(name, ""))
-    if name == "rows":
+    if name == "nrows":
         return note.get("nrows", "") if note.get("columns") else ""
     return note.get(name, "")

@@ -13,7 +13,6 @@ from typing import Any, Literal
 import orjson
 
 from .._errors import InvalidArgument
-from ..notes._tables import parse_tsv
 from ._budget import Entry
 
 Mode = Literal["digest", "fields", "table", "full", "ref"]
@@ -42,12 +41,14 @@ ITEM_FIELDS = (
     "sources",
     "links",
     "columns",
-    "rows",
+    "nrows",
     "origin",
     "body",
-    "table",
+    "rows",
 )
-CONTENT_FIELDS = ("body", "table")
+# A text note's content is its ``body``; a table's is its ``rows``, lists of cells in the
+# order of its ``columns`` (the shape update_state takes).
+CONTENT_FIELDS = ("body", "rows")
 # What a listing can show as a column: one value per note, no content.
 LIST_FIELDS = tuple(f for f in ITEM_FIELDS if f not in (*CONTENT_FIELDS, "sources", "links"))
 
@@ -168,11 +169,31 @@ def build_entry(
         if not table:
             warnings.append(f"{uri} is not a table; read it with mode=full")
             return entry
-        _select_columns(entry, note, fields)
-        entry.big, entry.big_tokens = "table", body_tokens
+        item["columns"] = _select_columns(entry, note, fields)
+        entry.big, entry.big_tokens = "rows", body_tokens
         return entry
     item.update(_metadata(note, links, readable))
-    entry.big, entry.big_tokens = ("table" if table else "body"), body_tokens
+    entry.big, entry.big_tokens = ("rows" if table else "body"), body_tokens
+    return entry
+
+
+def part_entry(note: dict[str, str], *, uri: str, mode: Mode, fields: Sequence[str]) -> Entry:
+    """The item for a part of a note (``...@7#5120``): its address and content only; the
+    note's fields, links and warnings came with the part that named this one."""
+    entry = Entry(uri, {"uri": uri})
+    table = is_table(note)
+    columns = [f for f in fields if f not in ITEM_FIELDS] if mode in ("fields", "table") else []
+    if mode == "table" and not table:
+        entry.warnings.append(f"{uri} is not a table; read it with mode=full")
+        return entry
+    if mode == "table" and not fields:
+        columns = []
+    elif mode == "fields" and not columns and ("rows" if table else "body") not in fields:
+        return entry
+    if table and columns:
+        _select_columns(entry, note, columns)
+    entry.big = "rows" if table else "body"
+    entry.big_tokens = int(note.get("body_tokens") or 0)
     return entry
 
 
@@ -200,7 +221,7 @@ def _fields_entry(
     columns = [f for f in fields if f not in ITEM_FIELDS]
     for name in fields:
         if name in CONTENT_FIELDS:
-            if (name == "table") == table and entry.big is None:
+            if (name == "rows") == table and entry.big is None:
                 entry.big, entry.big_tokens = name, int(note.get("body_tokens") or 0)
             else:
                 item[name] = None
@@ -211,28 +232,28 @@ def _fields_entry(
     if columns:
         if not table:
             warnings.append(f"{uri}: no field {', '.join(columns)}")
-        elif entry.big is None:
-            _select_columns(entry, note, columns)
-            entry.big, entry.big_tokens = "table", int(note.get("body_tokens") or 0)
+        elif entry.big is None or entry.big == "rows":
+            # The rows hold just the chosen columns, and ``columns`` says which.
+            item["columns"] = _select_columns(entry, note, columns)
+            entry.big, entry.big_tokens = "rows", int(note.get("body_tokens") or 0)
     return entry
 
 
-def _select_columns(entry: Entry, note: dict[str, str], columns: Sequence[str]) -> None:
+def stored_columns(note: dict[str, str]) -> list[str]:
+    columns = orjson.loads(note["columns"]) if note.get("columns") else []
+    return [c for c in columns if isinstance(c, str)] if isinstance(columns, list) else []
+
+
+def _select_columns(entry: Entry, note: dict[str, str], columns: Sequence[str]) -> list[str]:
+    """The columns a table read shows: ``columns`` of the table's (all when none are named)."""
+    stored = stored_columns(note)
     if not columns:
-        return
-    stored = orjson.loads(note["columns"]) if note.get("columns") else []
+        return stored
     missing = [c for c in columns if c not in stored]
     if missing:
         entry.warnings.append(f"{entry.uri} has no column {', '.join(missing)}")
     entry.columns = tuple(c for c in columns if c in stored)
-
-
-def finish_content(entry: Entry, content: str, counter_tokens: Callable[[str], int]) -> None:
-    """Give a fetched entry its content: the stored text, or the chosen columns of a table."""
-    if entry.columns is not None:
-        content = parse_tsv(content).to_tsv(entry.columns)
-        entry.big_tokens = counter_tokens(content)
-    entry.content = content
+    return list(entry.columns)
 
 
 def _topic_of(uri: str) -> str:
@@ -264,8 +285,8 @@ def _metadata(
     if note.get("confidence"):
         meta["confidence"] = float(note["confidence"])
     if note.get("columns"):
-        meta["columns"] = orjson.loads(note["columns"])
-        meta["rows"] = int(note.get("nrows") or 0)
+        meta["columns"] = stored_columns(note)
+        meta["nrows"] = int(note.get("nrows") or 0)
     if note.get("origin"):
         meta["origin"] = note["origin"]
     return meta
