@@ -128,12 +128,21 @@ def test_good_admin_bodies_are_still_accepted(
         admin_gateway,
         "/admin/tokens",
         admin,
-        json_bytes({"sub": "worker-1", "read": ["alpha"], "write": [], "ttl_seconds": 60}),
+        json_bytes(
+            {
+                "sub": "worker-1",
+                "read": ["alpha"],
+                "write": [],
+                "caps": ["board_read"],
+                "ttl_seconds": 60,
+            }
+        ),
     )
     assert issued.status_code == 200, issued.text
     for body in (
         {"id": issued.json()["id"]},
-        {"sub": "worker-" + uuid.uuid4().hex[:6]},
+        # A subject ahead of any token of it.
+        {"sub": "worker-" + uuid.uuid4().hex[:6], "force": True},
         {"token": issued.json()["token"]},
     ):
         answer = post(admin_gateway, "/admin/revoke", admin, json_bytes(body))

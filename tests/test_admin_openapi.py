@@ -58,6 +58,7 @@ def test_the_admin_api_answers_what_its_document_allows_or_refuses_without_a_500
     operations = _operations(admin_api)
     assert {op.label for op in operations} == {
         "POST /admin/tokens",
+        "GET /admin/tokens",
         "POST /admin/revoke",
         "POST /admin/delete",
         "GET /admin/retention",

@@ -107,7 +107,7 @@ def test_token_commands_without_a_key_name_the_directory_and_create_none(
 
 
 def test_token_issue_signs_with_the_key_serve_created_in_the_data_dir(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, redis_server: EmbeddedRedis
 ) -> None:
     data_dir = tmp_path / "data"
     generate_hs_secret_file(data_dir / "jwt_secret")
@@ -122,7 +122,7 @@ def test_token_issue_signs_with_the_key_serve_created_in_the_data_dir(
         "t",
         "--cap",
         "board_read",
-        env=cli_env(home, BB_DATA_DIR=str(data_dir)),
+        env=cli_env(home, BB_DATA_DIR=str(data_dir), BB_REDIS_URL=redis_server.url),
     )
     assert result.returncode == 0, output_of(result)
     _, keys = keys_of(Settings(jwt_secret_file=data_dir / "jwt_secret"))

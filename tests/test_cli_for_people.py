@@ -35,6 +35,11 @@ def keyed(home: Path, **settings: str) -> dict[str, str]:
     return cli_env(home, BB_JWT_SECRET=TEST_JWT_SECRET, **settings)
 
 
+def keyed_to(home: Path, redis_url: str) -> dict[str, str]:
+    """Keyed, with the board's Redis, where an issued token is recorded."""
+    return keyed(home, BB_REDIS_URL=redis_url)
+
+
 def test_version_prints_the_programs_name_and_version(tmp_path: Path) -> None:
     result = run_cli("--version", env=cli_env(tmp_path))
     assert result.returncode == 0
@@ -108,10 +113,22 @@ def test_token_issue_refuses_an_invalid_workspace_name(tmp_path: Path) -> None:
     assert_refused(result, "workspace 'My Space' is not a valid name")
 
 
-def test_token_issue_refuses_an_agent_token_without_a_subject(tmp_path: Path) -> None:
-    result = run_cli("token", "issue", "--workspace", "w", "--read", "t", env=keyed(tmp_path))
+def test_token_issue_refuses_an_agent_token_without_a_subject(
+    tmp_path: Path, redis_server: EmbeddedRedis
+) -> None:
+    result = run_cli(
+        "token",
+        "issue",
+        "--workspace",
+        "w",
+        "--read",
+        "t",
+        env=keyed_to(tmp_path, redis_server.url),
+    )
     assert_refused(result, "needs --sub")
-    admin = run_cli("token", "issue", "--workspace", "w", "--admin", env=keyed(tmp_path))
+    admin = run_cli(
+        "token", "issue", "--workspace", "w", "--admin", env=keyed_to(tmp_path, redis_server.url)
+    )
     assert admin.returncode == 0, admin.stderr  # an admin token is named admin by default
 
 
@@ -171,7 +188,9 @@ def test_every_command_refuses_a_missing_argument_in_two_lines(
     assert_two_line_refusal(result, command)
 
 
-def test_token_issue_refuses_topics_without_the_capability_to_use_them(tmp_path: Path) -> None:
+def test_token_issue_refuses_topics_without_the_capability_to_use_them(
+    tmp_path: Path, redis_server: EmbeddedRedis
+) -> None:
     # A token with read topics and no board_read can do nothing: say so rather than issue it.
     result = run_cli(
         "token", "issue", "--workspace", "w", "--sub", "a", "--read", "ops", env=keyed(tmp_path)
@@ -183,7 +202,7 @@ def test_token_issue_refuses_topics_without_the_capability_to_use_them(tmp_path:
     assert_refused(result, "--cap board_write")
     fine = run_cli(
         "token", "issue", "--workspace", "w", "--sub", "a", "--read", "ops", "--cap",
-        "board_read", env=keyed(tmp_path),
+        "board_read", env=keyed_to(tmp_path, redis_server.url),
     )  # fmt: skip
     assert fine.returncode == 0, fine.stderr
 
@@ -249,12 +268,20 @@ def test_token_inspect_says_revoked_with_a_non_zero_exit(
     assert (claims["status"], claims["revocation"]) == ("revoked", "revoked")
 
 
-def test_token_inspect_json_prints_one_object_on_one_line(tmp_path: Path) -> None:
+def test_token_inspect_json_prints_one_object_on_one_line(
+    tmp_path: Path, redis_server: EmbeddedRedis
+) -> None:
     issued = run_cli(
         "token", "issue", "--workspace", "w", "--sub", "a", "--cap", "board_read", "--read",
-        "t", env=keyed(tmp_path),
+        "t", env=keyed_to(tmp_path, redis_server.url),
     )  # fmt: skip
-    shown = run_cli("token", "inspect", "--json", issued.stdout.strip(), env=keyed(tmp_path))
+    shown = run_cli(
+        "token",
+        "inspect",
+        "--json",
+        issued.stdout.strip(),
+        env=keyed_to(tmp_path, redis_server.url),
+    )
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["status"] == "valid"

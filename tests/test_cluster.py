@@ -176,8 +176,20 @@ async def test_every_command_of_every_tool_and_of_the_cli_stays_in_its_workspace
         err, body = await call(client, "search_keys", q="kafka", topic="t")
         assert not err and [i["uri"] for i in body["items"]] == [f"bb://{ws}/t/a"], body
     assert _slot_errors(redis_cluster) == {n.port: {} for n in redis_cluster.live()}
-    revoked = _cli(redis_cluster, "token", "revoke", "--workspace", ws, "--sub", "agent-1")
+    # The token above was made with the key, not issued through the board: forced. One the
+    # board issues is on record, on the workspace's node, and listed.
+    revoked = _cli(
+        redis_cluster, "token", "revoke", "--workspace", ws, "--sub", "agent-1", "--force"
+    )
     assert revoked.returncode == 0, revoked.stderr
+    issued = _cli(
+        redis_cluster, "token", "issue", "--workspace", ws, "--sub", "agent-2", "--read", "t",
+        "--cap", "board_read",
+    )  # fmt: skip
+    assert issued.returncode == 0, issued.stderr
+    listed = _cli(redis_cluster, "token", "list", "--workspace", ws, "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [(t["sub"], t["status"]) for t in json.loads(listed.stdout)] == [("agent-2", "active")]
     async with mcp_client(cluster_gateway.mcp_url, token) as client:
         err, body = await call(client, "list_keys")
         assert err and body["error"]["code"] == "unauthenticated", body

@@ -262,7 +262,7 @@ async def test_a_revoked_external_token_is_refused(
     jti = jwt.decode(by_id, options={"verify_signature": False})["jti"]
     admin = {"Authorization": f"Bearer {admin_token(issuer, workspace)}"}
     async with httpx.AsyncClient() as http:
-        for body in ({"id": jti}, {"sub": "rogue"}):
+        for body in ({"id": jti, "force": True}, {"sub": "rogue", "force": True}):
             response = await http.post(
                 oauth_gateway.url + "/admin/revoke", json=body, headers=admin
             )

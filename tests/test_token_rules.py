@@ -171,9 +171,13 @@ def test_the_cli_refuses_a_lifetime_over_the_maximum_and_a_forged_subject(
 
 
 async def test_the_admin_token_the_cli_issues_is_accepted_by_the_gateway(
-    gateway: GatewayProcess, workspace: str, tmp_path: Path
+    gateway: GatewayProcess, redis_server: EmbeddedRedis, workspace: str, tmp_path: Path
 ) -> None:
-    env = {"BB_JWT_SECRET": TEST_JWT_SECRET, "BB_DATA_DIR": str(tmp_path)}
+    env = {
+        "BB_JWT_SECRET": TEST_JWT_SECRET,
+        "BB_DATA_DIR": str(tmp_path),
+        "BB_REDIS_URL": redis_server.url,
+    }
     made = cli("token", "issue", "--workspace", workspace, "--admin", env=env)
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip()
@@ -230,8 +234,9 @@ async def test_the_cli_revokes_within_one_workspace(
     other = workspace + "-other"
     mine = agent_token(issuer, workspace, sub="cli-agent")
     theirs = agent_token(issuer, other, sub="cli-agent")
+    # Made with the key, not issued through the board: not on record, so forced.
     revoked = cli(
-        "token", "revoke", "--workspace", workspace, "--sub", "cli-agent",
+        "token", "revoke", "--workspace", workspace, "--sub", "cli-agent", "--force",
         env={"BB_REDIS_URL": redis_server.url, "BB_JWT_SECRET": TEST_JWT_SECRET},
     )  # fmt: skip
     assert revoked.returncode == 0, revoked.stderr

@@ -43,7 +43,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             if serving.embedded or created:
                 print(f"blackboard-mcp: data in {keyed.data_dir}", flush=True)
             if created:
-                token = issue_admin(keyed, args.workspace)
+                token = issue_admin(keyed, serving.redis_url, args.workspace, issued_by="serve")
                 print(f"blackboard-mcp: signing key created at {keyed.jwt_secret_file}")
                 print(
                     f"blackboard-mcp: admin token for workspace {args.workspace!r} (shown once; "

@@ -1,4 +1,5 @@
-"""``blackboard-mcp token issue | inspect | revoke``: the board's own tokens, by an operator."""
+"""``blackboard-mcp token issue | inspect``: the board's own tokens, by an operator (``list``
+and ``revoke`` are in _token_admin.py, ``delegate`` in _delegate.py)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,20 @@ from typing import TYPE_CHECKING
 from blackboard_mcp.auth import CAPABILITIES
 from blackboard_mcp.settings import Settings
 
+from ._delegate import add_delegate_command
 from ._durations import FORMAT as DURATION_FORMAT
 from ._durations import parse_duration
 from ._errors import ConfigurationError, RedisUnreachable
 from ._keys import with_signing_key
 from ._redis import redis_failures, redis_url
+from ._token_admin import add_token_admin_commands
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import Grant, TokenIssuer, TokenVerifier
 
 DEFAULT_AGENT_TTL = 24 * 3600
+# Who the inventory says issued a token the CLI made: whoever holds the signing key here.
+CLI_ISSUER = "cli"
 
 
 def _csv(text: str) -> list[str]:
@@ -55,22 +60,77 @@ def _issuer(settings: Settings) -> TokenIssuer:
     )
 
 
+ADMIN_CAPABILITIES = ["admin", "board_read", "board_write", "file_read"]
+
+
+def issue_on_record(
+    settings: Settings,
+    url: str,
+    *,
+    subject: str,
+    workspace: str,
+    read: list[str],
+    write: list[str],
+    capabilities: list[str],
+    secrets: list[str],
+    ttl_seconds: int,
+    issued_by: str,
+) -> str:
+    """Sign a token and record it in the board's token inventory (its Redis at ``url``)."""
+    from blackboard_mcp.auth import issue_recorded
+    from blackboard_mcp.gateway import RecordedTokens
+    from blackboard_mcp.store import RedisTokenInventory, open_client
+
+    issuer = _issuer(settings)
+
+    async def run() -> str:
+        client = open_client(url, cluster=settings.redis_cluster)
+        try:
+            token, _ = await issue_recorded(
+                issuer,
+                RecordedTokens(RedisTokenInventory(client=client)),
+                subject=subject,
+                workspace=workspace,
+                read=read,
+                write=write,
+                capabilities=capabilities,
+                secrets=secrets,
+                ttl_seconds=ttl_seconds,
+                issued_by=issued_by,
+            )
+            return token
+        finally:
+            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+
+    with redis_failures(url):
+        return asyncio.run(run())
+
+
 def issue_admin(
-    settings: Settings, workspace: str, ttl: int | None = None, subject: str = "admin"
+    settings: Settings,
+    url: str,
+    workspace: str,
+    ttl: int | None = None,
+    subject: str = "admin",
+    issued_by: str = CLI_ISSUER,
 ) -> str:
     """An admin token: every topic, every capability, for the longest lifetime allowed."""
-    return _issuer(settings).issue(
+    return issue_on_record(
+        settings,
+        url,
         subject=subject,
         workspace=workspace,
         read=["*"],
         write=["*"],
-        capabilities=["admin", "board_read", "board_write", "file_read"],
+        capabilities=ADMIN_CAPABILITIES,
+        secrets=[],
         ttl_seconds=settings.max_token_ttl if ttl is None else ttl,
+        issued_by=issued_by,
     )
 
 
 def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
-    from blackboard_mcp.auth import AuthError
+    from blackboard_mcp.auth import AuthError, check_admin_topics
 
     if not args.admin and args.sub is None:
         print(
@@ -80,19 +140,19 @@ def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 2
     keyed, _ = with_signing_key(settings, create=False)
+    ttl = (
+        (keyed.max_token_ttl if args.admin else DEFAULT_AGENT_TTL) if args.ttl is None else args.ttl
+    )
+    read, write, caps = (
+        (["*"], ["*"], ADMIN_CAPABILITIES) if args.admin else (args.read, args.write, args.cap)
+    )
+    subject = args.sub or "admin"
+    issuer = _issuer(keyed)
     try:
-        if args.admin:
-            token = issue_admin(keyed, args.workspace, args.ttl, args.sub or "admin")
-        else:
-            token = _issuer(keyed).issue(
-                subject=args.sub,
-                workspace=args.workspace,
-                read=args.read,
-                write=args.write,
-                capabilities=args.cap,
-                secrets=args.secret,
-                ttl_seconds=DEFAULT_AGENT_TTL if args.ttl is None else args.ttl,
-            )
+        issuer.check_request(
+            subject=subject, workspace=args.workspace, read=read, write=write, ttl_seconds=ttl
+        )
+        check_admin_topics(caps, read, write)
     except AuthError as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 2
@@ -100,6 +160,18 @@ def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
     if not args.admin and (problem := _unusable(args)):
         print(f"refused: {problem}", file=sys.stderr)
         return 2
+    token = issue_on_record(
+        keyed,
+        redis_url(keyed),
+        subject=subject,
+        workspace=args.workspace,
+        read=read,
+        write=write,
+        capabilities=caps,
+        secrets=[] if args.admin else args.secret,
+        ttl_seconds=ttl,
+        issued_by=CLI_ISSUER,
+    )
     print(token)
     return 0
 
@@ -118,7 +190,7 @@ def _unusable(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _offline_verifier(settings: Settings, *, leeway: int | None = None) -> TokenVerifier:
+def offline_verifier(settings: Settings, *, leeway: int | None = None) -> TokenVerifier:
     """A verifier with this data dir's keys that checks signature and claims, not revocation.
 
     ``leeway`` past the configured one lets `token inspect` read an expired token's claims.
@@ -145,10 +217,10 @@ def cmd_token_inspect(args: argparse.Namespace, settings: Settings) -> int:
     token = args.token.strip()
     status = "valid"
     try:
-        grant = _offline_verifier(settings).decode(token)
+        grant = offline_verifier(settings).decode(token)
     except TokenExpired:
         # Signed by our key and only out of date: show what it was.
-        grant = _offline_verifier(settings, leeway=10 * 365 * 86400).decode(token)
+        grant = offline_verifier(settings, leeway=10 * 365 * 86400).decode(token)
         status = "expired"
     except AuthError as exc:
         print(f"invalid: {exc}", file=sys.stderr)
@@ -185,54 +257,6 @@ def _revocation(settings: Settings, grant: Grant) -> str:
             return "revoked" if asyncio.run(run()) else "not revoked"
     except RedisUnreachable as exc:
         return f"not checked: {exc.message}"
-
-
-def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
-    from blackboard_mcp.auth import AuthError, Revoker
-    from blackboard_mcp.store import RedisRevocationList, open_client
-
-    presented = None
-    if args.token:
-        # The token's own claims say its workspace and expiry, once its signature holds.
-        verifier = _offline_verifier(settings)
-        try:
-            presented = verifier.decode(args.token.strip())
-        except AuthError as exc:
-            print(f"refused: {exc}", file=sys.stderr)
-            return 2
-        if args.workspace and args.workspace != presented.workspace:
-            print(f"refused: that token is for workspace {presented.workspace}", file=sys.stderr)
-            return 2
-    elif not args.workspace:
-        print("refused: --id and --sub need --workspace", file=sys.stderr)
-        return 2
-
-    async def run() -> str:
-        client = open_client(url, cluster=settings.redis_cluster)
-        revoker = Revoker(
-            revocations=RedisRevocationList(client=client),
-            max_ttl_seconds=settings.max_token_ttl,
-            leeway=settings.jwt_leeway_seconds,
-        )
-        try:
-            if presented is not None:
-                return await revoker.revoke_presented(presented, workspace=presented.workspace)
-            if args.id:
-                return await revoker.revoke_token_id(args.workspace, args.id)
-            return await revoker.revoke_subject(args.workspace, args.sub)
-        finally:
-            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
-
-    url = redis_url(settings)
-    try:
-        with redis_failures(url):
-            target = asyncio.run(run())
-    except AuthError as exc:
-        print(f"refused: {exc}", file=sys.stderr)
-        return 2
-    workspace = presented.workspace if presented is not None else args.workspace
-    print(f"revoked {target} in workspace {workspace}")
-    return 0
 
 
 def add_token_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -292,12 +316,5 @@ def add_token_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--json", action="store_true", help="one JSON object on one line, for machines"
     )
     inspect.set_defaults(func=cmd_token_inspect, parser=inspect)
-    revoke = tsub.add_parser(
-        "revoke", help="revoke a token, a token id or every token of a subject, in one workspace"
-    )
-    revoke.add_argument("--workspace", help="the workspace whose token or subject is revoked")
-    group = revoke.add_mutually_exclusive_group(required=True)
-    group.add_argument("--token", help="the token itself: revoked until it expires")
-    group.add_argument("--id", help="a token id (jti): revoked for BB_MAX_TOKEN_TTL")
-    group.add_argument("--sub", help="every token of a subject issued so far")
-    revoke.set_defaults(func=cmd_token_revoke, parser=revoke)
+    add_token_admin_commands(tsub)
+    add_delegate_command(tsub)

@@ -2,11 +2,19 @@
 
 from blackboard_mcp.audit import AuditRecord, AuditSink, BatchAuditSink, printable
 
+from ._delegation import (
+    DEFAULT_DELEGATED_TTL,
+    DelegatedGrant,
+    check_delegation,
+    delegated_ttl,
+    parse_scope,
+)
 from ._dispatch import Authorizer, Manifest
 from ._errors import (
     AuthError,
     BadTokenRequest,
     ContractError,
+    DelegationRefused,
     Forbidden,
     GrantExceedsIssuer,
     InvalidScope,
@@ -15,6 +23,8 @@ from ._errors import (
     MissingMemoryGrant,
     MissingSecret,
     NotAdmin,
+    NotIssued,
+    PartialAdmin,
     TokenExpired,
     TokenInvalid,
     TokenNotYetValid,
@@ -27,6 +37,8 @@ from ._errors import (
 )
 from ._external import ExternalTokens, external_tokens_from_settings
 from ._grants import Grant
+from ._inventory import ListedToken, Status, TokenInventory, TokenRecord
+from ._issuing import issue_recorded, record_of
 from ._jwks import KeySource
 from ._keys import (
     SigningKey,
@@ -43,15 +55,21 @@ from ._secrets import SecretResolver, SecretValue
 from ._tb import Contract, ToolRequirements, load_board_contract, parse_contract
 from ._tokens import (
     DEFAULT_MAX_TOKEN_TTL,
+    MAX_DELEGATION_DEPTH,
     TokenIssuer,
     TokenVerifier,
+    check_admin_topics,
+    check_usable,
+    grant_of,
     issue_for_admin,
     require_admin,
 )
 
 __all__ = [
     "CAPABILITIES",
+    "DEFAULT_DELEGATED_TTL",
     "DEFAULT_MAX_TOKEN_TTL",
+    "MAX_DELEGATION_DEPTH",
     "SUBJECT_PATTERN",
     "AuditRecord",
     "AuditSink",
@@ -61,6 +79,8 @@ __all__ = [
     "BatchAuditSink",
     "Contract",
     "ContractError",
+    "DelegatedGrant",
+    "DelegationRefused",
     "ExternalTokens",
     "Forbidden",
     "Grant",
@@ -68,21 +88,27 @@ __all__ = [
     "InvalidScope",
     "KeySource",
     "KeysUnavailable",
+    "ListedToken",
     "Manifest",
     "MissingCapability",
     "MissingMemoryGrant",
     "MissingSecret",
     "NoRevocations",
     "NotAdmin",
+    "NotIssued",
+    "PartialAdmin",
     "RevocationList",
     "Revoker",
     "SecretResolver",
     "SecretValue",
     "SigningKey",
+    "Status",
     "TokenExpired",
     "TokenInvalid",
+    "TokenInventory",
     "TokenIssuer",
     "TokenNotYetValid",
+    "TokenRecord",
     "TokenRevoked",
     "TokenVerifier",
     "ToolRequirements",
@@ -92,19 +118,27 @@ __all__ = [
     "UnknownKey",
     "VerificationKeys",
     "WrongWorkspace",
+    "check_admin_topics",
+    "check_delegation",
     "check_pattern",
+    "check_usable",
+    "delegated_ttl",
     "external_tokens_from_settings",
     "generate_ed25519_keypair",
     "generate_hs_secret_file",
+    "grant_of",
     "is_subject",
     "is_token_id",
     "is_workspace",
     "issue_for_admin",
+    "issue_recorded",
     "keys_from_settings",
     "load_board_contract",
     "parse_contract",
+    "parse_scope",
     "pattern_covers",
     "printable",
+    "record_of",
     "require_admin",
     "scope_problem",
     "topic_matches",

@@ -84,6 +84,33 @@ class GrantExceedsIssuer(Forbidden):
     """An admin tried to grant more than its own token holds."""
 
 
+class PartialAdmin(Forbidden):
+    """An admin token asked for with fewer than every topic."""
+
+    hint = "give an admin token --read '*' --write '*' (or no admin capability)"
+
+
+class NotIssued(AuthError):
+    """A revocation names a token id or subject the board never issued in that workspace."""
+
+    code = "not_found"
+    hint = (
+        "check the name with `blackboard-mcp token list` (or GET /admin/tokens); to revoke a "
+        "subject ahead of any token, or a token issued before tokens were recorded, force it"
+    )
+
+
+class DelegationRefused(AuthError):
+    """A token exchange (RFC 8693) that cannot be granted; ``oauth_error`` is the RFC's code."""
+
+    code = "invalid_argument"
+    hint = "ask for a subset of the token's own topics, capabilities and secret handles"
+
+    def __init__(self, message: str, *, oauth_error: str = "invalid_request") -> None:
+        super().__init__(message)
+        self.oauth_error = oauth_error
+
+
 class ContractError(AuthError):
     """A .tb contract is malformed, or a binding does not match it."""
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from ._errors import BadTokenRequest, WrongWorkspace
+from ._errors import BadTokenRequest, NotIssued, WrongWorkspace
 from ._grants import Grant
+from ._inventory import TokenInventory
 from ._names import is_subject, is_token_id
 
 
@@ -51,10 +52,25 @@ class NoRevocations:
 
 
 class Revoker:
-    """Revokes within one workspace, for as long as the revoked tokens could be accepted."""
+    """Revokes within one workspace, for as long as the revoked tokens could be accepted.
 
-    def __init__(self, *, revocations: RevocationList, max_ttl_seconds: int, leeway: int) -> None:
+    A revocation names a token the board issued (the inventory has its record) or a subject it
+    issued tokens to; anything else is ``NotIssued`` (a typo), unless forced. Revoking a
+    subject marks each of its recorded tokens by id, and marks the subject for tokens not on
+    record (issued with the key elsewhere, or before tokens were recorded): a token on record
+    issued after the revocation is valid, whatever the second.
+    """
+
+    def __init__(
+        self,
+        *,
+        revocations: RevocationList,
+        inventory: TokenInventory,
+        max_ttl_seconds: int,
+        leeway: int,
+    ) -> None:
         self._revocations = revocations
+        self._inventory = inventory
         self._max_ttl = max_ttl_seconds
         # A token is accepted up to ``leeway`` past its exp, and its iat may be up to
         # ``leeway`` ahead of this clock; a minute more covers a mark's own rounding.
@@ -69,17 +85,36 @@ class Revoker:
         )
         return f"id:{token.token_id}"
 
-    async def revoke_token_id(self, workspace: str, token_id: str) -> str:
-        """Revoke by id alone: its expiry is unknown, so for the longest lifetime a token has."""
+    async def revoke_token_id(self, workspace: str, token_id: str, *, force: bool = False) -> str:
+        """Revoke by id: until its recorded expiry, or (forced, not on record) for the
+        longest lifetime a token has."""
         if not is_token_id(token_id):
             raise BadTokenRequest(f"token id {token_id!r} is not 1-128 printable characters")
-        await self._revocations.revoke_token(workspace, token_id, until=self._horizon())
+        record = await self._inventory.find(workspace, token_id)
+        if record is None and not force:
+            raise NotIssued(
+                f"no token with id {token_id!r} was issued in workspace {workspace!r} "
+                "(or it has expired): nothing was revoked"
+            )
+        until = self._horizon() if record is None else record.expires_at + self._slack
+        await self._revocations.revoke_token(workspace, token_id, until=until)
         return f"id:{token_id}"
 
-    async def revoke_subject(self, workspace: str, subject: str) -> str:
+    async def revoke_subject(self, workspace: str, subject: str, *, force: bool = False) -> str:
         """Revoke every token of ``subject`` in ``workspace`` issued up to now."""
         if not is_subject(subject):
             raise BadTokenRequest(f"subject {subject!r} is not a valid name")
+        held = await self._inventory.listing(workspace, subject=subject)
+        if not held and not force:
+            raise NotIssued(
+                f"no token of subject {subject!r} is on record in workspace {workspace!r} "
+                "(none issued, or all expired): nothing was revoked"
+            )
+        for listed in held:
+            record = listed.record
+            await self._revocations.revoke_token(
+                workspace, record.token_id, until=record.expires_at + self._slack
+            )
         await self._revocations.revoke_subject(
             workspace, subject, issued_before=time.time(), until=self._horizon()
         )

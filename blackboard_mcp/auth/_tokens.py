@@ -15,6 +15,7 @@ from ._errors import (
     BadTokenRequest,
     GrantExceedsIssuer,
     NotAdmin,
+    PartialAdmin,
     TokenInvalid,
     TokenRevoked,
 )
@@ -92,7 +93,9 @@ class TokenIssuer:
         capabilities: Sequence[str],
         secrets: Sequence[str] = (),
         ttl_seconds: int,
+        act: dict[str, Any] | None = None,
     ) -> str:
+        """A signed token; ``act`` (RFC 8693) names the token it is delegated from."""
         self.check_request(
             subject=subject, workspace=workspace, read=read, write=write, ttl_seconds=ttl_seconds
         )
@@ -111,6 +114,8 @@ class TokenIssuer:
             "exp": now + ttl_seconds,
             "jti": uuid.uuid4().hex,
         }
+        if act is not None:
+            claims["act"] = act
         return jwt.encode(
             claims, self._key.key, algorithm=self._key.algorithm, headers={"kid": self._key.kid}
         )
@@ -240,7 +245,30 @@ def _number(value: object, name: str) -> float:
     return float(value)
 
 
+# How many tokens deep a delegation may go: a token delegated from one delegated from ... an
+# issued one. Each level is one more revocation mark every call of the deepest checks.
+MAX_DELEGATION_DEPTH = 3
+
+
+def _chain(act: object) -> tuple[tuple[str, str], ...]:
+    """(subject, token id) of a delegated token's ancestors, nearest first, from the nested
+    ``act`` claims the board writes."""
+    chain: list[tuple[str, str]] = []
+    while act is not None:
+        if not isinstance(act, dict):
+            raise TokenInvalid("claim act must be an object")
+        subject, token_id = act.get("sub"), act.get("jti")
+        if not is_subject(subject) or not is_token_id(token_id):
+            raise TokenInvalid("claim act must name the parent token's sub and jti")
+        chain.append((str(subject), str(token_id)))
+        if len(chain) > MAX_DELEGATION_DEPTH:
+            raise TokenInvalid("the token is delegated deeper than the board allows")
+        act = act.get("act")
+    return tuple(chain)
+
+
 def _grant(claims: dict[str, Any]) -> Grant:
+    delegation = _chain(claims.get("act"))
     workspace = claims.get("ws")
     if not isinstance(workspace, str) or not workspace:
         raise TokenInvalid("the token has no workspace claim")
@@ -260,12 +288,57 @@ def _grant(claims: dict[str, Any]) -> Grant:
         token_id=claims["jti"],
         issued_at=_number(claims["iat"], "iat"),
         expires_at=_number(claims["exp"], "exp"),
+        delegation=delegation,
     )
 
 
+def grant_of(token: str) -> Grant:
+    """The grant of a token this process just signed (no verification needed)."""
+    return _grant(jwt.decode(token, options={"verify_signature": False}))
+
+
 def require_admin(grant: Grant) -> None:
+    """An admin acts on the whole workspace, so its token must read and write every topic:
+    one with fewer topics is no admin at all (SECURITY.md), whoever signed it."""
     if not grant.has_capability("admin"):
-        raise NotAdmin("issuing tokens needs the admin capability")
+        raise NotAdmin("this needs the admin capability")
+    if not grant.holds_every_topic:
+        raise NotAdmin(
+            "an admin token must read and write every topic (*); this one's admin "
+            "capability is not honoured"
+        )
+
+
+def check_admin_topics(
+    capabilities: Sequence[str], read: Sequence[str], write: Sequence[str]
+) -> None:
+    """Refuse an admin token that would not hold every topic: it would be refused anyway."""
+    if "admin" in capabilities and not ("*" in read and "*" in write):
+        raise PartialAdmin(
+            "an admin token must read and write every topic (*): an admin's deletes, "
+            "retention, audit and revocations reach the whole workspace"
+        )
+
+
+def check_usable(capabilities: Sequence[str], read: Sequence[str], write: Sequence[str]) -> None:
+    """Refuse a token that could do nothing it names."""
+    hint = "give read topics with board_read, write topics with board_write"
+    if read and "board_read" not in capabilities:
+        raise BadTokenRequest(
+            "read topics are given, but without board_read the token cannot read them",
+            hint=hint,
+        )
+    if write and "board_write" not in capabilities:
+        raise BadTokenRequest(
+            "write topics are given, but without board_write the token cannot write them",
+            hint=hint,
+        )
+    if not (read or write or capabilities):
+        raise BadTokenRequest(
+            "the token would allow nothing: give it topics (read, write) with the "
+            "capabilities to use them (board_read, board_write)",
+            hint=hint,
+        )
 
 
 def issue_for_admin(
@@ -285,6 +358,8 @@ def issue_for_admin(
     issuer.check_request(
         subject=subject, workspace=workspace, read=read, write=write, ttl_seconds=ttl_seconds
     )
+    check_admin_topics(capabilities, read, write)
+    check_usable(capabilities, read, write)
     if workspace != admin.workspace:
         raise GrantExceedsIssuer(f"the admin token is for workspace {admin.workspace!r}")
     for wanted, held, what in (
@@ -313,8 +388,7 @@ def issue_for_admin(
         secrets=secrets,
         ttl_seconds=ttl_seconds,
     )
-    claims = jwt.decode(token, options={"verify_signature": False})
-    return token, _grant(claims)
+    return token, grant_of(token)
 
 
 def _in_largest_unit(seconds: int) -> str:

@@ -4,6 +4,7 @@ from ._app import GatewayParts, create_app
 from ._errors import ERROR_CODES, GatewayError, RateLimited, UnknownArgument, UnknownTool
 from ._logs import JsonFormatter, configure_logging
 from ._schemas import TOOL_NAMES, TOOLS
+from ._token_inventory import RecordedTokens
 from ._wiring import app_from_env, build_parts
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "GatewayParts",
     "JsonFormatter",
     "RateLimited",
+    "RecordedTokens",
     "UnknownArgument",
     "UnknownTool",
     "app_from_env",

@@ -22,11 +22,14 @@ from blackboard_mcp.auth import (
     RevocationList,
     Revoker,
     TokenExpired,
+    TokenInventory,
     TokenIssuer,
     TokenRevoked,
     TokenVerifier,
     Unauthenticated,
+    is_subject,
     issue_for_admin,
+    issue_recorded,
     require_admin,
 )
 from blackboard_mcp.store import Board
@@ -55,6 +58,12 @@ class NoSigningKey(GatewayError):
 
     code = "unavailable"
     hint = "issue tokens where the signing key is configured"
+
+
+class InvalidTokenQuery(GatewayError):
+    """The query of ``GET /admin/tokens`` is not ``sub`` alone, or names no valid subject."""
+
+    hint = "GET /admin/tokens lists every token; ?sub=NAME, only that subject's"
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -102,6 +111,7 @@ def admin_routes(
     revocations: RevocationList,
     revoker: Revoker,
     issuer: TokenIssuer | None,
+    inventory: TokenInventory,
     audit: AuditSink,
     resource: ProtectedResource,
     board: Board,
@@ -121,19 +131,51 @@ def admin_routes(
         if issuer is None:
             raise NoSigningKey("this gateway holds no signing key")
         body = await parse_body(request, IssueBody)
-        token, grant = issue_for_admin(
+        workspace = admin.workspace if body.workspace is None else body.workspace
+        # Every check first (the admin's own bounds among them), then signed and recorded.
+        issue_for_admin(
             issuer,
             admin,
             subject=body.sub,
-            workspace=admin.workspace if body.workspace is None else body.workspace,
+            workspace=workspace,
             read=list(body.read),
             write=list(body.write),
             capabilities=list(body.caps),
             secrets=list(body.secrets),
             ttl_seconds=body.ttl_seconds,
         )
-        await audit_admin_action(audit, admin, "admin.issue", f"sub:{grant.subject}")
+        token, grant = await issue_recorded(
+            issuer,
+            inventory,
+            subject=body.sub,
+            workspace=workspace,
+            read=body.read,
+            write=body.write,
+            capabilities=body.caps,
+            secrets=body.secrets,
+            ttl_seconds=body.ttl_seconds,
+            issued_by=admin.subject,
+        )
+        await audit_admin_action(
+            audit, admin, "admin.issue", f"sub:{grant.subject} id:{grant.token_id}"
+        )
         return JSONResponse({"token": token, "id": grant.token_id, "expires_at": grant.expires_at})
+
+    async def tokens(request: Request) -> Response:
+        admin = await authenticate(request)
+        asked = request.query_params.multi_items()
+        unknown = sorted({name for name, _ in asked} - {"sub"})
+        if unknown or len(asked) > 1:
+            raise InvalidTokenQuery(
+                f"unknown or repeated query parameters: {', '.join(unknown) or 'sub'}"[:200]
+            )
+        subject = request.query_params.get("sub")
+        if subject is not None and not is_subject(subject):
+            raise InvalidTokenQuery(f"sub {subject[:64]!r} is not a valid subject name")
+        listed = await inventory.listing(admin.workspace, subject=subject)
+        return JSONResponse(
+            {"workspace": admin.workspace, "tokens": [t.describe() for t in listed]}
+        )
 
     async def revoke(request: Request) -> Response:
         admin = await authenticate(request)
@@ -149,15 +191,16 @@ def admin_routes(
                 raise InvalidRevokeBody(f"the token to revoke was refused: {exc.message}") from None
             target = await revoker.revoke_presented(presented, workspace=admin.workspace)
         elif body.id is not None:
-            target = await revoker.revoke_token_id(admin.workspace, body.id)
+            target = await revoker.revoke_token_id(admin.workspace, body.id, force=body.force)
         else:
             assert body.sub is not None  # the model admits exactly one target
-            target = await revoker.revoke_subject(admin.workspace, body.sub)
+            target = await revoker.revoke_subject(admin.workspace, body.sub, force=body.force)
         await audit_admin_action(audit, admin, "admin.revoke", target)
         return JSONResponse({"revoked": target, "workspace": admin.workspace})
 
     return [
         Route("/admin/tokens", _answering_errors(issue, resource), methods=["POST"]),
+        Route("/admin/tokens", _answering_errors(tokens, resource), methods=["GET"]),
         Route("/admin/revoke", _answering_errors(revoke, resource), methods=["POST"]),
         *lifecycle_routes(
             authenticate=authenticate,

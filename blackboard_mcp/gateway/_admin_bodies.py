@@ -40,7 +40,8 @@ class InvalidRevokeBody(GatewayError):
 
     hint = (
         'send a JSON object with exactly one of {"token": JWT} (revoked until it expires), '
-        '{"id": JTI} or {"sub": NAME} (revoked for BB_MAX_TOKEN_TTL)'
+        '{"id": JTI} or {"sub": NAME}, and "force": true to revoke an id or subject the board '
+        "has no record of"
     )
 
 
@@ -67,6 +68,9 @@ class RevokeBody(_Body):
     token: str | None = Field(default=None, min_length=1, max_length=8192)
     id: str | None = Field(default=None, min_length=1, max_length=128)
     sub: str | None = Field(default=None, min_length=1, max_length=128)
+    # Revoke an id or a subject the board has no record of (ahead of any token, or one issued
+    # before tokens were recorded); without it, such a revocation is refused as not found.
+    force: bool = False
 
     @model_validator(mode="after")
     def _one_target(self) -> RevokeBody:

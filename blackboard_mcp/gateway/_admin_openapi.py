@@ -60,7 +60,13 @@ def _body(model: type[BaseModel], one_of: list[dict[str, Any]] | None = None) ->
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
-def _operation(summary: str, body: dict[str, Any] | None) -> dict[str, Any]:
+def _operation(
+    summary: str,
+    body: dict[str, Any] | None,
+    *,
+    parameters: list[dict[str, Any]] | None = None,
+    refusals: dict[str, str] | None = None,
+) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "summary": summary,
         "security": [{"bearer": []}],
@@ -74,12 +80,14 @@ def _operation(summary: str, body: dict[str, Any] | None) -> dict[str, Any]:
                     "description": why,
                     "content": {"application/json": {"schema": _ERROR}},
                 }
-                for status, why in _REFUSALS.items()
+                for status, why in {**_REFUSALS, **(refusals or {})}.items()
             },
         },
     }
     if body is not None:
         operation["requestBody"] = body
+    if parameters:
+        operation["parameters"] = parameters
     return operation
 
 
@@ -99,12 +107,32 @@ def admin_openapi() -> dict[str, Any]:
             "/admin/tokens": {
                 "post": _operation(
                     "Issue a token within what the admin's own token holds", _body(IssueBody)
-                )
+                ),
+                "get": _operation(
+                    "The tokens the board issued in the workspace (not those of an external "
+                    "identity provider): id, sub, status (active, revoked, expired), expires, "
+                    "last_used, parent, topics, capabilities and secret handle names",
+                    None,
+                    parameters=[
+                        {
+                            "name": "sub",
+                            "in": "query",
+                            "required": False,
+                            "description": "only this subject's tokens",
+                            "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+                        }
+                    ],
+                ),
             },
             "/admin/revoke": {
                 "post": _operation(
-                    "Revoke a token, a token id or every token of a subject",
+                    "Revoke a token, a token id or every token of a subject (and every token "
+                    "delegated from them)",
                     _body(RevokeBody, _exactly_one({"token": text, "id": text, "sub": text})),
+                    refusals={
+                        "404": "the board issued no token of that id or subject in this "
+                        "workspace (force: true revokes it anyway)"
+                    },
                 )
             },
             "/admin/delete": {

@@ -23,6 +23,7 @@ from blackboard_mcp.auth import (
     Manifest,
     RevocationList,
     Revoker,
+    TokenInventory,
     TokenIssuer,
     TokenVerifier,
     load_board_contract,
@@ -44,6 +45,7 @@ from ._not_found import NotFound
 from ._resource import ProtectedResource
 from ._retention import retention_sweeper
 from ._subscriptions import Listens
+from ._token_exchange import token_exchange_routes
 from ._tools import HANDLERS
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,7 @@ class GatewayParts:
     verifier: TokenVerifier
     revocations: RevocationList
     audit: BatchAuditSink
+    inventory: TokenInventory
     issuer: TokenIssuer | None = None
     # Where the workers of one `serve` count their metrics together (gateway/_metrics.py).
     metrics_dir: Path | None = None
@@ -102,16 +105,17 @@ def create_app(parts: GatewayParts) -> Starlette:
     manifest.require_complete()
     metrics = GatewayMetrics(multiprocess_dir=parts.metrics_dir)
     audit = BufferedAudit(sink=parts.audit, linger_seconds=settings.audit_linger_seconds)
+    admission = RedisCallAdmission(
+        redis=parts.board.redis,
+        limiter=RedisRateLimiter(
+            client=parts.board.client, per_minute=settings.rate_limit_per_minute
+        ),
+    )
     caller = ToolCaller(
         board=parts.board,
         manifest=manifest,
         authorizer=Authorizer(),
-        admission=RedisCallAdmission(
-            redis=parts.board.redis,
-            limiter=RedisRateLimiter(
-                client=parts.board.client, per_minute=settings.rate_limit_per_minute
-            ),
-        ),
+        admission=admission,
         audit=audit,
         metrics=metrics,
         max_in_flight=settings.max_in_flight,
@@ -206,13 +210,22 @@ def create_app(parts: GatewayParts) -> Starlette:
             revocations=parts.revocations,
             revoker=Revoker(
                 revocations=parts.revocations,
+                inventory=parts.inventory,
                 max_ttl_seconds=settings.max_token_ttl,
                 leeway=settings.jwt_leeway_seconds,
             ),
             issuer=parts.issuer,
+            inventory=parts.inventory,
             audit=parts.audit,
             resource=resource,
             board=parts.board,
+        ),
+        *token_exchange_routes(
+            verifier=parts.verifier,
+            admission=admission,
+            issuer=parts.issuer,
+            inventory=parts.inventory,
+            audit=audit,
         ),
     ]
     not_found = NotFound(settings.oauth_issuer)

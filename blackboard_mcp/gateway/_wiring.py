@@ -20,6 +20,7 @@ from blackboard_mcp.store import (
     EmbeddedRedisError,
     RedisAuditLog,
     RedisRevocationList,
+    RedisTokenInventory,
     set_redis_timeout,
 )
 
@@ -27,6 +28,7 @@ from ._app import GatewayParts, create_app
 from ._logs import configure_logging
 from ._metrics import MULTIPROCESS_DIR_ENV
 from ._resource import MCP_PATH
+from ._token_inventory import RecordedTokens
 
 
 def build_parts(settings: Settings, *, metrics_dir: Path | None = None) -> GatewayParts:
@@ -74,6 +76,7 @@ def build_parts(settings: Settings, *, metrics_dir: Path | None = None) -> Gatew
         verifier=verifier,
         revocations=revocations,
         audit=audit,
+        inventory=RecordedTokens(RedisTokenInventory(client=board.client)),
         issuer=issuer,
         metrics_dir=metrics_dir,
     )

@@ -24,6 +24,7 @@ from ._errors import (
 )
 from .access._admission import Admission, RedisCallAdmission
 from .access._audit_log import RedisAuditLog
+from .access._inventory import RedisTokenInventory
 from .access._ratelimit import RedisRateLimiter
 from .access._revocations import RedisRevocationList
 from .connection._location import client_location, failure_reason, redacted_url
@@ -121,6 +122,7 @@ __all__ = [
     "RedisCallAdmission",
     "RedisRateLimiter",
     "RedisRevocationList",
+    "RedisTokenInventory",
     "RetentionPolicy",
     "SearchKeys",
     "SingleRedis",

@@ -103,6 +103,21 @@ def revoked_subject(workspace: str, subject: str) -> str:
     return f"bbrv:{{{workspace}}}:s:{subject}"
 
 
+def issued_tokens(workspace: str) -> str:
+    """Hash: token id -> the record of a token the board issued (auth/_inventory.py)."""
+    return f"bbtk:{{{workspace}}}"
+
+
+def issued_expiry(workspace: str) -> str:
+    """Sorted set: token id by its expiry, to drop the records of expired tokens."""
+    return f"bbtkx:{{{workspace}}}"
+
+
+def token_last_used(workspace: str) -> str:
+    """Hash: token id -> the unix second a call of it was last admitted (to the minute)."""
+    return f"bbtku:{{{workspace}}}"
+
+
 def rate_window(workspace: str, subject: str) -> str:
     return f"bbrl:{{{workspace}}}:w:{subject}"
 
