@@ -424,3 +424,14 @@ def test_the_cli_refuses_an_admin_with_partial_topics(redis_url: str, tmp_path: 
         "--cap", "admin,board_read", env=env,
     )  # fmt: skip
     assert made.returncode == 2 and "every topic" in made.stderr, made.stderr
+
+
+async def test_an_exchange_is_rate_limited_like_any_call(
+    redis_url: str, tmp_path: Path, issuer: TokenIssuer, workspace: str
+) -> None:
+    async with in_process_gateway(redis_url, tmp_path, rate_limit_per_minute=3) as limited:
+        admin = admin_token(issuer, workspace, ttl=3600)
+        parent = await issue(limited, admin, sub="busy", **AGENT)
+        answers = [await exchange(limited, parent["token"]) for _ in range(4)]
+    assert [status for status, _ in answers] == [200, 200, 200, 429]
+    assert "rate limit" in answers[-1][1]["error_description"]
