@@ -170,13 +170,13 @@ async def test_an_import_into_a_new_workspace_keeps_what_is_there_unless_replace
     # The six unchanged notes are this file's (an earlier run's: their links are completed);
     # the changed one is someone else's now, and kept.
     assert "imported 0 notes" in again.stdout and "1 skipped" in again.stdout
-    assert "6 already written by an earlier run of this import" in again.stdout
+    assert "6 already there with the same version and digest" in again.stdout
     # Every link of the file is told of: added, skipped for a missing end, or left with the
     # note it belongs to, which was skipped.
     records = [json.loads(line) for line in dump.read_text().splitlines()[1:]]
     in_file = sum(len(record["links"]) for record in records)
     counts = re.search(
-        r"(\d+) links added, (\d+) links skipped .*?, (\d+) links of the skipped notes",
+        r"(\d+) links added, (\d+) skipped .*?, (\d+) of skipped notes",
         again.stdout,
     )
     assert counts is not None, again.stdout

@@ -17,6 +17,7 @@ from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import (
     Board,
     ExportFile,
+    ImportLimits,
     ImportReport,
     InvalidArgument,
     TooLarge,
@@ -135,7 +136,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         export = ExportFile.open(
             args.file,
             max_line_bytes=settings.import_max_line_bytes,
-            max_body_bytes=settings.max_body_bytes,
+            limits=ImportLimits(
+                max_body_bytes=settings.max_body_bytes,
+                offload_bytes=settings.offload_bytes,
+                history_versions=settings.history_versions,
+            ),
         )
     except OSError as exc:
         raise ConfigurationError(
@@ -203,19 +208,28 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
             bar.close()
     source, target = export.source, export.target
     moved = f" (exported from {source!r})" if source != target else ""
-    resumed = (
-        f", {report.resumed} already written by an earlier run of this import"
-        if report.resumed
+    lines = [f"imported {report.imported} notes into workspace {target!r}{moved}"]
+    if report.resumed:
+        lines.append(
+            f"  {report.resumed} already there with the same version and digest (written by "
+            "an earlier run of this import, or the same notes): kept, links added"
+        )
+    lines.append(
+        f"  {report.replaced} replaced, {report.skipped} skipped (already there; --replace "
+        "overwrites them)"
+    )
+    lines.append(
+        f"  {report.links} links added, {report.links_skipped} skipped (a note at either end "
+        f"is missing), {report.links_of_skipped} of skipped notes left as the board has them"
+    )
+    dropped = (
+        f"; {export.dropped} older ones dropped, past the {settings.history_versions} a note "
+        "keeps (BB_HISTORY_VERSIONS)"
+        if export.dropped
         else ""
     )
-    print(
-        f"imported {report.imported} notes into workspace {target!r}{moved}{resumed}: "
-        f"{report.replaced} replaced, {report.skipped} skipped (already there; --replace "
-        f"overwrites them), {report.links} links added, {report.links_skipped} links skipped "
-        f"(a note at either end is missing), {report.links_of_skipped} links of the skipped "
-        f"notes left as the board has them, {report.versions} past versions kept with the "
-        "notes written"
-    )
+    lines.append(f"  {report.versions} past versions kept with the notes written{dropped}")
+    print("\n".join(lines))
     return 0
 
 

@@ -28,7 +28,7 @@ import orjson
 
 from .._errors import InvalidArgument, TooLarge
 from ..notes._addresses import Address, validate_workspace
-from ._transfer import Imported, check_header, check_record
+from ._transfer import Imported, ImportLimits, check_header, check_record
 
 
 class ExportFile:
@@ -43,7 +43,7 @@ class ExportFile:
         *,
         path: str,
         max_line_bytes: int,
-        max_body_bytes: int = 1024 * 1024,
+        limits: ImportLimits | None = None,
         owned: bool = True,
     ) -> None:
         self.path = path
@@ -51,14 +51,18 @@ class ExportFile:
         self._owned = owned  # closed with the export (not so standard input)
         self._checked: IO[bytes] | None = None
         self._max = max_line_bytes
-        self._max_body = max_body_bytes
+        self._limits = limits or ImportLimits()
         self.source = ""
         self.target = ""
         self.count = 0
+        # Past versions per note in the file; those past the history bound, oldest first,
+        # are left out of ``records`` (``dropped`` counts them).
+        self._versions: dict[str, int] = {}
+        self.dropped = 0
 
     @classmethod
     def open(
-        cls, path: str, *, max_line_bytes: int, max_body_bytes: int = 1024 * 1024
+        cls, path: str, *, max_line_bytes: int, limits: ImportLimits | None = None
     ) -> ExportFile:
         """``path``, or standard input for ``-``, to be read once by ``check``; raises
         OSError when it cannot be opened (``check`` too, when it cannot be read)."""
@@ -67,11 +71,11 @@ class ExportFile:
                 sys.stdin.buffer,
                 path=path,
                 max_line_bytes=max_line_bytes,
-                max_body_bytes=max_body_bytes,
+                limits=limits,
                 owned=False,
             )
         stream = Path(path).open("rb")  # noqa: SIM115 (closed by __exit__)
-        return cls(stream, path=path, max_line_bytes=max_line_bytes, max_body_bytes=max_body_bytes)
+        return cls(stream, path=path, max_line_bytes=max_line_bytes, limits=limits)
 
     def __enter__(self) -> ExportFile:
         return self
@@ -109,10 +113,13 @@ class ExportFile:
                         self.target = validate_workspace(target) if target else self.source
                         continue
                     record = check_record(
-                        value, source=self.source, target=self.target, max_body_bytes=self._max_body
+                        value, source=self.source, target=self.target, limits=self._limits
                     )
                 checked.write(_spooled(record))
                 self.count += 1
+                if record.current is not None:
+                    member = record.address.member
+                    self._versions[member] = self._versions.get(member, 0) + 1
             if not self.source:
                 raise InvalidArgument("the file is empty", argument="file", line=0)
         except BaseException:
@@ -122,18 +129,32 @@ class ExportFile:
         finally:
             self._release()
         self._checked = checked
+        bound = self._limits.history_versions
+        self.dropped = sum(max(0, n - bound) for n in self._versions.values())
 
     def records(self) -> Iterator[Imported]:
-        """The checked notes, read again from the private copy; call it once per pass."""
+        """The checked notes, read again from the private copy; call it once per pass.
+
+        A note's past versions beyond the history bound (BB_HISTORY_VERSIONS) are left out,
+        its oldest first, as writes would have dropped them.
+        """
         if self._checked is None or not self.source:
             raise RuntimeError("check() the file before reading its records")
         checked = self._checked
         checked.flush()
         checked.seek(0)
         count = 0
+        bound = self._limits.history_versions
+        seen: dict[str, int] = {}
         while line := checked.readline():
-            yield _unspooled(line, self.target)
+            record = _unspooled(line, self.target)
             count += 1
+            if record.current is not None:
+                member = record.address.member
+                seen[member] = seen.get(member, 0) + 1
+                if seen[member] <= self._versions.get(member, 0) - bound:
+                    continue
+            yield record
         if count != self.count:
             raise InvalidArgument(
                 f"the file has {count} notes now and had {self.count} when it was checked",
@@ -203,10 +224,13 @@ def _unspooled(line: bytes, target: str) -> Imported:
 
 @contextmanager
 def _at_line(number: int) -> Iterator[None]:
-    """A record's InvalidArgument, told with the line it is on."""
+    """A record's refusal, told with the line it is on and the field at fault."""
     try:
         yield
-    except InvalidArgument as exc:
-        raise InvalidArgument(
-            f"line {number}: {exc.message}", argument="file", line=number, hint=exc.hint
+    except (InvalidArgument, TooLarge) as exc:
+        raise type(exc)(
+            f"line {number}: {exc.message}",
+            argument=exc.details.get("argument", "file"),
+            line=number,
+            hint=exc.hint,
         ) from exc

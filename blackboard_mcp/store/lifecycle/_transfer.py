@@ -29,8 +29,9 @@ from ..connection import _keys as keys
 from ..connection._redis_errors import mapped_redis_errors
 from ..notes._addresses import SCHEME, Address, parse_address, validate_name
 from ..notes._links import RELATIONS
-from ..notes._notes import KINDS, MAX_AUTHOR_CHARS, MAX_SOURCES, check_digest
+from ..notes._notes import KINDS, MAX_AUTHOR_CHARS, MAX_SOURCES, check_confidence, check_digest
 from ..notes._provenance import decode_outgoing, encode_record
+from ..notes._tables import MAX_CELL_CHARS, MAX_ROWS, build_table
 from ..notes._tokencount import TokenCounter, count_as_json_string
 from ..notes._writes import SEARCH_TEXT_BYTES
 from ._delete import delete_members
@@ -77,17 +78,20 @@ return seq
 """
 
 # Adds a kept past version to a note, only if the note is the one the file gives it to
-# (its current version and digest) and the version is not kept already. KEYS: the note, the
-# kept copy, the note's kept versions, blob refs, the blob. ARGV: the note's version and
-# digest, the kept version, the blob's name and content, then the copy's fields.
+# (its current version and digest) and the version is not kept already, and to the
+# workspace's versions by time (what the retention sweep expires by age). KEYS: the note,
+# the kept copy, the note's kept versions, blob refs, the blob, the versions by time. ARGV:
+# the note's version and digest, the kept version, the blob's name and content, the
+# version's member@version and write time, then the copy's fields.
 _IMPORT_VERSION = """
 local current = redis.call('HMGET', KEYS[1], 'version', 'digest')
 if current[1] ~= ARGV[1] or current[2] ~= ARGV[2] then return 0 end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 local fields = {}
-for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 8, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[2], unpack(fields))
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[3])
+redis.call('ZADD', KEYS[6], ARGV[7], ARGV[6])
 if ARGV[4] ~= '' then
   redis.call('SET', KEYS[5], ARGV[5], 'NX')
   redis.call('HINCRBY', KEYS[4], ARGV[4], 1)
@@ -359,18 +363,72 @@ def _need(record: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> A
 
 # The largest integer every client reads back exactly (JavaScript's, which /board uses).
 MAX_SAFE_INTEGER = 2**53 - 1
+# The latest time every read can show (ISO 8601 has four-digit years): the last millisecond
+# of the year 9999, in milliseconds since the epoch.
+MAX_TIME_MS = 253_402_300_799_999
+# What a write stores as a source summary's origin: a path under the source root (at most
+# 4,096 characters) and a short description of the file.
+MAX_ORIGIN_CHARS = 4096 + 256
+
+
+@dataclass(frozen=True)
+class ImportLimits:
+    """The board's bounds a record is held to, as its writes are (BB_* settings)."""
+
+    max_body_bytes: int = 1024 * 1024
+    offload_bytes: int = 10 * 1024
+    history_versions: int = 50
+
+
+def _check_table(columns: object, content: bytes) -> list[str]:
+    """A table note's columns as a write takes them, and its content as the TSV a write of
+    those columns stores: a header line of the columns, then rows of as many cells."""
+    if not isinstance(columns, list) or not columns:
+        raise InvalidArgument("a table note needs its columns", argument="columns")
+    try:
+        table = build_table(columns, [])
+    except (InvalidArgument, TooLarge) as exc:
+        raise type(exc)(exc.message, argument="columns") from exc
+    header, *lines = content.decode().split("\n")
+    if header != "\t".join(table.columns):
+        raise InvalidArgument(
+            "the content's first line is not the table's columns", argument="content"
+        )
+    if len(lines) > MAX_ROWS:
+        raise TooLarge(f"{len(lines)} rows; the limit is {MAX_ROWS}", argument="content")
+    width = len(table.columns)
+    for number, line in enumerate(lines):
+        cells = line.split("\t")
+        if len(cells) != width:
+            raise InvalidArgument(
+                f"row {number} has {len(cells)} cells but there are {width} columns",
+                argument="content",
+            )
+        for cell in cells:
+            if "\r" in cell or len(cell) > MAX_CELL_CHARS:
+                raise InvalidArgument(
+                    f"row {number} has a cell over {MAX_CELL_CHARS} characters or with a "
+                    "carriage return",
+                    argument="content",
+                )
+    return list(table.columns)
 
 
 def check_record(
-    record: object, *, source: str, target: str, max_body_bytes: int = 1024 * 1024
+    record: object, *, source: str, target: str, limits: ImportLimits | None = None
 ) -> Imported:
     """A note record of an export from ``source``, checked and re-addressed to ``target``.
 
     A record is held to what a write through the tools may store: content within
-    ``max_body_bytes`` (BB_MAX_BODY_BYTES), a digest as update_state takes one, an author
-    name without control characters, whole numbers no client misreads. The stored size and
-    token counts are not taken from the file: the import computes them from the content.
+    BB_MAX_BODY_BYTES (offloaded past BB_OFFLOAD_BYTES, as a write would), a digest as
+    update_state takes one, an author name without control characters, sources and links
+    that are notes of the workspace, whole numbers no client misreads, times every read can
+    show, an origin as a source summary writes one, confidence from 0 to 1, and columns only
+    on a table note whose content is exactly their TSV. The stored size and token counts are
+    not taken from the file: the import computes them from the content.
     """
+    limits = limits or ImportLimits()
+    max_body_bytes = limits.max_body_bytes
     if not isinstance(record, dict):
         raise InvalidArgument("a note record must be a JSON object")
     address = parse_address(record.get("uri"))
@@ -400,12 +458,15 @@ def check_record(
             argument="content",
             hint="raise BB_MAX_BODY_BYTES to at least the exporting board's, or split the note",
         )
-    offloaded = _need(record, "offloaded", bool)
+    # A large body is kept outside the note, whatever the file says, as a write keeps it.
+    offloaded = _need(record, "offloaded", bool) or len(content) > limits.offload_bytes
     columns = record.get("columns")
-    if columns is not None and not (
-        isinstance(columns, list) and all(isinstance(c, str) for c in columns)
-    ):
-        raise InvalidArgument("columns must be a list of names or null", argument="columns")
+    if kind == "table":
+        columns = _check_table(columns, content)
+    elif columns:
+        raise InvalidArgument(f"a {kind} note has no columns", argument="columns")
+    else:
+        columns = None
     sources = _need(record, "sources", list)
     if len(sources) > MAX_SOURCES:
         raise TooLarge(f"{len(sources)} sources; the limit is {MAX_SOURCES}", argument="sources")
@@ -429,17 +490,19 @@ def check_record(
             "source_at must be one version (a whole number from 1) per source",
             argument="source_at",
         )
-    confidence = record.get("confidence")
-    if confidence is not None and (
-        isinstance(confidence, bool) or not isinstance(confidence, int | float)
-    ):
-        raise InvalidArgument("confidence must be a number or null", argument="confidence")
+    confidence = check_confidence(record.get("confidence"))
     numbers = {name: _need(record, name, int) for name in (*_INT_FIELDS, *_TIME_FIELDS)}
     if numbers["version"] < 1:
         raise InvalidArgument("version must be 1 or more", argument="version")
     for name, value in numbers.items():
-        if not 0 <= value <= MAX_SAFE_INTEGER:
-            raise InvalidArgument(f"{name} must be from 0 to {MAX_SAFE_INTEGER}", argument=name)
+        highest = MAX_TIME_MS if name in _TIME_FIELDS else MAX_SAFE_INTEGER
+        if not 0 <= value <= highest:
+            raise InvalidArgument(f"{name} must be from 0 to {highest}", argument=name)
+    origin = _need(record, "origin", str)
+    if len(origin) > MAX_ORIGIN_CHARS or not origin.isprintable():
+        raise InvalidArgument(
+            f"origin must be at most {MAX_ORIGIN_CHARS} printable characters", argument="origin"
+        )
     digest = check_digest(record.get("digest"))
     author = _need(record, "author", str)
     if len(author) > MAX_AUTHOR_CHARS or not author.isprintable():
@@ -478,7 +541,7 @@ def check_record(
         "source_at": orjson.dumps(source_at).decode() if source_at else "",
         "confidence": "" if confidence is None else float(confidence),
         "columns": orjson.dumps(columns).decode() if columns is not None else "",
-        "origin": _need(record, "origin", str),
+        "origin": origin,
         **numbers,
         # What the content is, not what the file says it is.
         "size": len(content),
@@ -675,6 +738,7 @@ async def _queue_version(pipe: Any, script: Any, version: Imported) -> None:
             keys.versions(ws, member),
             keys.blob_refs(ws),
             keys.blob(ws, blob),
+            keys.version_times(ws),
         ),
         args=(
             str(version.current[0]),
@@ -682,6 +746,8 @@ async def _queue_version(pipe: Any, script: Any, version: Imported) -> None:
             str(address.version),
             blob,
             version.content if blob else b"",
+            f"{member}@{address.version}",
+            str(version.fields["updated"]),
             *[v for pair in fields.items() for v in pair],
         ),
         client=pipe,

@@ -129,7 +129,11 @@ def check_list_fields(fields: Sequence[str]) -> tuple[str, ...]:
 def iso_time(ms: str) -> str:
     if not ms:
         return ""
-    moment = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.UTC)
+    try:
+        moment = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.UTC)
+    except (ValueError, OverflowError, OSError):
+        # A time no read can show (outside years 1 to 9999): writes and imports store none.
+        return ""
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
@@ -256,9 +260,20 @@ def _select_columns(entry: Entry, note: dict[str, str], columns: Sequence[str]) 
     return list(entry.columns)
 
 
-def _topic_of(uri: str) -> str:
-    # Stored sources are validated addresses: bb://<workspace>/<topic>/<path>.
-    return uri.split("/", 4)[3]
+def _topic_of(uri: str) -> str | None:
+    """The topic of a stored source, ``bb://<workspace>/<topic>/<path>``; None for a value
+    that is not one (writes and imports store only addresses, but what Redis hands back is
+    read as untrusted)."""
+    parts = uri.split("/", 4)
+    return parts[3] if len(parts) == 5 and parts[0] == "bb:" and parts[3] else None
+
+
+def _stored_sources(note: dict[str, str]) -> list[str]:
+    try:
+        sources = orjson.loads(note["sources"]) if note.get("sources") else []
+    except orjson.JSONDecodeError:
+        return []
+    return [s for s in sources if isinstance(s, str)] if isinstance(sources, list) else []
 
 
 def _metadata(
@@ -272,10 +287,10 @@ def _metadata(
         "size": int(note.get("size") or 0),
         "seq": int(note.get("seq") or 0),
     }
-    sources = orjson.loads(note["sources"]) if note.get("sources") else []
+    sources = _stored_sources(note)
     # A source in a topic the reader may not read would leak that note's name; the reader
     # learns only that such sources exist.
-    shown = [s for s in sources if readable(_topic_of(s))]
+    shown = [s for s in sources if (topic := _topic_of(s)) is not None and readable(topic)]
     if shown:
         meta["sources"] = shown
     if len(shown) < len(sources):
