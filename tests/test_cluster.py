@@ -460,7 +460,9 @@ async def test_export_import_delete_and_retention_work_on_the_cluster(
 
     # The gateway's sweeper (every second here) removes the original's notes once they are
     # older than a second.
-    kept = _cli(redis_cluster, "retention", "set", "--workspace", source, "--max-age", "1s")
+    kept = _cli(
+        redis_cluster, "retention", "set", "--workspace", source, "--max-age", "1s", "--yes"
+    )
     assert kept.returncode == 0, kept.stderr
     async with mcp_client(cluster_gateway.mcp_url, agent_token(issuer, source)) as client:
         deadline = time.monotonic() + 20

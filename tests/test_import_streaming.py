@@ -194,7 +194,7 @@ async def test_an_interrupted_import_says_how_far_it_got_and_running_it_again_co
     lines = errors.strip().splitlines()
     assert len(lines) == 2 and "Traceback" not in errors, errors
     assert re.search(
-        r"the import was interrupted (after \d+ of 20000 notes|with every note)", lines[0]
+        r"the import was interrupted (after \d+ of 20000 records|with every note)", lines[0]
     )
     assert "run the same command again to finish it" in lines[1]
     written = await count(redis_server.url, workspace)

@@ -85,6 +85,20 @@ def _describe(exc: BaseException) -> tuple[str, str, int]:
     )
 
 
+# What a shell reports for a program that SIGPIPE ended: how `| head` expects a writer to go.
+OUTPUT_CLOSED = 128 + 13
+
+
+def _output_closed() -> int:
+    """The reader of our output went away (``| head``): end quietly, as a program ended by
+    SIGPIPE does. Standard output now goes nowhere, so the interpreter's last flush of it
+    cannot fail again on the way out."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return OUTPUT_CLOSED
+
+
 def _secret(field: str) -> bool:
     """Whether a setting's value may hold a secret (a key, a password in a URL)."""
     declared = Settings.model_fields.get(field)
@@ -110,6 +124,8 @@ def run_command(
         return func(args, settings)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _output_closed()
     except Exception as exc:
         if _debugging(args):
             traceback.print_exc()

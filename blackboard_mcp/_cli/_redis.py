@@ -83,6 +83,9 @@ def redis_failures(url: str) -> Iterator[None]:
     """
     try:
         yield
+    except BrokenPipeError:
+        # Our own output closed (``| head``), not Redis: redis-py wraps its socket's errors.
+        raise
     except (Unavailable, redis.RedisError, OSError) as exc:
         raise _unreachable(url, exc) from exc
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import MAX_HISTORY_VERSIONS, Board, RetentionPolicy
+from blackboard_mcp.store import MAX_HISTORY_VERSIONS, Board, DeleteReport, RetentionPolicy
 
 from ._board import audit, on_board, require_workspace
+from ._delete import PREVIEW_EXIT, preview_footer, show_report
 from ._durations import FORMAT, parse_duration
 from ._errors import ConfigurationError
 
@@ -78,8 +79,16 @@ def _history_age(text: str) -> int | None:
 
 
 def cmd_retention_history(args: argparse.Namespace, settings: Settings) -> int:
-    async def run(board: Board) -> RetentionPolicy:
+    async def run(board: Board) -> tuple[DeleteReport, RetentionPolicy | None]:
         await require_workspace(board, args.workspace)
+        plan = await board.plan_history_bounds(
+            workspace=args.workspace,
+            topic=args.topic,
+            versions=args.versions,
+            max_age_seconds=args.max_age,
+        )
+        if plan.count and not args.yes:
+            return plan, None
         policy = await board.set_history_bounds(
             workspace=args.workspace,
             topic=args.topic,
@@ -91,9 +100,14 @@ def cmd_retention_history(args: argparse.Namespace, settings: Settings) -> int:
             board, settings, workspace=args.workspace, tool="cli.retention", target=where,
             outcome=f"history versions {args.versions}, max age {_age(args.max_age)}",
         )  # fmt: skip
-        return policy
+        return plan, policy
 
-    _show(args.workspace, on_board(settings, run))
+    plan, policy = on_board(settings, run)
+    if policy is None:
+        show_report(plan, "would drop", noun="past version")
+        preview_footer("set")
+        return PREVIEW_EXIT
+    _show(args.workspace, policy)
     return 0
 
 
@@ -116,7 +130,12 @@ def cmd_retention_set(args: argparse.Namespace, settings: Settings) -> int:
             hint=f"add --topic T, or use --max-age {OFF} to turn the workspace's retention off",
         )
 
-    async def run(board: Board) -> RetentionPolicy:
+    async def run(board: Board) -> tuple[DeleteReport, RetentionPolicy | None]:
+        plan = await board.plan_retention(
+            workspace=args.workspace, topic=args.topic, max_age_seconds=args.max_age
+        )
+        if plan.count and not args.yes:
+            return plan, None
         policy = await board.set_retention(
             workspace=args.workspace, topic=args.topic, max_age_seconds=args.max_age
         )
@@ -125,9 +144,20 @@ def cmd_retention_set(args: argparse.Namespace, settings: Settings) -> int:
             board, settings, workspace=args.workspace, tool="cli.retention", target=where,
             outcome=f"max age {_age(args.max_age)}",
         )  # fmt: skip
-        return policy
+        return plan, policy
 
-    _show(args.workspace, on_board(settings, run))
+    plan, policy = on_board(settings, run)
+    if policy is None:
+        # Setting it would delete notes at the next sweep: said first, set only with --yes.
+        show_report(plan, "would delete")
+        print(
+            f"  (older than {_age(args.max_age)}, at the gateways' next retention sweep)",
+        )
+        preview_footer("set")
+        return PREVIEW_EXIT
+    _show(args.workspace, policy)
+    if plan.count:
+        print(f"{plan.count} notes older than that go at the gateways' next retention sweep")
     return 0
 
 
@@ -153,6 +183,12 @@ def add_retention_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         help=f"{FORMAT}; {OFF!r} clears the setting; {FOREVER!r} (on a topic) keeps its notes "
         "whatever the workspace's setting",
     )
+    put.add_argument(
+        "--yes",
+        action="store_true",
+        help="set it even though notes older than that would be deleted (without it, they are "
+        "listed and nothing is set)",
+    )
     put.set_defaults(func=cmd_retention_set, parser=put)
     history = rsub.add_parser(
         "history",
@@ -177,5 +213,11 @@ def add_retention_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         required=True,
         type=_history_age,
         help=f"{FORMAT}; {FOREVER!r}: no age bound; {DEFAULT!r} clears it",
+    )
+    history.add_argument(
+        "--yes",
+        action="store_true",
+        help="set them even though kept versions would be dropped (without it, they are "
+        "listed and nothing is set)",
     )
     history.set_defaults(func=cmd_retention_history, parser=history)

@@ -27,6 +27,7 @@ from blackboard_mcp.store import (
 
 from ._board import audit, on_board, operator, require_workspace
 from ._errors import PROG, CliError, ConfigurationError
+from ._redis import redis_url
 
 
 class _Progress:
@@ -150,6 +151,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         # Every line is checked before anything is written (a bad line leaves the board as
         # it was); the import then reads the checked records again for each of its passes.
         _checked(export, args.workspace)
+        # A board that is not there is said before anything starts, as every command says it.
+        redis_url(settings)
         total = export.count
         bars = {"notes": _Progress("importing", total), "links": _Progress("linking", total)}
         where = {"pass": "notes", "done": 0}
@@ -178,8 +181,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         def stopped_at() -> str:
             done = where["done"]
             if where["pass"] == "notes":
-                return f"after {done} of {total} notes"
-            return f"with every note written and the links of {done} of {total} added"
+                return f"after {done} of {total} records (notes and past versions)"
+            return f"with every note written and the links of {done} of {total} records added"
 
         resume = (
             "run the same command again to finish it: the notes this run wrote are "

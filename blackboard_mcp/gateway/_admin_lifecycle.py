@@ -4,9 +4,9 @@ how long it is kept. Audited like every admin call; answered in the admin error 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -24,12 +24,27 @@ Wrap = Callable[
 ]
 
 
+# The longest maximum age a retention setting takes: 100 years (longer is "forever": clear it).
+MAX_AGE_SECONDS = 100 * 365 * 86400
+
+
+def _whole(value: object) -> object:
+    """A JSON number with no fraction as the integer it is (JSON Schema's "integer" admits
+    6617903.0); anything else is left to the strict check, which refuses it."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole)]
+
+
 class InvalidDeleteBody(GatewayError):
     """The body of ``POST /admin/delete`` does not name what to delete."""
 
     hint = (
         'send a JSON object with exactly one of {"uri": URI}, {"topic": TOPIC} or '
-        '{"everything": true}, and "dry_run": true to see what would go'
+        '{"everything": true}; without "confirm": true it only says what would go'
     )
 
 
@@ -37,8 +52,9 @@ class InvalidRetentionBody(GatewayError):
     """The body of ``POST /admin/retention`` is not a retention setting."""
 
     hint = (
-        'send a JSON object {"max_age_seconds": INT or null, "topic"?: TOPIC}: null clears '
-        "the setting, 0 on a topic keeps its notes whatever the workspace's setting"
+        'send a JSON object {"max_age_seconds": INT or null, "topic"?: TOPIC, "confirm"?: '
+        "BOOL}: null clears the setting, 0 on a topic keeps its notes whatever the "
+        f"workspace's setting, at most {MAX_AGE_SECONDS} (100 years)"
     )
 
 
@@ -48,6 +64,8 @@ class DeleteBody(_Body):
     uri: str | None = Field(default=None, min_length=1, max_length=600)
     topic: str | None = Field(default=None, min_length=1, max_length=64)
     everything: bool = False
+    # Without confirm (or with dry_run) a delete only says what would go.
+    confirm: bool = False
     dry_run: bool = False
 
     @model_validator(mode="after")
@@ -61,7 +79,9 @@ class RetentionBody(_Body):
     invalid = InvalidRetentionBody
 
     topic: str | None = Field(default=None, min_length=1, max_length=64)
-    max_age_seconds: int | None = Field(ge=0)
+    max_age_seconds: WholeNumber | None = Field(ge=0, le=MAX_AGE_SECONDS)
+    # A setting that would delete notes at the next sweep is only previewed without it.
+    confirm: bool = False
 
 
 def lifecycle_routes(
@@ -71,16 +91,16 @@ def lifecycle_routes(
         admin = await authenticate(request)
         body = await parse_body(request, DeleteBody)
         ws = admin.workspace
-        if body.dry_run:
+        if body.dry_run or not body.confirm:
             plan = await board.plan_delete(workspace=ws, topic=body.topic, uri=body.uri)
-            return JSONResponse(_report(plan, dry_run=True))
+            return JSONResponse(_preview(plan, "delete"))
         report = await board.delete(
             author=admin.subject, workspace=ws, topic=body.topic, uri=body.uri
         )
         await audit_admin_action(
             audit, admin, "admin.delete", report.target, f"deleted {report.count}"
         )
-        return JSONResponse(_report(report, dry_run=False))
+        return JSONResponse({"target": report.target, "deleted": report.count, "uris": report.uris})
 
     async def show_retention(request: Request) -> Response:
         admin = await authenticate(request)
@@ -90,13 +110,22 @@ def lifecycle_routes(
     async def set_retention(request: Request) -> Response:
         admin = await authenticate(request)
         body = await parse_body(request, RetentionBody)
+        plan = await board.plan_retention(
+            workspace=admin.workspace, topic=body.topic, max_age_seconds=body.max_age_seconds
+        )
+        if plan.count and not body.confirm:
+            return JSONResponse(
+                {"workspace": admin.workspace, **_preview(plan, "set this maximum age")}
+            )
         policy = await board.set_retention(
             workspace=admin.workspace, topic=body.topic, max_age_seconds=body.max_age_seconds
         )
         where = f"bb://{admin.workspace}/" + (f"{body.topic}/" if body.topic else "")
         setting = "cleared" if body.max_age_seconds is None else f"{body.max_age_seconds}s"
         await audit_admin_action(audit, admin, "admin.retention", where, f"max age {setting}")
-        return JSONResponse({"workspace": admin.workspace, **policy.as_json()})
+        return JSONResponse(
+            {"workspace": admin.workspace, **policy.as_json(), "will_delete": plan.count}
+        )
 
     return [
         Route("/admin/delete", wrap(delete), methods=["POST"]),
@@ -105,9 +134,13 @@ def lifecycle_routes(
     ]
 
 
-def _report(report: DeleteReport, *, dry_run: bool) -> dict[str, Any]:
+def _preview(plan: DeleteReport, action: str) -> dict[str, Any]:
+    """What an unconfirmed destructive call answers: how many notes it would delete and the
+    first addresses; nothing was changed."""
     return {
-        "target": report.target,
-        "would_delete" if dry_run else "deleted": report.count,
-        "uris": report.uris,
+        "target": plan.target,
+        "applied": False,
+        "would_delete": plan.count,
+        "uris": plan.uris,
+        "hint": f'nothing was changed: send the same body with "confirm": true to {action}',
     }

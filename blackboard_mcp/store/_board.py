@@ -34,8 +34,11 @@ from .lifecycle._delete import (
 from .lifecycle._retention import (
     RetentionPolicy,
     Swept,
+    plan_expiry,
+    plan_history,
     read_policy,
     sweep,
+    with_max_age,
     write_history_policy,
     write_policy,
 )
@@ -47,7 +50,7 @@ from .lifecycle._transfer import (
     export_notes,
     import_notes,
 )
-from .notes._addresses import Address, validate_workspace
+from .notes._addresses import Address, validate_name, validate_workspace
 from .notes._appends import append_note
 from .notes._history import MAX_HISTORY_VERSIONS, HistoryLimits
 from .notes._links import LinkResult, write_links
@@ -218,7 +221,8 @@ class Board:
                 write,
                 counter=self._counter,
                 limits=self._write_limits,
-                may_read=readable(write.address.topic),
+                # The catch-up note is every reader's, whatever its topics.
+                may_read=write.address.is_catch_up or readable(write.address.topic),
                 gate=None if request.source_path is not None else gate,
             ),
         )
@@ -387,6 +391,63 @@ class Board:
             ws,
             lambda client: write_policy(client, ws, topic=topic, max_age_seconds=max_age_seconds),
         )
+
+    async def plan_retention(
+        self, *, workspace: str, topic: str | None = None, max_age_seconds: int | None
+    ) -> DeleteReport:
+        """The notes the next sweep would delete were this maximum age set (the workspace's,
+        or ``topic``'s); sets nothing, deletes nothing."""
+        ws = validate_workspace(workspace)
+        if topic is not None:
+            validate_name(topic, "topic")
+        # The plan asks the search index, which a board only the CLI has opened may lack.
+        await self.start()
+        client, index = await self._placement.search_index(ws)
+        current = await self._at_home(ws, lambda home: read_policy(home, ws))
+        planned = with_max_age(current, topic=topic, max_age_seconds=max_age_seconds)
+        label = f"bb://{ws}/" + (f"{topic}/" if topic else "")
+        async with mapped_redis_errors():
+            return await plan_expiry(client, index, ws, planned, report=DeleteReport(label))
+
+    async def plan_history_bounds(
+        self,
+        *,
+        workspace: str,
+        topic: str | None = None,
+        versions: int | None,
+        max_age_seconds: int | None,
+    ) -> DeleteReport:
+        """The kept past versions these history bounds would drop that today's keep; sets
+        nothing, drops nothing."""
+        ws = validate_workspace(workspace)
+        name = "*" if topic is None else validate_name(topic, "topic")
+        limits = self._limits
+
+        async def plan(client: aioredis.Redis[bytes]) -> DeleteReport:
+            before = await read_policy(client, ws)
+            after = dataclasses.replace(
+                before, versions=dict(before.versions), version_ages=dict(before.version_ages)
+            )
+            for bounds, value in (
+                (after.versions, versions),
+                (after.version_ages, max_age_seconds),
+            ):
+                if value is None:
+                    bounds.pop(name, None)
+                else:
+                    bounds[name] = value
+            label = f"bb://{ws}/" + (f"{topic}/" if topic else "")
+            return await plan_history(
+                client,
+                ws,
+                before,
+                after,
+                default_versions=limits.history_versions,
+                default_age_seconds=limits.history_max_age_seconds,
+                report=DeleteReport(label),
+            )
+
+        return await self._at_home(ws, plan)
 
     async def set_history_bounds(
         self,

@@ -14,6 +14,7 @@ it is kept.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from ..connection._redis_errors import mapped_redis_errors
 from ..notes._addresses import validate_name
 from ..notes._history import EXPIRE_VERSIONS, MAX_HISTORY_VERSIONS
 from ..search._query import escape_tag
-from ._delete import BATCH, delete_members
+from ._delete import BATCH, REPORTED, DeleteReport, delete_members
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +287,94 @@ async def expire_versions(
             return dropped
 
 
-def _expired_query(ws: str, topic: str, cutoff_ms: int) -> Query:
+def with_max_age(
+    policy: RetentionPolicy, *, topic: str | None, max_age_seconds: int | None
+) -> RetentionPolicy:
+    """``policy`` as it would be with the workspace's (or ``topic``'s) maximum age set."""
+    topics = dict(policy.topics)
+    workspace_age = policy.max_age_seconds
+    if topic is None:
+        workspace_age = max_age_seconds
+    elif max_age_seconds is None:
+        topics.pop(topic, None)
+    else:
+        topics[topic] = max_age_seconds
+    return dataclasses.replace(policy, max_age_seconds=workspace_age, topics=topics)
+
+
+async def plan_expiry(
+    client: aioredis.Redis[bytes],
+    index: str,
+    ws: str,
+    policy: RetentionPolicy,
+    *,
+    report: DeleteReport,
+) -> DeleteReport:
+    """What the next sweep would delete under ``policy``, counted now and deleting nothing:
+    how many notes of each topic are older than its maximum age, and the first addresses."""
+    async with mapped_redis_errors():
+        seconds, micros = await client.time()
+        topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
+    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    prefix = keys.note(ws, "")
+    for topic in topics:
+        age = policy.max_age(topic)
+        if age is None:
+            continue
+        query = _expired_query(ws, topic, now_ms - age * 1000, first=REPORTED)
+        async with mapped_redis_errors():
+            result = await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
+        members = [str(doc.id).removeprefix(prefix) for doc in result.docs]
+        report.add(ws, members)
+        report.count += int(result.total) - len(members)
+    return report
+
+
+def _history_bound(bounds: dict[str, int], topic: str, default: int) -> int:
+    return bounds.get(topic, bounds.get(WORKSPACE_FIELD, default))
+
+
+async def plan_history(
+    client: aioredis.Redis[bytes],
+    ws: str,
+    before: RetentionPolicy,
+    after: RetentionPolicy,
+    *,
+    default_versions: int,
+    default_age_seconds: int,
+    report: DeleteReport,
+) -> DeleteReport:
+    """The kept past versions that history bounds ``after`` would drop and ``before`` keeps:
+    those beyond a note's count (dropped at its next write) or older than their topic's age
+    (dropped by the next sweep). Counted now; nothing is dropped."""
+    async with mapped_redis_errors():
+        seconds, micros = await client.time()
+        kept = await client.zrange(keys.version_times(ws), 0, -1, withscores=True)
+    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    by_note: dict[str, list[tuple[int, float]]] = {}
+    for raw, written in kept:
+        member, _, number = raw.decode().rpartition("@")
+        if member and number.isdigit():
+            by_note.setdefault(member, []).append((int(number), written))
+
+    def gone(policy: RetentionPolicy, topic: str, versions: list[tuple[int, float]]) -> set[int]:
+        keep = _history_bound(policy.versions, topic, default_versions)
+        age = _history_bound(policy.version_ages, topic, default_age_seconds)
+        out = {v for v, _ in sorted(versions, reverse=True)[keep:]}
+        if age:
+            out |= {v for v, written in versions if written < now_ms - age * 1000}
+        return out
+
+    dropped: list[str] = []
+    for member, versions in sorted(by_note.items()):
+        topic = member.split("/", 1)[0]
+        newly = gone(after, topic, versions) - gone(before, topic, versions)
+        dropped.extend(f"{member}@{v}" for v in sorted(newly))
+    report.add(ws, dropped)
+    return report
+
+
+def _expired_query(ws: str, topic: str, cutoff_ms: int, *, first: int = BATCH) -> Query:
     """The topic's notes last written before the cutoff, oldest first, one batch of keys."""
     query: Query = (
         Query(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
@@ -294,7 +382,7 @@ def _expired_query(ws: str, topic: str, cutoff_ms: int) -> Query:
         )
         .no_content()
         .sort_by("updated", asc=True)
-        .paging(0, BATCH)
+        .paging(0, first)
         .dialect(2)
     )
     return query
