@@ -37,6 +37,7 @@ from ._board_page import board_routes
 from ._calls import ToolCaller
 from ._direct import DirectToolCalls
 from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly
+from ._host_check import HostCheck, QuietDisconnects
 from ._listen_stream import DirectListen
 from ._live import ChangeHub
 from ._mcp import build_mcp_server
@@ -82,6 +83,12 @@ def _transport_security(settings: Settings) -> TransportSecuritySettings:
     # Behind a load balancer the Host header is the service's name. Every call needs a
     # bearer token, which a rebinding browser page does not have.
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def _checked_hosts(security: TransportSecuritySettings) -> list[str] | None:
+    """The Host values every route answers to: those the MCP transport checks, or None when
+    it checks none (behind a load balancer, where every call needs a bearer token anyway)."""
+    return list(security.allowed_hosts) if security.enable_dns_rebinding_protection else None
 
 
 def protected_resource(
@@ -232,6 +239,10 @@ def create_app(parts: GatewayParts) -> Starlette:
     return Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(McpEndpointFirst, mcp_app=mcp_app)],
+        middleware=[
+            Middleware(QuietDisconnects),
+            Middleware(HostCheck, allowed=_checked_hosts(security)),
+            Middleware(McpEndpointFirst, mcp_app=mcp_app),
+        ],
         exception_handlers={404: not_found, 405: not_found},
     )

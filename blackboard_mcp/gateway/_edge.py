@@ -21,7 +21,7 @@ from ._resource import ProtectedResource
 log = logging.getLogger(__name__)
 
 
-async def _send_json(
+async def send_json(
     send: Send,
     status: int,
     body: dict[str, Any],
@@ -75,7 +75,7 @@ class PostOnly:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "DELETE"):
-            await _send_json(
+            await send_json(
                 send,
                 405,
                 {
@@ -108,7 +108,7 @@ class BodyLimit:
             if name == b"content-length" and value.isdigit():
                 declared = int(value)
                 if declared > self.max_bytes:
-                    await _send_json(send, 413, _too_large(self.max_bytes))
+                    await send_json(send, 413, _too_large(self.max_bytes))
                     return
             elif name == b"transfer-encoding":
                 chunked = True
@@ -131,7 +131,7 @@ class BodyLimit:
         try:
             await self.app(scope, limited, send)
         except _BodyTooLarge:
-            await _send_json(send, 413, _too_large(self.max_bytes))
+            await send_json(send, 413, _too_large(self.max_bytes))
 
 
 class _BodyTooLarge(Exception):
@@ -191,7 +191,7 @@ class BearerAuth:
         except AuthError as exc:
             log.info("refused token for request %s: %s", request_id, exc.code)
             if exc.code == "unavailable":
-                await _send_json(
+                await send_json(
                     send,
                     503,
                     {"error": {"code": exc.code, "message": str(exc), "hint": exc.hint}},
@@ -208,7 +208,7 @@ class BearerAuth:
             current_grant.reset(reset)
 
     async def _refuse(self, send: Send, code: str, message: str, challenge: str) -> None:
-        await _send_json(
+        await send_json(
             send,
             401,
             {

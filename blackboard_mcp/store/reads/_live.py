@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 
 from .._errors import Contended, NotFound
 from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection._redis_errors import mapped_redis_errors, redis_timeout
 from ..notes._addresses import Address, is_valid_name
 from ._views import READ_ATTEMPTS, Readable
 
@@ -88,11 +88,14 @@ class ChangeFeed:
 
     async def next(self, *, block_ms: int, count: int = 512) -> list[Change]:
         """The entries written since the last call (or the feed's start), waiting up to
-        ``block_ms`` for one; an empty list when none came."""
+        ``block_ms`` for one; an empty list when none came.
+
+        The wait is held to half an operation's deadline (BB_REDIS_TIMEOUT_SECONDS): an idle
+        board answers an empty read well before the deadline would call Redis unresponsive.
+        """
+        block = max(1, min(block_ms, int(redis_timeout() * 500)))
         async with mapped_redis_errors():
-            reply = await self._client.xread(
-                {self._key: self._position}, count=count, block=block_ms
-            )
+            reply = await self._client.xread({self._key: self._position}, count=count, block=block)
         out: list[Change] = []
         for _stream, entries in reply or ():
             for entry_id, fields in entries:
@@ -102,6 +105,9 @@ class ChangeFeed:
 
     async def close(self) -> None:
         await self._client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+        # The feed's own pool (open_feed) is not the client's to close: closed here, or its
+        # connection stays open until the garbage collector finds it.
+        await self._client.connection_pool.disconnect()
 
 
 def open_feed(client: aioredis.Redis[bytes], workspace: str) -> ChangeFeed:
