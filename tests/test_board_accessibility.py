@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from npm_support import installed_from_lockfile
 from support import GatewayProcess, admin_token, call, mcp_client
@@ -68,6 +69,14 @@ async def test_every_state_of_the_board_page_has_no_serious_accessibility_violat
             client, "update_state", uri=other, digest="A table.", columns=["k"], rows=[["v"]]
         )
         await call(client, "link_state", src=note, rel="cites", dst=[other])
+    # A token on record, so that the admin panel's token list has a row and its buttons.
+    async with httpx.AsyncClient() as http:
+        issued = await http.post(
+            gateway.url + "/admin/tokens",
+            json={"sub": "scout", "read": ["facts"], "caps": ["board_read"], "ttl_seconds": 300},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    assert issued.status_code == 200, issued.text
     found: dict[str, list[str]] = {}
     await page.goto(gateway.url + "/board")
     found["signed out"] = await serious_violations(page, axe_source)
@@ -75,6 +84,7 @@ async def test_every_state_of_the_board_page_has_no_serious_accessibility_violat
     await page.press("#token", "Enter")
     await page.wait_for_selector("#topics button")
     await page.wait_for_selector("#admin-panel:not([hidden])")
+    await page.wait_for_selector("#tokens tbody tr button")
     found["signed in, nothing open, admin panel"] = await serious_violations(page, axe_source)
     await page.click("#audit-details summary")
     await page.wait_for_selector("#audit tbody tr")

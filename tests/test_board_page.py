@@ -522,12 +522,12 @@ async def test_an_admin_issues_revokes_and_sets_retention_from_the_page_and_a_re
                 client, "update_state", uri=addr(workspace, "facts/x"), digest="D."
             )
             assert err and body["error"]["code"] == "forbidden"  # board_read only, writes nothing
-        # Revoke a subject seen in the audit tail: two clicks, then its tokens are refused.
-        button = page.locator("#subjects button[aria-label='revoke w1']")
+        # The token just issued is in the list; revoking its subject takes two clicks.
+        button = page.get_by_role("button", name="Revoke every token of helper", exact=True)
         await button.click()
         await button.click()
-        await page.wait_for_selector("#revoke-status:text-is('Revoked w1.')")
-        async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace, sub="w1")) as c:
+        await page.wait_for_selector("#revoke-status:text-is('Revoked every token of helper.')")
+        async with mcp_client(gateway.mcp_url, issued) as c:
             err, body = await call(c, "list_keys", topic="facts")
             assert err and "revoked" in body["error"]["message"], body
         # The helper's refused write above is among the hour's refusals an admin sees.
@@ -553,7 +553,7 @@ async def test_an_admin_issues_revokes_and_sets_retention_from_the_page_and_a_re
     context, page, _requested, errors = await open_board(browser, gateway.url, reader)
     try:
         assert await page.is_hidden("#admin-panel") and await page.is_hidden("#audit-panel")
-        assert await page.locator("#subjects li").count() == 0
+        assert await page.locator("#tokens tbody tr").count() == 0
     finally:
         await context.close()
 
@@ -637,3 +637,281 @@ async def test_a_link_is_withdrawn_from_the_page_by_a_token_that_may_and_not_by_
     async with mcp_client(gateway.mcp_url, token) as client:
         _, read = await call(client, "get_state", uris=[old], mode="full")
     assert "warnings" not in read and "links" not in read["items"][0]
+
+
+# The token inventory in the admin panel: tokens are issued through the admin API, so that
+# they are on record as every token the board issues is.
+
+SCOUT = {"read": ["research"], "write": [], "caps": ["board_read"], "ttl_seconds": 600}
+PAGE_ADMIN = {
+    "read": ["*"],
+    "write": ["*"],
+    "caps": ["admin", "board_read", "board_write", "file_read"],
+    "ttl_seconds": 1800,
+}
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def issued_through_the_api(url: str, admin: str, sub: str, **body: Any) -> dict[str, Any]:
+    async with httpx.AsyncClient() as http:
+        response = await http.post(
+            url + "/admin/tokens", json={"sub": sub, **body}, headers=bearer(admin)
+        )
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+async def inventory(url: str, admin: str) -> dict[str, dict[str, Any]]:
+    async with httpx.AsyncClient() as http:
+        response = await http.get(url + "/admin/tokens", headers=bearer(admin))
+    assert response.status_code == 200, response.text
+    return {t["id"]: t for t in response.json()["tokens"]}
+
+
+async def refused(url: str, token: str) -> bool:
+    async with mcp_client(url, token) as client:
+        err, body = await call(client, "list_keys", topic="research")
+    return err and "revoked" in body["error"]["message"]
+
+
+async def a_note(url: str, token: str, ws: str) -> None:
+    """A topic to show: the page is signed in once it lists one."""
+    async with mcp_client(url, token) as client:
+        err, body = await call(client, "update_state", uri=addr(ws, "facts/a"), digest="D.")
+    assert not err, body
+
+
+def not_found_logged(errors: list[str]) -> list[str]:
+    """The page's console errors but the 404s the browser logs for refused revocations."""
+    return [e for e in errors if "the server responded with a status of 404" not in e]
+
+
+async def test_the_admin_panel_lists_every_issued_token_and_revokes_one_or_a_subject_from_it(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object, tmp_path: Path
+) -> None:
+    admin = admin_token(issuer, workspace, ttl=3600)
+    await a_note(gateway.mcp_url, admin, workspace)
+    scout = await issued_through_the_api(gateway.url, admin, "scout", **SCOUT)
+    helper = await issued_through_the_api(gateway.url, admin, "helper", **SCOUT)
+    async with httpx.AsyncClient() as http:
+        exchanged = await http.post(
+            gateway.url + "/oauth/token",
+            data={
+                "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                "subject_token": helper["token"],
+                "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                "scope": "read:research board_read",
+            },
+        )
+    assert exchanged.status_code == 200, exchanged.text
+    child = exchanged.json()["access_token"]
+    assert not await refused(gateway.mcp_url, scout["token"])  # scout has been used now
+    listed = await inventory(gateway.url, admin)
+    child_id = next(i for i, t in listed.items() if t["parent"] == helper["id"])
+    context, page, _requested, errors = await open_board(browser, gateway.url, admin)
+    try:
+        await page.wait_for_selector("#tokens tbody tr")
+        rows = {}
+        for row in await page.locator("#tokens tbody tr").all():
+            cells = {
+                await td.get_attribute("data-label"): (await td.inner_text()).strip()
+                for td in await row.locator("td[data-label]").all()
+            }
+            rows[await row.get_attribute("data-id")] = cells
+        assert set(rows) == set(listed) == {scout["id"], helper["id"], child_id}
+        assert {r["Status"] for r in rows.values()} == {"active"}
+        assert rows[scout["id"]]["Subject"] == "scout"
+        assert rows[scout["id"]]["Last used"] == "just now"
+        assert rows[child_id]["Last used"] == "never"
+        assert rows[scout["id"]]["Expires"] == "in 10 minutes"
+        assert rows[child_id]["Delegated from"] == helper["id"][:8] + "…"
+        assert rows[scout["id"]]["Delegated from"] == ""
+        await page.locator("#tokens-section").screenshot(
+            path=str(screenshot_dir(tmp_path) / "board-tokens.png")
+        )
+        # One token by its id: the others stay.
+        await page.get_by_role("button", name=f"Revoke token {scout['id']} of scout").click()
+        await page.wait_for_selector(
+            f"#revoke-status:text-is('Revoked token {scout['id']} of scout.')"
+        )
+        await page.wait_for_selector(
+            f"#tokens tr[data-id='{scout['id']}'] td[data-label=Status]:text-is('revoked')"
+        )
+        assert await page.get_attribute("#revoke-status", "role") == "status"
+        # The revoked token offers no revoke any more.
+        assert await page.locator(f"#tokens tr[data-id='{scout['id']}'] button").count() == 0
+        statuses = {i: t["status"] for i, t in (await inventory(gateway.url, admin)).items()}
+        assert statuses == {scout["id"]: "revoked", helper["id"]: "active", child_id: "active"}
+        assert await refused(gateway.mcp_url, scout["token"])
+        assert not await refused(gateway.mcp_url, helper["token"])
+        # Every token of a subject: asked once, then its token and the one delegated from it
+        # are refused.
+        subject = page.get_by_role("button", name="Revoke every token of helper", exact=True)
+        await subject.click()
+        assert await subject.inner_text() == "Revoke every token of helper?"
+        assert (await inventory(gateway.url, admin))[helper["id"]]["status"] == "active"
+        await subject.click()
+        await page.wait_for_selector("#revoke-status:text-is('Revoked every token of helper.')")
+        await page.wait_for_selector(
+            f"#tokens tr[data-id='{helper['id']}'] td[data-label=Status]:text-is('revoked')"
+        )
+        assert (await inventory(gateway.url, admin))[helper["id"]]["status"] == "revoked"
+        assert await refused(gateway.mcp_url, helper["token"])
+        assert await refused(gateway.mcp_url, child)
+        assert errors == []
+    finally:
+        await context.close()
+
+
+async def test_a_typed_unknown_subject_is_reported_not_found_and_revoked_only_when_forced(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    admin = admin_token(issuer, workspace, ttl=3600)
+    await a_note(gateway.mcp_url, admin, workspace)
+    # A token made with the key, never recorded: its subject is unknown to the inventory.
+    ghost = agent_token(issuer, workspace, sub="ghost")
+    context, page, _requested, errors = await open_board(browser, gateway.url, admin)
+    try:
+        await page.wait_for_selector("#admin-panel:not([hidden])")
+        await page.fill("#revoke-target", "ghost")
+        await page.click("#revoke-form button[type=submit]")
+        await page.wait_for_selector("#revoke-status:has-text('Not revoked')")
+        said = await page.inner_text("#revoke-status")
+        assert "no token of subject 'ghost' is on record" in said, said
+        assert "force it" in said, said  # the API's hint as well
+        assert not await refused(gateway.mcp_url, ghost)
+        # An unknown token id alike.
+        await page.select_option("#revoke-kind", "id")
+        await page.fill("#revoke-target", "f" * 32)
+        await page.click("#revoke-form button[type=submit]")
+        await page.wait_for_selector(f"#revoke-status:has-text(\"no token with id '{'f' * 32}'\")")
+        assert (await page.inner_text("#revoke-status")).startswith("Not revoked")
+        # Forced, the subject is revoked ahead of the inventory: its key-made token ends.
+        await page.select_option("#revoke-kind", "sub")
+        await page.fill("#revoke-target", "ghost")
+        assert "revoke a subject ahead of any token" in await page.inner_text("#revoke-form")
+        await page.check("#revoke-force")
+        await page.click("#revoke-form button[type=submit]")
+        await page.wait_for_selector("#revoke-status:text-is('Revoked every token of ghost.')")
+        assert await refused(gateway.mcp_url, ghost)
+        assert not_found_logged(errors) == []
+    finally:
+        await context.close()
+
+
+async def test_revoking_the_signed_in_admins_own_token_asks_first_then_says_it_no_longer_works(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    key_admin = admin_token(issuer, workspace, ttl=3600)
+    await a_note(gateway.mcp_url, key_admin, workspace)
+    mine = await issued_through_the_api(gateway.url, key_admin, "page-admin", **PAGE_ADMIN)
+    other = await issued_through_the_api(gateway.url, key_admin, "scout", **SCOUT)
+    context, page, _requested, errors = await open_board(browser, gateway.url, mine["token"])
+
+    async def status_of(token_id: str) -> str:
+        return str((await inventory(gateway.url, key_admin))[token_id]["status"])
+
+    try:
+        await page.wait_for_selector(f"#tokens tr[data-id='{mine['id']}']")
+        # Its own subject, typed: asked first, nothing revoked.
+        await page.fill("#revoke-target", "page-admin")
+        await page.click("#revoke-form button[type=submit]")
+        await page.wait_for_selector("#revoke-status:has-text('your own token')")
+        assert await status_of(mine["id"]) == "active"
+        # Another token is revoked at once; the armed form is not, once its field changes.
+        await page.get_by_role("button", name=f"Revoke token {other['id']} of scout").click()
+        await page.wait_for_selector(
+            f"#revoke-status:text-is('Revoked token {other['id']} of scout.')"
+        )
+        await page.fill("#revoke-target", "page-admin ")
+        assert await page.inner_text("#revoke-form button[type=submit]") == "Revoke"
+        # Its own token in the list: the first click asks, the second revokes.
+        own = page.get_by_role(
+            "button", name=f"Revoke token {mine['id']} of page-admin, your own token"
+        )
+        await own.click()
+        assert "your own token" in (await own.inner_text()).lower()
+        assert await status_of(mine["id"]) == "active"
+        await own.click()
+        await page.wait_for_selector("#revoke-status:has-text('no longer works')")
+        assert "no longer works" in await page.inner_text("#status")
+        assert await status_of(mine["id"]) == "revoked"
+        async with httpx.AsyncClient() as http:
+            answer = await http.get(gateway.url + "/admin/tokens", headers=bearer(mine["token"]))
+        assert answer.status_code == 401, answer.text
+        assert errors == []
+    finally:
+        await context.close()
+
+
+async def test_the_boards_own_audit_subjects_are_never_offered_for_revocation(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    admin = admin_token(issuer, workspace, ttl=3600)
+    await a_note(gateway.mcp_url, admin, workspace)
+    scout = await issued_through_the_api(gateway.url, admin, "scout", **SCOUT)
+    async with mcp_client(gateway.mcp_url, scout["token"]) as client:
+        await call(client, "list_keys", topic="research")
+    context, page, requested, errors = await open_board(browser, gateway.url, admin)
+    try:
+        await page.wait_for_selector("#tokens tbody tr")
+
+        # The audit tail as it is once the CLI and the retention sweep have acted.
+        async def with_internal_subjects(route: Any) -> None:
+            response = await route.fetch()
+            body = await response.json()
+            body["records"] += [
+                {"at": 1, "subject": s, "tool": "delete", "outcome": "ok", "addresses": [], "ms": 1}
+                for s in ("cli:root", "retention")
+            ]
+            await route.fulfill(response=response, json=body)
+
+        await page.route("**/board/api/audit", with_internal_subjects)
+        await page.evaluate("loadAudit()")
+        await page.wait_for_selector("#audit td:text-is('cli:root')", state="attached")
+        names = [
+            (await b.get_attribute("aria-label") or await b.inner_text())
+            for b in await page.locator("#admin-panel button").all()
+        ]
+        revokes = [n for n in names if n.lower().startswith("revoke ")]  # not the form's
+        assert revokes and all("scout" in n for n in revokes), revokes
+        assert not [n for n in names if "cli:root" in n or "retention" in n.lower()], names
+        assert await page.locator("#subjects").count() == 0  # no list fed from the audit
+        # Typed, they are refused on the page: nothing is sent.
+        for internal in ("cli:root", "retention"):
+            await page.fill("#revoke-target", internal)
+            await page.check("#revoke-force")
+            await page.click("#revoke-form button[type=submit]")
+            await page.wait_for_selector(f"#revoke-status:has-text('{internal} is the board')")
+        assert not [u for u in requested if u.endswith("/admin/revoke")]
+        assert errors == []
+    finally:
+        await context.close()
+
+
+async def test_an_admin_token_with_partial_topics_gets_no_admin_panel(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
+) -> None:
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+        await call(client, "update_state", uri=addr(workspace, "pub/x"), digest="D.")
+    partial = issuer.issue(
+        subject="pub-admin",
+        workspace=workspace,
+        read=["pub"],
+        write=["pub"],
+        capabilities=["admin", "board_read"],
+        ttl_seconds=600,
+    )
+    context, page, requested, errors = await open_board(browser, gateway.url, partial)
+    try:
+        await page.evaluate("start()")  # resolves once the page has done all it does at sign-in
+        assert await page.is_hidden("#admin-panel") and await page.is_hidden("#audit-panel")
+        assert await page.get_attribute("#status", "class") != "error"
+        assert not [u for u in requested if "/admin/" in u or u.endswith("/board/api/audit")]
+        assert errors == []
+    finally:
+        await context.close()

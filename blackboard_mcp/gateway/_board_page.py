@@ -161,6 +161,12 @@ async def _admitted(_board: Any, _grant: Grant, _args: Mapping[str, Any]) -> dic
     return {}
 
 
+def _is_admin(grant: Grant) -> bool:
+    """What ``require_admin`` honours: an admin token with fewer than every topic is none, so
+    the page offers it no admin panel (whose every call would be refused)."""
+    return grant.has_capability("admin") and grant.holds_every_topic
+
+
 def board_routes(
     *,
     caller: ToolCaller,
@@ -203,11 +209,13 @@ def board_routes(
             found = await board.topics(workspace=grant.workspace, readable=grant.can_read)
             return {
                 "workspace": grant.workspace,
-                "admin": grant.has_capability("admin"),
+                "admin": _is_admin(grant),
                 "topics": [{"topic": t, "notes": n} for t, n in found],
                 # Who is signed in and what the token allows: the page says so at once.
                 "who": {
                     "subject": grant.subject,
+                    # The page asks before an admin revokes its own token by this id.
+                    "token_id": grant.token_id,
                     "read": list(grant.read_topics),
                     "write": list(grant.write_topics),
                     "capabilities": sorted(grant.capabilities),
@@ -230,7 +238,7 @@ def board_routes(
         outcome = await caller.call(
             "list_keys", {}, grant, current_request_id.get(), run=per_minute
         )
-        if outcome.is_error or grant is None or not grant.has_capability("admin"):
+        if outcome.is_error or grant is None or not _is_admin(grant):
             return _answer(outcome)
         # An admin also sees the calls refused or failed in the last hour, by code, from the
         # workspace's audit stream (the metrics are per process; the audit is the board's).

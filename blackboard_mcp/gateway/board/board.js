@@ -9,7 +9,7 @@ const MAX_PAGE = 200;
 const PAGE = Math.min(MAX_PAGE,
   Math.max(1, parseInt(new URLSearchParams(location.search).get("page_size"), 10) || MAX_PAGE));
 const state = { topic: null, rows: [], next: null, sortKey: "updated", sortDir: -1, note: null,
-  feed: null, workspace: "" };
+  feed: null, workspace: "", who: null };
 
 function $(id) { return document.getElementById(id); }
 
@@ -108,6 +108,7 @@ async function loadTopics() {
   const data = await api("topics");
   state.workspace = data.workspace;
   $("workspace").textContent = "· " + data.workspace;
+  state.who = data.who;
   showWho(data.who, data.workspace);
   const list = $("topics");
   list.replaceChildren();
@@ -640,7 +641,11 @@ async function admin(path, body) {
   }
   const response = await fetch("/admin/" + path, init);
   const data = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error((data.error && data.error.message) || response.statusText);
+  if (!response.ok) {
+    const error = data.error || {};
+    const hint = error.hint ? " (" + error.hint + ")" : "";
+    throw new Error((error.message || response.statusText) + hint);
+  }
   return data;
 }
 
@@ -658,6 +663,7 @@ async function issueToken(event) {
     $("issued-snippet").textContent = "claude mcp add --transport http blackboard " +
       location.origin + "/mcp/ --header \"Authorization: Bearer " + data.token + "\"";
     $("issue-status").textContent = "Issued to " + $("issue-sub").value.trim() + ".";
+    await loadTokens().catch(() => {});
   } catch (err) {
     $("issued").hidden = true;
     $("issue-status").textContent = "Not issued: " + err.message;
@@ -674,31 +680,140 @@ async function copyToken() {
   }
 }
 
-function showSubjects(records) {
-  const list = $("subjects");
+// The workspace's tokens, from the admin API's record of every token the board issued. The
+// audit's own subjects (the CLI's root, the retention sweep) hold no token: none is offered.
+const INTERNAL_SUBJECTS = new Set(["cli:root", "retention"]);
+
+function revokeStatus(text, isError) {
+  $("revoke-status").textContent = text;
+  $("revoke-status").className = isError ? "error" : "";
+}
+
+// Whether revoking this target ends the signed-in token itself.
+function isOwn(target) {
+  const who = state.who || {};
+  return target.id !== undefined ? target.id === who.token_id : target.sub === who.subject;
+}
+
+function targetName(target) {
+  return target.id !== undefined ? "token " + target.id + (target.of ? " of " + target.of : "")
+    : "every token of " + target.sub;
+}
+
+// A button that acts on its second press; the first says what the second will do.
+function armed(button, question) {
+  if (button.dataset.armed === "true") return true;
+  button.dataset.armed = "true";
+  button.textContent = question;
+  return false;
+}
+
+function shortId(id) { return id.length > 9 ? id.slice(0, 8) + "…" : id; }
+
+async function revoke(target, force) {
+  const body = target.id !== undefined ? { id: target.id } : { sub: target.sub };
+  if (force) body.force = true;
+  const own = isOwn(target);
+  try {
+    await admin("revoke", body);
+  } catch (err) {
+    revokeStatus("Not revoked: " + err.message, true);
+    return;
+  }
+  if (own) {
+    // Every later call with this token is refused: say so, and stop the feed retrying.
+    if (state.feed) state.feed.abort();
+    const said = "Revoked " + targetName(target) + ", this session's own: its token no " +
+      "longer works. Sign in with another token.";
+    revokeStatus(said, true);
+    status(said, true);
+    return;
+  }
+  revokeStatus("Revoked " + targetName(target) + ".");
+  await loadTokens().catch(err => revokeStatus("Revoked; the list did not reload: " + err.message,
+    true));
+}
+
+async function loadTokens() {
+  const data = await admin("tokens");
+  const body = $("tokens").tBodies[0];
+  body.replaceChildren();
+  const subjects = new Set();
+  for (const t of data.tokens) {
+    const tr = el("tr", null, { "data-id": t.id });
+    const id = el("td", null, { "data-label": "Id" });
+    id.append(el("code", shortId(t.id), { title: t.id }));
+    const expires = el("td", null, { "data-label": "Expires" });
+    const ends = t.expires * 1000;
+    expires.append(ends > Date.now() ? timeExpiry(ends) : timeAgo(ends));
+    const used = el("td", t.last_used ? null : "never", { "data-label": "Last used" });
+    if (t.last_used) used.append(timeAgo(t.last_used * 1000));
+    const parent = el("td", null, { "data-label": "Delegated from" });
+    if (t.parent) parent.append(el("code", shortId(t.parent), { title: t.parent }));
+    const action = el("td");
+    if (t.status === "active" && !INTERNAL_SUBJECTS.has(t.sub)) {
+      subjects.add(t.sub);
+      action.append(revokeButton({ id: t.id, of: t.sub }, "Revoke"));
+    }
+    tr.append(el("td", t.sub, { "data-label": "Subject" }), id,
+      el("td", t.status, { "data-label": "Status" }), expires, used, parent, action);
+    body.append(tr);
+  }
+  const list = $("token-subjects");
   list.replaceChildren();
-  const subjects = [...new Set(records.map(r => r.subject))].sort();
-  for (const subject of subjects) {
-    const button = el("button", "Revoke", { type: "button", "aria-label": "revoke " + subject });
-    button.addEventListener("click", async () => {
-      if (button.dataset.armed !== "true") {
-        button.dataset.armed = "true";
-        button.textContent = "Revoke every token of " + subject + "?";
-        return;
-      }
-      try {
-        await admin("revoke", { sub: subject });
-        $("revoke-status").textContent = "Revoked " + subject + ".";
-        button.disabled = true;
-      } catch (err) {
-        $("revoke-status").textContent = "Not revoked: " + err.message;
-      }
-    });
-    const li = el("li", subject + " ");
-    li.append(button);
+  for (const sub of [...subjects].sort()) {
+    const li = el("li");
+    li.append(revokeButton({ sub: sub }, "Revoke every token of " + sub));
     list.append(li);
   }
-  if (!subjects.length) list.append(el("li", "No one yet.", { class: "muted" }));
+  $("tokens-count").textContent = data.tokens.length
+    ? plural(data.tokens.length, "token") + " on record, oldest first."
+    : "No token on record yet.";
+}
+
+// A token's button revokes at once; a subject's, or the session's own token, asks first.
+function revokeButton(target, text) {
+  const own = isOwn(target);
+  const name = "Revoke " + targetName(target) + (own ? ", your own token" : "");
+  const button = el("button", text, { type: "button", "aria-label": name });
+  button.addEventListener("click", async () => {
+    const question = own ? "Revoke your own token? This session stops working"
+      : "Revoke " + targetName(target) + "?";
+    if ((own || target.sub !== undefined) && !armed(button, question)) return;
+    button.disabled = true;
+    await revoke(target, false);
+    button.disabled = false;
+  });
+  return button;
+}
+
+async function revokeTyped(event) {
+  event.preventDefault();
+  const kind = $("revoke-kind").value;
+  const value = $("revoke-target").value.trim();
+  if (!value) return;
+  if (INTERNAL_SUBJECTS.has(value)) {
+    revokeStatus(value + " is the board's own name in its audit, not a token holder: " +
+      "nothing to revoke.", true);
+    return;
+  }
+  const target = kind === "id" ? { id: value } : { sub: value };
+  const submit = $("revoke-form").querySelector("button[type=submit]");
+  if (isOwn(target) && submit.dataset.armed !== "true") {
+    submit.dataset.armed = "true";
+    submit.textContent = "Revoke your own token";
+    revokeStatus("That is your own token: revoking it ends this session. Press \"Revoke " +
+      "your own token\" to go on.", true);
+    return;
+  }
+  disarmTyped();
+  await revoke(target, $("revoke-force").checked);
+}
+
+function disarmTyped() {
+  const submit = $("revoke-form").querySelector("button[type=submit]");
+  submit.dataset.armed = "";
+  submit.textContent = "Revoke";
 }
 
 async function loadRetention() {
@@ -754,7 +869,7 @@ async function loadAudit() {
   auditShown = 0;
   showAudit();
   $("admin-panel").hidden = false;
-  showSubjects(data.records);
+  await loadTokens().catch(err => { $("tokens-count").textContent = err.message; });
   await loadRetention().catch(err => { $("retention-now").textContent = err.message; });
 }
 
@@ -847,6 +962,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("issue-form").addEventListener("submit", issueToken);
   $("copy-token").addEventListener("click", copyToken);
   $("retention-form").addEventListener("submit", setRetention);
+  $("revoke-form").addEventListener("submit", revokeTyped);
+  for (const id of ["revoke-kind", "revoke-target"]) $(id).addEventListener("input", disarmTyped);
   $("audit-more").addEventListener("click", showAudit);
   $("topic-graph-details").addEventListener("toggle", () => {
     if ($("topic-graph-details").open && state.topic) drawTopicGraph(state.topic);
