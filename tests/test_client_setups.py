@@ -480,21 +480,20 @@ def test_inspector_cli_without_the_header_gets_no_tools(
 # ---------------------------------------------------------------- the SDK snippets
 
 
-def test_the_python_snippet_lists_the_tools_and_reads_a_topic(
+def test_the_python_snippet_lists_the_tools_writes_a_note_and_reads_it_back(
     gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
 ) -> None:
     code = fenced(readme_entry("Python (the `mcp` SDK)"), "python")
     assert code.count(PLACEHOLDER_URL) == 1
     completed = run(
         [sys.executable, "-c", code.replace(PLACEHOLDER_URL, gateway.mcp_url)],
-        env={**os.environ, "BB_TOKEN": notes_token(issuer, workspace)},
+        env={**os.environ, "BB_TOKEN": notes_token(issuer, workspace), "BB_WORKSPACE": workspace},
     )
     assert completed.returncode == 0, report(completed, gateway)
     tools_line, result_line = completed.stdout.splitlines()
     assert json.loads(tools_line) == FIVE_TOOLS
     result = json.loads(result_line)
-    assert result["is_error"] is False
-    assert result["result"]["items"] == []
+    assert result == {"written": True, "version": 1, "body": "Hello from the Python SDK."}
 
 
 @pytest.fixture

@@ -277,6 +277,8 @@ async def test_a_busy_port_on_first_start_prints_no_token_and_the_next_start_doe
         tokens = [line for line in lines if JWT.match(line)]
         assert len(tokens) == 1, lines
         assert "blackboard-mcp token issue --admin --workspace default" in served.output()
+        # The board page's address, beside the endpoint's.
+        assert f"board page http://127.0.0.1:{port}/board" in served.output()
         async with http_client(tokens[0]) as http:
             outcome = await create_note(http, served.mcp_url, "bb://default/life/first")
         assert outcome == "ok"

@@ -40,6 +40,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             # before this point creates no key, so the next one still shows the first token.
             keyed, created = with_signing_key(settings, create=True)
             print(f"blackboard-mcp: MCP endpoint {serving.endpoint}", flush=True)
+            board_page = serving.endpoint.removesuffix("/").removesuffix("/mcp") + "/board"
+            print(f"blackboard-mcp: board page {board_page} (sign in with a token)", flush=True)
             if serving.embedded or created:
                 print(f"blackboard-mcp: data in {keyed.data_dir}", flush=True)
             if created:
