@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from blackboard_mcp.auth import AuditSink, Grant
-from blackboard_mcp.store import Board, DeleteReport
+from blackboard_mcp.auth import AuditSink, Grant, WrongWorkspace
+from blackboard_mcp.store import NAME_PATTERN, NOTE_ADDRESS_PATTERN, Board, DeleteReport
 
 from ._admin_audit import audit_admin_action
 from ._admin_bodies import _Body, parse_body
@@ -36,7 +36,14 @@ def _whole(value: object) -> object:
     return value
 
 
-WholeNumber = Annotated[int, BeforeValidator(_whole)]
+# A maximum age in seconds: a whole number from 0 to MAX_AGE_SECONDS.
+AgeSeconds = Annotated[
+    int,
+    BeforeValidator(_whole),
+    Field(ge=0, le=MAX_AGE_SECONDS),
+    # Said outright: pydantic cannot tell the bounds through the validator above.
+    WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_AGE_SECONDS}),
+]
 
 
 class InvalidDeleteBody(GatewayError):
@@ -61,8 +68,10 @@ class InvalidRetentionBody(GatewayError):
 class DeleteBody(_Body):
     invalid = InvalidDeleteBody
 
-    uri: str | None = Field(default=None, min_length=1, max_length=600)
-    topic: str | None = Field(default=None, min_length=1, max_length=64)
+    uri: str | None = Field(
+        default=None, min_length=1, max_length=600, pattern=NOTE_ADDRESS_PATTERN
+    )
+    topic: str | None = Field(default=None, min_length=1, max_length=64, pattern=NAME_PATTERN)
     everything: bool = False
     # Without confirm (or with dry_run) a delete only says what would go.
     confirm: bool = False
@@ -78,8 +87,8 @@ class DeleteBody(_Body):
 class RetentionBody(_Body):
     invalid = InvalidRetentionBody
 
-    topic: str | None = Field(default=None, min_length=1, max_length=64)
-    max_age_seconds: WholeNumber | None = Field(ge=0, le=MAX_AGE_SECONDS)
+    topic: str | None = Field(default=None, min_length=1, max_length=64, pattern=NAME_PATTERN)
+    max_age_seconds: AgeSeconds | None
     # A setting that would delete notes at the next sweep is only previewed without it.
     confirm: bool = False
 
@@ -91,6 +100,11 @@ def lifecycle_routes(
         admin = await authenticate(request)
         body = await parse_body(request, DeleteBody)
         ws = admin.workspace
+        if body.uri is not None and not body.uri.startswith(f"bb://{ws}/"):
+            raise WrongWorkspace(
+                f"the admin token is for workspace {ws!r}: it deletes only there",
+                hint=f"delete an address of bb://{ws}/, or use that workspace's admin token",
+            )
         if body.dry_run or not body.confirm:
             plan = await board.plan_delete(workspace=ws, topic=body.topic, uri=body.uri)
             return JSONResponse(_preview(plan, "delete"))

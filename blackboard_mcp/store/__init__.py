@@ -62,6 +62,8 @@ from .lifecycle._transfer import (
 )
 from .notes._addresses import (
     CATCH_UP_PATH,
+    NAME_PATTERN,
+    NOTE_ADDRESS_PATTERN,
     Address,
     catch_up_address,
     is_valid_name,
@@ -90,6 +92,8 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "MAX_HISTORY_VERSIONS",
+    "NAME_PATTERN",
+    "NOTE_ADDRESS_PATTERN",
     "RELATIONS",
     "REQUESTS",
     "Address",

@@ -16,6 +16,7 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _SEGMENT = re.compile(r"[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,127}")  # as _SEGMENT_TEXT below
 
 CATCH_UP_PATH = "run/state/current"
+_CATCH_UP_TOPIC, _, _CATCH_UP_KEY = CATCH_UP_PATH.partition("/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,12 @@ class Address:
         at = "" if self.version is None else f"@{self.version}"
         start = "" if self.start is None else f"#{self.start}"
         object.__setattr__(self, "uri", f"{SCHEME}{self.workspace}/{member}{at}{start}")
+
+    @property
+    def is_catch_up(self) -> bool:
+        """Names the workspace's catch-up note (or one of its versions or parts), which
+        every reader of the workspace may read, whatever its topics (README)."""
+        return self.topic == _CATCH_UP_TOPIC and self.path == _CATCH_UP_KEY
 
     @property
     def note(self) -> Address:
@@ -92,6 +99,14 @@ _START = re.compile(_START_TEXT)
 _VALID = re.compile(
     rf"bb://({_NAME.pattern})/({_NAME.pattern})/((?:{_SEGMENT_TEXT}/){{0,{MAX_DEPTH - 1}}}"
     rf"{_SEGMENT_TEXT})(?:@({_VERSION_TEXT}))?(?:#({_START_TEXT}))?"
+)
+
+
+# The same rules as JSON Schema patterns (ECMA-262), for machine descriptions of what is taken.
+NAME_PATTERN = rf"^{_NAME.pattern}$"
+NOTE_ADDRESS_PATTERN = (
+    rf"^bb://{_NAME.pattern}/{_NAME.pattern}/(?:{_SEGMENT_TEXT}/){{0,{MAX_DEPTH - 1}}}"
+    rf"{_SEGMENT_TEXT}$"
 )
 
 
