@@ -21,6 +21,7 @@ from blackboard_mcp.auth import (
     MissingCapability,
     MissingSecret,
     NoRevocations,
+    NotAdmin,
     SecretResolver,
     TokenExpired,
     TokenInvalid,
@@ -219,8 +220,8 @@ def test_an_admin_can_only_grant_what_it_holds() -> None:
     admin = verifier.decode(
         token(
             issuer,
-            read=["research-*"],
-            write=["research-a"],
+            read=["*"],
+            write=["*"],
             capabilities=["admin", "board_read"],
             ttl_seconds=3600,
         )
@@ -231,16 +232,14 @@ def test_an_admin_can_only_grant_what_it_holds() -> None:
         subject="w1",
         workspace="w",
         read=["research-x"],
-        write=["research-a"],
+        write=[],
         capabilities=["board_read"],
         secrets=[],
         ttl_seconds=60,
     )
     assert granted.read_topics == ("research-x",)
     for overreach in (
-        {"read": ["*"]},
-        {"write": ["research-b"]},
-        {"capabilities": ["board_write"]},
+        {"capabilities": ["board_read", "board_write"]},
         {"workspace": "other"},
         {"ttl_seconds": 7200},
         {"secrets": ["KEY"]},
@@ -248,15 +247,40 @@ def test_an_admin_can_only_grant_what_it_holds() -> None:
         args: dict[str, object] = {
             "subject": "w1",
             "workspace": "w",
-            "read": [],
+            "read": ["t"],
             "write": [],
-            "capabilities": [],
+            "capabilities": ["board_read"],
             "secrets": [],
             "ttl_seconds": 60,
             **overreach,
         }
         with pytest.raises(GrantExceedsIssuer):
             issue_for_admin(issuer, admin, **args)  # type: ignore[arg-type]
+
+
+def test_an_admin_with_fewer_than_every_topic_is_no_admin() -> None:
+    issuer, verifier = hs_pair()
+    partial = verifier.decode(
+        token(
+            issuer,
+            read=["research-*"],
+            write=["research-a"],
+            capabilities=["admin", "board_read"],
+            ttl_seconds=3600,
+        )
+    )
+    with pytest.raises(NotAdmin):
+        issue_for_admin(
+            issuer,
+            partial,
+            subject="w1",
+            workspace="w",
+            read=["research-x"],
+            write=[],
+            capabilities=["board_read"],
+            secrets=[],
+            ttl_seconds=60,
+        )
 
 
 def test_the_packaged_contract_declares_the_five_tools() -> None:
