@@ -64,19 +64,30 @@ class Authorizer:
         workspace: str,
         read_topics: AbstractSet[str],
         write_topics: AbstractSet[str],
+        corrected: str | None = None,
+        reads_catch_up_only: bool = False,
     ) -> None:
+        """``corrected``: the call's address in another workspace, moved into the token's,
+        for the refusal to name. ``reads_catch_up_only``: the call reads nothing but the
+        workspace's catch-up note, which needs no read topic (its read of topic ``run`` is
+        not among ``read_topics``)."""
         if grant is None:
             raise Unauthenticated("no access token")
         if workspace != grant.workspace:
+            # An agent that names another workspace has guessed its own: the fix is the
+            # address, not a token, so the hint is the address it meant.
             raise WrongWorkspace(
-                f"the token is for workspace {grant.workspace!r}, not {workspace!r}"
+                f"the token is for workspace {grant.workspace!r}, not {workspace!r}",
+                hint=f"use {corrected}"
+                if corrected
+                else f"use workspace {grant.workspace!r} in the address",
             )
         for capability in sorted(tool.capabilities_for(arguments_present)):
             if not grant.has_capability(capability):
                 raise MissingCapability(
                     f"{tool.mcp_name} requires capability {capability!r}", capability=capability
                 )
-        if tool.memory_reads and not grant.read_topics:
+        if tool.memory_reads and not grant.read_topics and not reads_catch_up_only:
             raise MissingMemoryGrant(f"{tool.mcp_name} reads the board; the token reads nothing")
         if tool.memory_writes and not grant.write_topics:
             raise MissingMemoryGrant(f"{tool.mcp_name} writes the board; the token writes nothing")

@@ -159,6 +159,8 @@ class ToolCaller:
                 workspace=scope.workspace,
                 read_topics=scope.read_topics,
                 write_topics=scope.write_topics,
+                corrected=scope.corrected,
+                reads_catch_up_only=scope.reads_catch_up_only,
             )
             if admission is not None:
                 _refuse_if_limited(admission, grant)

@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 import orjson
 
 from blackboard_mcp.auth import Grant, RevocationList, TokenRevoked
-from blackboard_mcp.store import Board, Change, ChangeFeed, Unavailable, failure_reason
+from blackboard_mcp.store import (
+    Board,
+    Change,
+    ChangeFeed,
+    Unavailable,
+    catch_up_address,
+    failure_reason,
+)
 
 from ._errors import GatewayError
 
@@ -135,7 +142,10 @@ class Interest:
                 self.readable.clear()
             readable = self.readable[change.topic] = self.reader.can_read(change.topic)
         if not readable:
-            return False
+            # The catch-up note is every reader's, whatever its topics: followed by its
+            # address (admitted as get_state's read of it), it is heard; no other note of
+            # its topic is.
+            return change.uri in self.notes and change.uri == catch_up_address(change.workspace).uri
         if self.topics is None:
             return True
         return change.topic in self.topics or change.uri in self.notes

@@ -95,15 +95,12 @@ class BoardResources:
         raise_refusal(outcome)
         assert grant is not None  # a call without a grant is refused above
         ws = grant.workspace
-        resources = []
-        if grant.can_read(CATCH_UP_PATH.split("/", 1)[0]):
-            resources.append(
-                Resource(
-                    name="catch-up",
-                    uri=f"bb://{ws}/{CATCH_UP_PATH}",
-                    description="Read this first.",
-                )
+        # Every reader of the workspace may read its catch-up note, whatever its topics.
+        resources = [
+            Resource(
+                name="catch-up", uri=f"bb://{ws}/{CATCH_UP_PATH}", description="Read this first."
             )
+        ]
         for topic, count in outcome.body["topics"]:
             resources.append(
                 Resource(
@@ -133,7 +130,8 @@ class BoardResources:
             workspace, name = topic
             if grant is not None and workspace != grant.workspace:
                 refused = WrongWorkspace(
-                    f"the token is for workspace {grant.workspace!r}, not {workspace!r}"
+                    f"the token is for workspace {grant.workspace!r}, not {workspace!r}",
+                    hint=f"use bb://{grant.workspace}/{name}",
                 )
                 raise rpc_error(tool_error(refused, request_id)["error"])
             outcome = await self._caller.call("list_keys", {"topic": name}, grant, request_id)

@@ -97,7 +97,9 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="get_state",
-        description="uri@N: version N. Start: bb://ws/run/state/current.",
+        # A placeholder, never a name: ``bb://ws/...`` here was called as written, in a
+        # workspace that was not the token's (no workspace name starts with ``<``).
+        description="uri@N: version N. Start: bb://<workspace>/run/state/current.",
         input_schema=_input_schema("get_state"),
         annotations=_READ,
     ),
@@ -109,7 +111,8 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         name="search_keys",
-        description='Words, pre*, -not, "phrase".',
+        # A query as typed; its commas paid for ``<workspace>`` above.
+        description='Words pre* -not "phrase".',
         input_schema=_input_schema("search_keys"),
         annotations=_READ,
     ),

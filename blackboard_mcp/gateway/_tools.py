@@ -8,7 +8,7 @@ call touches and refuse it before any store code runs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from blackboard_mcp.auth import Grant
@@ -37,6 +37,11 @@ class CallScope:
     # get_state's addresses in topics the token may not read: refused item by item, by the
     # store, rather than the whole call (the rest of the batch is read).
     refused: tuple[str, ...] = ()
+    # The call's first address in another workspace, moved into the token's: the address
+    # the caller meant, which its refusal names (an agent guesses a workspace, never a token).
+    corrected: str | None = None
+    # It reads the catch-up note and nothing else: no read topic needed.
+    reads_catch_up_only: bool = False
 
 
 def scope_of(request: ToolRequest, grant: Grant, *, per_item: bool = False) -> CallScope:
@@ -51,17 +56,27 @@ def scope_of(request: ToolRequest, grant: Grant, *, per_item: bool = False) -> C
     everything = [*writes, *reads]
     # A call's addresses must all be in the token's workspace; the authoriser names the
     # mismatch, so report the first foreign one as the call's workspace.
-    foreign = sorted({a.workspace for a in everything} - {grant.workspace})
+    foreign = sorted(
+        (a for a in everything if a.workspace != grant.workspace), key=lambda a: a.workspace
+    )
+    scoped = reads
+    if isinstance(request, GetState | ListKeys):
+        # The catch-up note is read by every reader of its workspace, whatever its topics
+        # (README): reading it, or its versions, asks for no topic. Only a read of it: a
+        # source or a link target still needs its topic, and writing it needs write on run.
+        scoped = tuple(a for a in reads if not a.is_catch_up)
     refused: tuple[str, ...] = ()
     if per_item and isinstance(request, GetState) and not foreign:
-        refused = tuple(a.uri for a in reads if not grant.can_read(a.topic))
-        reads = tuple(a for a in reads if grant.can_read(a.topic))
+        refused = tuple(a.uri for a in scoped if not grant.can_read(a.topic))
+        scoped = tuple(a for a in scoped if grant.can_read(a.topic))
     return CallScope(
-        workspace=foreign[0] if foreign else grant.workspace,
-        read_topics=frozenset(a.topic for a in reads),
+        workspace=foreign[0].workspace if foreign else grant.workspace,
+        read_topics=frozenset(a.topic for a in scoped),
         write_topics=frozenset(a.topic for a in writes),
         addresses=tuple(a.uri for a in everything),
         refused=refused,
+        corrected=replace(foreign[0], workspace=grant.workspace).uri if foreign else None,
+        reads_catch_up_only=bool(reads) and not scoped and not refused,
     )
 
 

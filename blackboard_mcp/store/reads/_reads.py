@@ -24,7 +24,7 @@ from ..connection._pool import WaitingConnectionPool
 from ..connection._redis_errors import mapped_redis_errors
 from ..connection._tx import Gate
 from ..lifecycle._delete import decode_deleted, deleted_since
-from ..notes._addresses import CATCH_UP_PATH, SCHEME, Address
+from ..notes._addresses import SCHEME, Address
 from ..notes._links import decode_links
 from ..notes._provenance import (
     Provenance,
@@ -421,7 +421,7 @@ def _entries(
                     f"no version {address.version} of this note is kept; "
                     f"read {address.note.uri} as it is now"
                 )
-            elif address.topic == "run" and address.path == CATCH_UP_PATH.split("/", 1)[1]:
+            elif address.is_catch_up:
                 # An agent meets the catch-up convention here first: say what the note is.
                 item["hint"] = CATCH_UP_HINT
             out.append((Entry(address.uri, item), None))
@@ -527,8 +527,9 @@ async def get_state(
     slot = [index[a] for a in given]
     # An address the caller may not read is that item's refusal, decided before any I/O:
     # nothing of the note is fetched, so nothing of it (existence, size, digest) can show.
-    allowed = [a for a in addresses if readable(a.topic)]
-    refused_topics = sorted({a.topic for a in addresses} - {a.topic for a in allowed})
+    # The catch-up note is every reader's, whatever its topics; the rest of run is not.
+    allowed = [a for a in addresses if a.is_catch_up or readable(a.topic)]
+    refused_topics = sorted({a.topic for a in set(addresses).difference(allowed)})
     names = fields_for(
         "full" if any(a.start is not None for a in allowed) else checked_mode, checked_fields
     )
@@ -602,7 +603,7 @@ async def list_keys(
             note = request.note
             rows, stop = (
                 await history_page(client, note, limit=request.limit, after=start)
-                if readable(note.topic)
+                if note.is_catch_up or readable(note.topic)
                 else ([], None)
             )
             addresses = [Address(workspace, r.topic, r.path, r.score) for r in rows]
