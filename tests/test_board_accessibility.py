@@ -1,6 +1,7 @@
 """axe-core on every state of the board page, in a real browser: no serious or critical
 violation signed out, signed in with nothing open, with a topic's notes, with a note open
-(its links drawn, its versions compared), with the admin's audit tail, and at phone width."""
+(its links drawn, its versions compared, its warnings shown), with the admin's audit tail,
+and at phone width."""
 
 from __future__ import annotations
 
@@ -106,4 +107,27 @@ async def test_every_state_of_the_board_page_has_no_serious_accessibility_violat
     found["search results"] = await serious_violations(page, axe_source)
     await page.set_viewport_size({"width": 390, "height": 844})
     found["phone width"] = await serious_violations(page, axe_source)
+    assert found == {state: [] for state in found}
+
+
+async def test_a_note_open_with_its_warnings_shown_has_no_serious_violation_at_either_width(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, page: Any, axe_source: str
+) -> None:
+    token = admin_token(issuer, workspace)
+    claim, rebuttal = f"bb://{workspace}/facts/claim", f"bb://{workspace}/facts/rebuttal"
+    async with mcp_client(gateway.mcp_url, token) as client:
+        await call(client, "update_state", uri=claim, digest="The claim.", body="yes")
+        await call(client, "update_state", uri=rebuttal, digest="The rebuttal.", body="no")
+        await call(client, "link_state", src=rebuttal, rel="contradicts", dst=[claim])
+    await page.goto(gateway.url + "/board")
+    await page.fill("#token", token)
+    await page.press("#token", "Enter")
+    await page.click("text=facts (2)")
+    await page.click(f"#notes button[title='{claim}']")
+    await page.wait_for_selector("#note-warnings li")
+    assert "contradict" in await page.inner_text("#note-warnings")
+    found: dict[str, list[str]] = {}
+    found["warnings shown, 1280x800"] = await serious_violations(page, axe_source)
+    await page.set_viewport_size({"width": 390, "height": 844})
+    found["warnings shown, 390x844"] = await serious_violations(page, axe_source)
     assert found == {state: [] for state in found}

@@ -510,7 +510,8 @@ async def test_an_admin_issues_revokes_and_sets_retention_from_the_page_and_a_re
         await page.fill("#issue-read", "facts")
         await page.click("#issue-form button[type=submit]")
         # The form offers at most the admin's own token's remaining life (10 minutes here).
-        assert int(await page.input_value("#issue-ttl")) <= 10
+        offered = re.fullmatch(r"(\d+)m", await page.input_value("#issue-ttl"))
+        assert offered and int(offered.group(1)) <= 10
         await page.wait_for_selector("#issued:not([hidden])")
         issued = await page.input_value("#issued-token")
         snippet = await page.inner_text("#issued-snippet")
@@ -536,9 +537,9 @@ async def test_an_admin_issues_revokes_and_sets_retention_from_the_page_and_a_re
         assert "1 forbidden" in await page.inner_text("#activity-refusals")
         # Retention for a topic.
         await page.fill("#retention-topic", "facts")
-        await page.fill("#retention-days", "7")
+        await page.fill("#retention-age", "7d")
         await page.click("#retention-form button[type=submit]")
-        await page.wait_for_selector("#retention-now:has-text('facts: 7 days')")
+        await page.wait_for_selector("#retention-now:has-text('facts: 7d')")
         # The audit tail: collapsed, paged by 20.
         await page.click("#audit-details summary")
         assert await page.locator("#audit tbody tr").count() == 20

@@ -69,16 +69,23 @@ class InvalidTokenQuery(GatewayError):
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+# Every admin answer: an issued token or a workspace's token list must not stay in a cache,
+# and JSON is never to be read as anything else.
+_NO_STORE = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
+
+
 def _answering_errors(handler: Handler, resource: ProtectedResource) -> Handler:
     async def endpoint(request: Request) -> Response:
         try:
-            return await handler(request)
+            response = await handler(request)
         except Exception as exc:  # every failure is answered in the error shape
             body = tool_error(exc, "admin")
             status = _STATUS.get(body["error"]["code"], 500)
-            return JSONResponse(
+            response = JSONResponse(
                 body, status_code=status, headers=_challenge(resource, request, exc)
             )
+        response.headers.update(_NO_STORE)
+        return response
 
     return endpoint
 

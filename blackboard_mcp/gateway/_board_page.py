@@ -11,11 +11,12 @@ exactly what their token lets an agent see, and every read is audited:
 - ``GET /board/api/events``: server-sent events of the changes the token may see, from the
   same change-log reader as subscriptions/listen (read with fetch(), which can send the
   Authorization header that EventSource cannot);
-- ``GET /board/api/audit``: the audit tail, for admin tokens.
+- ``GET /board/api/audit``: the audit tail, for admin tokens (no operator's file path in it).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from importlib import resources
@@ -31,7 +32,7 @@ from blackboard_mcp.auth import AuditRecord, Grant, TokenRevoked, TokenVerifier,
 from ._calls import CallOutcome, ToolCaller
 from ._context import current_grant, current_request_id
 from ._edge import BearerAuth, BodyLimit
-from ._errors import GatewayError, tool_error
+from ._errors import ERROR_CODES, GatewayError, tool_error
 from ._live import IDLE, ChangeHub
 from ._resource import ProtectedResource
 
@@ -56,10 +57,14 @@ CSP = (
 )
 _SECURITY_HEADERS = {
     "content-security-policy": CSP,
+    # frame-ancestors says it to today's browsers; X-Frame-Options to older ones.
+    "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
     "cache-control": "no-store",
 }
+# The API's answers hold notes and audit records: never kept by a cache, never sniffed.
+_API_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
 _ASSETS = {
     "board.js": "text/javascript; charset=utf-8",
     "board.css": "text/css; charset=utf-8",
@@ -87,7 +92,7 @@ def _json(body: Mapping[str, Any], status: int = 200) -> Response:
         orjson.dumps(dict(body)),
         status_code=status,
         media_type="application/json",
-        headers={"cache-control": "no-store", "x-content-type-options": "nosniff"},
+        headers=_API_HEADERS,
     )
 
 
@@ -117,14 +122,36 @@ ACTIVITY_AUDIT_RECORDS = 2000
 
 
 def refused_in_the_last_hour(records: Sequence[AuditRecord], now: float) -> dict[str, int]:
-    """Calls of the last hour that did not succeed, counted by their error code."""
+    """Calls of the last hour that did not succeed, counted by their error code.
+
+    A refused or failed call records its error code; a successful one records ``ok``, or,
+    for the CLI's and the admin API's work, what it did ("deleted 3", "max age 30d"): that
+    is work done, not a call left unanswered, so only the error codes count."""
     counts: dict[str, int] = {}
     for record in records:
         if record.at < now - ACTIVITY_MINUTES * 60:
             continue
-        if record.outcome != "ok":
+        if record.outcome in ERROR_CODES:
             counts[record.outcome] = counts.get(record.outcome, 0) + 1
     return dict(sorted(counts.items()))
+
+
+_EXPORTED = re.compile(r"(exported \d+) to (.+)")
+
+
+def outcome_for_the_page(outcome: str) -> str:
+    """An audit outcome without the operator's file paths: the CLI records where it wrote
+    ("exported 213 to /home/op/dump.jsonl"), which is the operator's to know, not the page's.
+    An export names no more than "a file"; any other word that is a path is replaced too."""
+    exported = _EXPORTED.fullmatch(outcome)
+    if exported:
+        where = exported.group(2)
+        return f"{exported.group(1)} to " + ("stdout" if where == "stdout" else "a file")
+    return " ".join("a file" if _is_path(word) else word for word in outcome.split(" "))
+
+
+def _is_path(word: str) -> bool:
+    return ("/" in word or "\\" in word) and not word.startswith("bb://")
 
 
 def writes_per_minute(
@@ -267,7 +294,7 @@ def board_routes(
                         "at": r.at,
                         "subject": r.subject,
                         "tool": r.tool,
-                        "outcome": r.outcome,
+                        "outcome": outcome_for_the_page(r.outcome),
                         "addresses": list(r.addresses),
                         "ms": r.duration_ms,
                     }
@@ -321,7 +348,7 @@ def board_routes(
         return StreamingResponse(
             stream(),
             media_type="text/event-stream",
-            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+            headers={**_API_HEADERS, "x-accel-buffering": "no"},
         )
 
     api = BodyLimit(

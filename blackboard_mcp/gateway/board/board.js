@@ -9,7 +9,7 @@ const MAX_PAGE = 200;
 const PAGE = Math.min(MAX_PAGE,
   Math.max(1, parseInt(new URLSearchParams(location.search).get("page_size"), 10) || MAX_PAGE));
 const state = { topic: null, rows: [], next: null, sortKey: "updated", sortDir: -1, note: null,
-  feed: null, workspace: "", who: null };
+  feed: null, workspace: "", who: null, admin: false };
 
 function $(id) { return document.getElementById(id); }
 
@@ -64,28 +64,84 @@ function linkButton(uri, base) {
   return button;
 }
 
-// One convention for times: how long ago, the exact UTC time on hover and in datetime.
+// One convention for times, past or to come: how long ago (or how soon) in words, the exact
+// UTC time on hover and in datetime. The words are said again every half minute (RELATIVE
+// below), so that a "just now" left on screen does not stay one.
 function timeAgo(value) {
-  const at = typeof value === "number" ? new Date(value) : new Date(value);
-  if (value === "" || value === undefined || isNaN(at.getTime())) return el("span", "");
+  const at = new Date(value);
+  if (value === "" || value === undefined || value === null || isNaN(at.getTime())) {
+    return el("span", "");
+  }
   const exact = at.toISOString().replace(/\.\d{3}Z$/, "Z");
-  const seconds = Math.round((Date.now() - at.getTime()) / 1000);
-  let text;
-  if (seconds < 45) text = "just now";
-  else if (seconds < 3600) text = plural(Math.round(seconds / 60), "minute") + " ago";
-  else if (seconds < 86400) text = plural(Math.round(seconds / 3600), "hour") + " ago";
-  else text = plural(Math.round(seconds / 86400), "day") + " ago";
-  return el("time", text, { datetime: exact, title: exact + " (UTC)" });
+  const node = el("time", relative(at.getTime()), { datetime: exact, title: exact + " (UTC)" });
+  node.dataset.at = String(at.getTime());
+  return node;
 }
 
+const timeExpiry = timeAgo;
+
+function relative(ms) {
+  const seconds = Math.round((Date.now() - ms) / 1000);
+  const span = Math.abs(seconds);
+  if (span < 45) return seconds >= 0 ? "just now" : "now";
+  let text;
+  if (span < 3600) text = plural(Math.round(span / 60), "minute");
+  else if (span < 86400) text = plural(Math.round(span / 3600), "hour");
+  else text = plural(Math.round(span / 86400), "day");
+  return seconds > 0 ? text + " ago" : "in " + text;
+}
+
+const RELATIVE = 30000;
+setInterval(() => {
+  for (const node of document.querySelectorAll("time[data-at]")) {
+    node.textContent = relative(Number(node.dataset.at));
+  }
+}, RELATIVE);
+
 function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+
+// Durations as people write them, the CLI's form: a whole number and a unit. A number alone
+// is refused (is 30 seconds, minutes or days?) before anything is sent.
+const DURATION_FORMAT = "a whole number and a unit: s, m, h or d (90s, 30m, 12h, 7d)";
+const UNITS = [["d", 86400], ["h", 3600], ["m", 60], ["s", 1]];
+
+function parseDuration(text) {
+  const typed = text.trim();
+  const match = /^(\d{1,9})([smhd])$/.exec(typed);
+  if (!match) {
+    const hint = /^\d+$/.test(typed) ? " (add a unit)" : "";
+    throw new Error("\u201c" + typed + "\u201d is not a duration" + hint + ": use " +
+      DURATION_FORMAT);
+  }
+  return Number(match[1]) * UNITS.find(([unit]) => unit === match[2])[1];
+}
+
+// Seconds in the largest unit that says them exactly: 2592000 is 30d, 5400 is 90m.
+function duration(seconds) {
+  for (const [unit, size] of UNITS) {
+    if (seconds % size === 0) return seconds / size + unit;
+  }
+  return seconds + "s";
+}
+
+// The API counts in seconds ("between 1 and 7776000 seconds", "max age 2592000s"); the page
+// says each as a duration, and drops a duration the API then repeats in parentheses.
+function secondsSaid(text) {
+  return String(text)
+    .replace(/\bbetween (\d+) and (\d+) seconds?\b/g,
+      (_, low, high) => "between " + duration(Number(low)) + " and " + duration(Number(high)))
+    .replace(/\b(\d+) seconds?\b/g, (_, n) => duration(Number(n)))
+    .replace(/\b(\d+)s\b/g, (_, n) => duration(Number(n)))
+    .replace(/\b(\d+[smhd]) \(\1, /g, "$1 (");
+}
 
 function showWho(who, workspace) {
   const line = $("who");
   if (!who) { line.hidden = true; return; }
-  // A token the admin issues cannot outlive the admin's own: offer no more than that.
-  const left = Math.floor((who.expires_at_ms - Date.now()) / 60000);
-  $("issue-ttl").value = String(Math.max(1, Math.min(60, left)));
+  // A token the admin issues cannot outlive the admin's own: offer no more than that, an
+  // hour at most, in whole minutes while there are some.
+  const left = Math.max(1, Math.floor((who.expires_at_ms - Date.now()) / 1000));
+  $("issue-ttl").value = duration(Math.min(3600, left >= 60 ? left - left % 60 : left));
   const topics = list => list.length ? list.join(", ") : "none";
   line.replaceChildren(
     el("span", "Signed in as " + who.subject + " to workspace " + workspace + "; reads " +
@@ -93,13 +149,6 @@ function showWho(who, workspace) {
       (who.capabilities.join(", ") || "nothing") + "; the token expires "),
     timeExpiry(who.expires_at_ms), el("span", "."));
   line.hidden = false;
-}
-
-function timeExpiry(ms) {
-  const exact = new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
-  const minutes = Math.round((ms - Date.now()) / 60000);
-  const text = minutes <= 0 ? "now" : "in " + plural(minutes, "minute");
-  return el("time", text, { datetime: exact, title: exact + " (UTC)" });
 }
 
 function topicOf(uri) { return uri.split("/")[3]; }
@@ -272,7 +321,7 @@ async function openNote(uri) {
   $("note-title").textContent = uri;
   const warnings = $("note-warnings");
   warnings.replaceChildren();
-  for (const w of data.warnings || []) warnings.append(el("li", w, { role: "alert" }));
+  for (const w of data.warnings || []) warnings.append(el("li", w));
   if (item.error) {
     $("note-digest").textContent = item.error === "forbidden"
       ? "This token may not read this note's topic."
@@ -489,13 +538,20 @@ async function search(event) {
   const q = $("search").value.trim();
   const panel = $("search-results");
   if (!q) { panel.hidden = true; return; }
-  const data = await callTool("search_keys", { q: q });
   panel.hidden = false;
   const warnings = $("search-warnings");
   warnings.replaceChildren();
   const hits = $("search-hits");
   hits.replaceChildren();
-  if (data.error) { warnings.append(el("li", data.error.message, { role: "alert" })); return; }
+  let data;
+  try {
+    data = await callTool("search_keys", { q: q });
+  } catch (err) {
+    // A refused search (a query the board cannot take) is said where its results go.
+    warnings.append(el("li", "The search was refused: " + err.message));
+    $("search-title").textContent = "No results for " + q;
+    return;
+  }
   for (const w of data.warnings || []) warnings.append(el("li", w));
   for (const item of data.items) {
     const li = el("li");
@@ -644,7 +700,7 @@ async function admin(path, body) {
   if (!response.ok) {
     const error = data.error || {};
     const hint = error.hint ? " (" + error.hint + ")" : "";
-    throw new Error((error.message || response.statusText) + hint);
+    throw new Error(secondsSaid((error.message || response.statusText) + hint));
   }
   return data;
 }
@@ -655,15 +711,17 @@ async function issueToken(event) {
   event.preventDefault();
   const caps = [...document.querySelectorAll("#issue-form input[name=cap]:checked")].map(c => c.value);
   try {
+    const ttl = parseDuration($("issue-ttl").value);
     const data = await admin("tokens", { sub: $("issue-sub").value.trim(),
       read: topicList($("issue-read").value), write: topicList($("issue-write").value),
-      caps: caps, ttl_seconds: 60 * Math.max(1, parseInt($("issue-ttl").value, 10) || 60) });
+      caps: caps, ttl_seconds: ttl });
     $("issued").hidden = false;
     $("issued-token").value = data.token;
     $("issued-snippet").textContent = "claude mcp add --transport http blackboard " +
       location.origin + "/mcp/ --header \"Authorization: Bearer " + data.token + "\"";
     $("issue-status").textContent = "Issued to " + $("issue-sub").value.trim() + ".";
     await loadTokens().catch(() => {});
+    await refreshAudit().catch(() => {});
   } catch (err) {
     $("issued").hidden = true;
     $("issue-status").textContent = "Not issued: " + err.message;
@@ -723,6 +781,7 @@ async function revoke(target, force) {
   if (own) {
     // Every later call with this token is refused: say so, and stop the feed retrying.
     if (state.feed) state.feed.abort();
+    state.admin = false;
     const said = "Revoked " + targetName(target) + ", this session's own: its token no " +
       "longer works. Sign in with another token.";
     revokeStatus(said, true);
@@ -732,6 +791,7 @@ async function revoke(target, force) {
   revokeStatus("Revoked " + targetName(target) + ".");
   await loadTokens().catch(err => revokeStatus("Revoked; the list did not reload: " + err.message,
     true));
+  await refreshAudit().catch(() => {});
 }
 
 async function loadTokens() {
@@ -818,31 +878,88 @@ function disarmTyped() {
 
 async function loadRetention() {
   const policy = await admin("retention");
-  const days = s => s ? Math.round(s / 86400 * 10) / 10 + " days" : "forever";
-  const parts = ["workspace: " + days(policy.max_age_seconds)];
+  // No age (the workspace's null, a topic's 0) keeps notes for ever.
+  const age = s => s ? duration(s) : "forever";
+  const parts = ["workspace: " + age(policy.max_age_seconds)];
   for (const [topic, seconds] of Object.entries(policy.topics || {})) {
-    parts.push(topic + ": " + days(seconds));
+    parts.push(topic + ": " + age(seconds));
   }
-  $("retention-now").textContent = "Notes are kept " + parts.join("; ") + ".";
+  $("retention-now").textContent = "How long notes are kept after their last write \u2014 " +
+    parts.join("; ") + ".";
 }
 
+// The longest maximum age the admin API takes (its OpenAPI description says so).
+const MAX_AGE = 100 * 365 * 86400;
+
+// What the field asks for, as the admin API takes it: empty clears the setting (null);
+// "forever" is a topic's 0 (kept whatever the workspace's age), or the workspace's null.
+function retentionBody() {
+  const topic = $("retention-topic").value.trim();
+  const typed = $("retention-age").value.trim();
+  let seconds = null;
+  if (typed.toLowerCase() === "forever") seconds = topic ? 0 : null;
+  else if (typed !== "") seconds = parseDuration(typed);
+  if (seconds > MAX_AGE) {
+    throw new Error(duration(seconds) + " is longer than the longest age the board keeps, " +
+      duration(MAX_AGE) + " (100 years): for longer, use forever");
+  }
+  const body = { max_age_seconds: seconds };
+  if (topic) body.topic = topic;
+  return body;
+}
+
+// A setting that would delete notes is answered with what would go, not applied: the page
+// says so, and the same button, pressed again for the same setting, sends it confirmed.
 async function setRetention(event) {
   event.preventDefault();
-  const topic = $("retention-topic").value.trim();
-  const days = $("retention-days").value.trim();
-  const body = { max_age_seconds: days === "" ? null : Math.round(parseFloat(days) * 86400) };
-  if (topic) body.topic = topic;
+  const said = $("retention-status");
+  const submit = $("retention-form").querySelector("button[type=submit]");
+  let body;
   try {
-    await admin("retention", body);
-    $("retention-status").textContent = "Set.";
+    body = retentionBody();
+  } catch (err) {
+    said.textContent = "Not set: " + err.message;
+    return;
+  }
+  const asked = JSON.stringify(body);
+  if (submit.dataset.armed === asked) body.confirm = true;
+  disarmRetention();
+  try {
+    const answer = await admin("retention", body);
+    if (answer.applied === false) {
+      const shown = answer.uris.slice(0, 5);
+      const more = answer.would_delete - shown.length;
+      said.textContent = "Not set yet: this would delete " + plural(answer.would_delete, "note") +
+        " at the next retention sweep: " + shown.join(", ") +
+        (more > 0 ? " and " + more + " more" : "") + ". Press \u201cSet and delete " +
+        plural(answer.would_delete, "note") + "\u201d to go on.";
+      submit.dataset.armed = asked;
+      submit.textContent = "Set and delete " + plural(answer.would_delete, "note");
+      return;
+    }
+    said.textContent = answer.will_delete
+      ? "Set: " + plural(answer.will_delete, "note") + " older than that go at the next " +
+        "retention sweep."
+      : "Set.";
     await loadRetention();
   } catch (err) {
-    $("retention-status").textContent = "Not set: " + err.message;
+    said.textContent = "Not set: " + err.message;
   }
+  await refreshAudit().catch(() => {});
 }
 
-// The audit tail, newest first, a page of 20 at a time.
+function disarmRetention() {
+  const submit = $("retention-form").querySelector("button[type=submit]");
+  submit.dataset.armed = "";
+  submit.textContent = "Set";
+}
+
+// The audit tail, newest first, a page of 20 at a time. It follows the board: read again
+// after a change the feed hears, after the admin's own work here, every AUDIT_EVERY while
+// the page is seen (calls that change nothing, reads and refusals, reach no feed), and
+// with its Refresh button.
 const AUDIT_PAGE = 20;
+const AUDIT_EVERY = 60000;
 let auditRecords = [];
 let auditShown = 0;
 
@@ -853,7 +970,7 @@ function showAudit() {
     const when = el("td");
     when.append(timeAgo(r.at * 1000));
     tr.append(when, el("td", r.subject),
-      el("td", r.tool), el("td", r.outcome), el("td", r.addresses.join(" ")));
+      el("td", r.tool), el("td", secondsSaid(r.outcome)), el("td", r.addresses.join(" ")));
     body.append(tr);
   }
   auditShown = Math.min(auditRecords.length, auditShown + AUDIT_PAGE);
@@ -861,8 +978,25 @@ function showAudit() {
   $("audit-count").textContent = auditShown + " of the newest " + auditRecords.length + " records";
 }
 
+// The newest records again, as many shown as before.
+async function refreshAudit() {
+  if (!state.admin) return;
+  const data = await api("audit");
+  const shown = Math.max(AUDIT_PAGE, auditShown);
+  auditRecords = data.records;
+  auditShown = 0;
+  $("audit").tBodies[0].replaceChildren();
+  while (auditShown < Math.min(shown, auditRecords.length)) showAudit();
+  if (!auditRecords.length) showAudit();
+}
+
+setInterval(() => {
+  if (state.admin && document.visibilityState === "visible") refreshAudit().catch(() => {});
+}, AUDIT_EVERY);
+
 async function loadAudit() {
   const data = await api("audit");
+  state.admin = true;
   $("audit-panel").hidden = false;
   $("audit").tBodies[0].replaceChildren();
   auditRecords = data.records;
@@ -882,6 +1016,7 @@ function scheduleRefresh(change) {
     if (Date.now() - activityAt > 30000) await loadActivity().catch(() => {});
     if (state.topic && topicOf(change.uri) === state.topic) await openTopic(state.topic).catch(() => {});
     if (state.note === change.uri) await openNote(change.uri).catch(() => {});
+    await refreshAudit().catch(() => {});
   }, 250);
 }
 
@@ -962,6 +1097,14 @@ document.addEventListener("DOMContentLoaded", () => {
   $("issue-form").addEventListener("submit", issueToken);
   $("copy-token").addEventListener("click", copyToken);
   $("retention-form").addEventListener("submit", setRetention);
+  for (const id of ["retention-topic", "retention-age"]) $(id).addEventListener("input", disarmRetention);
+  $("audit-refresh").addEventListener("click", async () => {
+    const button = $("audit-refresh");
+    button.disabled = true;
+    await refreshAudit().catch(err => { $("audit-count").textContent = err.message; });
+    button.disabled = false;
+    button.focus();
+  });
   $("revoke-form").addEventListener("submit", revokeTyped);
   for (const id of ["revoke-kind", "revoke-target"]) $(id).addEventListener("input", disarmTyped);
   $("audit-more").addEventListener("click", showAudit);

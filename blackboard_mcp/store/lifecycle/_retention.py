@@ -318,10 +318,10 @@ async def plan_expiry(
     now_ms = int(seconds) * 1000 + int(micros) // 1000
     prefix = keys.note(ws, "")
     for topic in topics:
-        age = policy.max_age(topic)
-        if age is None:
+        maximum = policy.max_age(topic)
+        if maximum is None:
             continue
-        query = _expired_query(ws, topic, now_ms - age * 1000, first=REPORTED)
+        query = _expired_query(ws, topic, now_ms - maximum * 1000, first=REPORTED)
         async with mapped_redis_errors():
             result = await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
         members = [str(doc.id).removeprefix(prefix) for doc in result.docs]
