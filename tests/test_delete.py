@@ -96,7 +96,7 @@ async def test_deleting_a_topic_removes_it_whole_and_leaves_the_others_untouched
     before = await tool(url, token, "get_state", uris=[f"bb://{workspace}/kept/note"], mode="full")
 
     dry = run_cli("delete", "--workspace", workspace, "--topic", "doomed", env=env)
-    assert dry.returncode == 0, dry.stdout + dry.stderr  # a preview that worked
+    assert dry.returncode == 1, dry.stdout + dry.stderr  # a preview: nothing done
     assert "would delete 4 notes" in dry.stdout
     assert f"bb://{workspace}/doomed/big" in dry.stdout
     assert "--yes" in dry.stderr
@@ -173,11 +173,12 @@ async def test_deleting_one_note_by_uri_and_a_missing_one_is_not_found(
     assert len(left["items"]) == 3
     again = run_cli("delete", "--workspace", workspace, "--uri", uri, "--yes", env=env)
     assert again.returncode == 1
-    assert f"no note at {uri}" in again.stderr
+    assert f"no note {uri}" in again.stderr
     assert "Traceback" not in again.stderr
+    # A --workspace that disagrees with the address is a usage error: nothing is asked of Redis.
     elsewhere = run_cli("delete", "--workspace", "other", "--uri", uri, "--yes", env=env)
-    assert elsewhere.returncode == 1
-    assert "not in workspace other" in elsewhere.stderr
+    assert elsewhere.returncode == 2
+    assert "not 'other'" in elsewhere.stderr
 
 
 @pytest.mark.usefixtures("cursor")
@@ -270,11 +271,14 @@ async def test_an_admin_deletes_over_http_within_its_own_workspace_only(
     assert answer.status_code == 400
     # Another workspace's admin deletes in its own workspace, never in this one.
     stranger = admin_token(issuer, workspace + "-x")
-    answer = post(gateway, stranger, {"uri": f"bb://{workspace}/kept/note"})
-    assert answer.status_code == 400, answer.text
+    answer = post(gateway, stranger, {"uri": f"bb://{workspace}/kept/note", "confirm": True})
+    assert answer.status_code == 403, answer.text
     assert (await tool(gateway.mcp_url, token, "list_keys", topic="kept"))["items"]
 
     answer = post(gateway, admin, {"topic": "doomed"})
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["applied"], answer.json()["would_delete"]) == (False, 4)
+    answer = post(gateway, admin, {"topic": "doomed", "confirm": True})
     assert answer.status_code == 200, answer.text
     assert answer.json()["deleted"] == 4
     assert (await tool(gateway.mcp_url, token, "list_keys", topic="doomed"))["items"] == []

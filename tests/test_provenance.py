@@ -273,7 +273,7 @@ async def test_deleting_a_note_leaves_no_version_record_of_its_links(
     admin = admin_token(issuer, workspace)
     deleted = await gateway.http.post(
         "/admin/delete",
-        json={"uri": b},
+        json={"uri": b, "confirm": True},
         headers={"Authorization": f"Bearer {admin}"},
     )
     assert deleted.status_code == httpx.codes.OK, deleted.text

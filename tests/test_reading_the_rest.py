@@ -39,8 +39,13 @@ async def read_all(
         answers.append(body)
         assert body["spent_tokens"] <= budget
         [item] = body["items"]
-        field = "table" if "table" in item else "body"
-        pieces.append(item[field])
+        field = "rows" if "rows" in item else "body"
+        # A table's rows, as the TSV lines they are stored as, one per row.
+        pieces.append(
+            "".join("\t".join(row) + "\n" for row in item["rows"])
+            if field == "rows"
+            else item[field]
+        )
         cut = item.get("cut")
         if cut is None:
             return "".join(pieces), field, answers
@@ -97,10 +102,10 @@ async def test_a_cut_table_continues_at_a_row_with_the_same_columns(
         whole, field, answers = await read_all(
             client, uri, 800, mode="fields", fields=["host", "zone"]
         )
-        assert field == "table" and len(answers) > 2
-        lines = whole.splitlines()
-        assert lines[0] == "host\tzone"
-        assert lines[1:] == [f"{h}\t{z}" for h, _, z in rows]
+        assert field == "rows" and len(answers) > 2
+        # The first part says which columns its rows hold; every part holds whole rows.
+        assert answers[0]["items"][0]["columns"] == ["host", "zone"]
+        assert whole.splitlines() == [f"{h}\t{z}" for h, _, z in rows]
 
 
 async def test_a_rest_address_is_for_reading_and_a_hostile_one_answers_cleanly(

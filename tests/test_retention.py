@@ -250,7 +250,10 @@ async def test_imported_old_notes_behind_fresh_ones_are_swept_by_their_own_write
     assert imported.returncode == 0, imported.stderr
 
     assert (
-        run_cli("retention", "set", "--workspace", ws, "--max-age", "1d", env=env).returncode == 0
+        run_cli(
+            "retention", "set", "--workspace", ws, "--max-age", "1d", "--yes", env=env
+        ).returncode
+        == 0
     )
     for name in old:
         await wait_gone(url, token, f"bb://{ws}/runs/{name}")

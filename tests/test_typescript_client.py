@@ -183,7 +183,7 @@ def test_get_state_reads_digests_by_default_and_bodies_and_tables_in_full_mode(
     assert [(i["uri"], i["version"]) for i in full["items"]] == [(first, 2), (second, 1)]
     assert full["items"][0]["body"] == "Seen in kelp beds off Monterey, twice."
     assert full["items"][1]["columns"] == ["site", "rafts"]
-    assert full["items"][1]["table"] == "site\trafts\nMonterey\t12\nMorro Bay\t3"
+    assert full["items"][1]["rows"] == [["Monterey", "12"], ["Morro Bay", "3"]]
     assert full["truncated"] is False and full["spent_tokens"] > digest["spent_tokens"]
 
 

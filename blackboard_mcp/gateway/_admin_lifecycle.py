@@ -137,9 +137,11 @@ def lifecycle_routes(
         where = f"bb://{admin.workspace}/" + (f"{body.topic}/" if body.topic else "")
         setting = "cleared" if body.max_age_seconds is None else f"{body.max_age_seconds}s"
         await audit_admin_action(audit, admin, "admin.retention", where, f"max age {setting}")
-        return JSONResponse(
-            {"workspace": admin.workspace, **policy.as_json(), "will_delete": plan.count}
-        )
+        answer = {"workspace": admin.workspace, **policy.as_json()}
+        if plan.count:
+            # Confirmed: how many notes the next sweep will delete.
+            answer["will_delete"] = plan.count
+        return JSONResponse(answer)
 
     return [
         Route("/admin/delete", wrap(delete), methods=["POST"]),

@@ -18,13 +18,20 @@ from ._edge import send_json
 
 log = logging.getLogger(__name__)
 
-_OPEN_PATHS = ("/healthz", "/readyz", "/metrics")
+# The MCP endpoint is checked by the MCP transport itself, after the bearer token.
+_OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/mcp", "/mcp/")
+# The OAuth metadata names the board only for a Host the same check vouches for, or from
+# BB_PUBLIC_URL, and answers others with 404 itself (gateway/_resource.py).
+_OPEN_PREFIXES = ("/.well-known/",)
 
 
 def host_allowed(host: str, allowed: list[str]) -> bool:
-    """``host`` is one of ``allowed``, or matches an entry ``name:*`` with any port."""
+    """``host`` is one of ``allowed``, or matches an entry ``name:*`` with any port or none
+    (a Host without a port names the scheme's default)."""
     for entry in allowed:
-        if host == entry or (entry.endswith(":*") and host.startswith(entry[:-1])):
+        if host == entry:
+            return True
+        if entry.endswith(":*") and (host.startswith(entry[:-1]) or host == entry[:-2]):
             return True
     return False
 
@@ -38,7 +45,13 @@ class HostCheck:
         self.allowed = allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.allowed is None or scope["path"] in _OPEN_PATHS:
+        path = scope.get("path", "")
+        if (
+            scope["type"] != "http"
+            or self.allowed is None
+            or path in _OPEN_PATHS
+            or path.startswith(_OPEN_PREFIXES)
+        ):
             await self.app(scope, receive, send)
             return
         host = ""
