@@ -1,6 +1,6 @@
 """The whole tool surface a client receives stays inside its budget.
 
-The hard ceiling is 600 tokens; the surface is held at 520 (cl100k), counted on the raw
+The hard ceiling is 600 tokens; the surface is held at 540 (cl100k), counted on the raw
 ``tools/list`` result as it arrives, for every protocol version the server speaks: the older
 handshake versions answer over a plain POST, 2026-07-28 with its request envelope.
 """
@@ -21,7 +21,7 @@ from support import GatewayProcess, agent_token
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import REQUESTS
 
-BUDGET = 520
+BUDGET = 540
 CEILING = 600
 MODERN = "2026-07-28"
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"

@@ -38,8 +38,9 @@ _WIRE_TYPES: dict[str, dict[str, Any]] = {
 
 def _wire_type(tb_type: str) -> dict[str, Any]:
     if tb_type == "List of Json":
-        # A table's rows: each a list of cells.
-        return {"type": "array", "items": {"type": "array"}}
+        # A table's rows: each a list of cells. Cells are said to be text, the one cell type
+        # every provider's function calling takes; numbers, booleans and null are taken too.
+        return {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}
     if tb_type.startswith("List of "):
         return {"type": "array", "items": _wire_type(tb_type.removeprefix("List of "))}
     return dict(_WIRE_TYPES[tb_type])
@@ -72,9 +73,9 @@ def _input_schema(tool: str) -> dict[str, Any]:
         if not tb_type.startswith("Optional "):
             required.append(name)
         choices = _choices(hints.get(name))
-        schema: dict[str, Any] = (
-            {"enum": list(choices)} if choices else _wire_type(tb_type.removeprefix("Optional "))
-        )
+        wire = _wire_type(tb_type.removeprefix("Optional "))
+        # An enum keeps its type: Gemini's function declarations refuse one without.
+        schema: dict[str, Any] = {**wire, "enum": list(choices)} if choices else wire
         properties[name] = schema
     object_schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
@@ -90,7 +91,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="update_state",
         description=(
-            "digest: summary. source_path: server file. expect_version: last read, 0: new."
+            "digest: summary. source_path: server file. expect_version: read or 0."
         ),
         input_schema=_input_schema("update_state"),
         annotations=_WRITE,
@@ -99,20 +100,20 @@ TOOLS: tuple[Tool, ...] = (
         name="get_state",
         # A placeholder, never a name: ``bb://ws/...`` here was called as written, in a
         # workspace that was not the token's (no workspace name starts with ``<``).
-        description="uri@N: version N. Start: bb://<workspace>/run/state/current.",
+        description="@N: version. Start: bb://<workspace>/run/state/current.",
         input_schema=_input_schema("get_state"),
         annotations=_READ,
     ),
     Tool(
         name="list_keys",
-        description="topic or note uri (versions). cursor: changes since.",
+        description="topic or note (versions). cursor: changes since.",
         input_schema=_input_schema("list_keys"),
         annotations=_READ,
     ),
     Tool(
         name="search_keys",
         # A query as typed; its commas paid for ``<workspace>`` above.
-        description='Words pre* -not "phrase".',
+        description='Words pre* -not "phrase"',
         input_schema=_input_schema("search_keys"),
         annotations=_READ,
     ),
