@@ -90,9 +90,7 @@ def _input_schema(tool: str) -> dict[str, Any]:
 TOOLS: tuple[Tool, ...] = (
     Tool(
         name="update_state",
-        description=(
-            "digest: summary. source_path: server file. expect_version: read or 0."
-        ),
+        description="digest: summary. source_path: server file. expect_version: read or 0.",
         input_schema=_input_schema("update_state"),
         annotations=_WRITE,
     ),
