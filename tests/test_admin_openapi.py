@@ -23,9 +23,10 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.generation import GenerationMode
 from support import GatewayProcess, admin_token
 
-from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.auth import CAPABILITIES, TokenIssuer
 from blackboard_mcp.gateway._admin_bodies import IssueBody, RevokeBody
 from blackboard_mcp.gateway._admin_lifecycle import DeleteBody, RetentionBody
+from blackboard_mcp.settings import Settings
 
 DOCUMENT = "/admin/openapi.json"
 
@@ -104,4 +105,10 @@ def test_the_document_is_served_without_a_token_and_says_what_each_endpoint_take
         ("/admin/retention", RetentionBody),
     ):
         expected = model.model_json_schema()
+        if path == "/admin/tokens":
+            # The board's own longest lifetime, BB_MAX_TOKEN_TTL, is the ttl's maximum.
+            expected["properties"]["ttl_seconds"]["maximum"] = Settings().max_token_ttl
         assert {k: v for k, v in bodies[path].items() if k != "oneOf"} == expected
+    # The capabilities a body may name are the board's.
+    caps = bodies["/admin/tokens"]["properties"]["caps"]["items"]["enum"]
+    assert tuple(caps) == CAPABILITIES

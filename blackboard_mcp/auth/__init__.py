@@ -47,10 +47,18 @@ from ._keys import (
     generate_hs_secret_file,
     keys_from_settings,
 )
-from ._names import CAPABILITIES, SUBJECT_PATTERN, is_subject, is_token_id, is_workspace
+from ._names import (
+    CAPABILITIES,
+    SUBJECT_PATTERN,
+    TOKEN_ID_PATTERN,
+    WORKSPACE_PATTERN,
+    is_subject,
+    is_token_id,
+    is_workspace,
+)
 from ._oauth_scopes import scope_problem
 from ._revocations import NoRevocations, RevocationList, Revoker
-from ._scopes import check_pattern, pattern_covers, topic_matches
+from ._scopes import TOPIC_PATTERN_TEXT, check_pattern, pattern_covers, topic_matches
 from ._secrets import SecretResolver, SecretValue
 from ._tb import Contract, ToolRequirements, load_board_contract, parse_contract
 from ._tokens import (
@@ -71,6 +79,9 @@ __all__ = [
     "DEFAULT_MAX_TOKEN_TTL",
     "MAX_DELEGATION_DEPTH",
     "SUBJECT_PATTERN",
+    "TOKEN_ID_PATTERN",
+    "TOPIC_PATTERN_TEXT",
+    "WORKSPACE_PATTERN",
     "AuditRecord",
     "AuditSink",
     "AuthError",

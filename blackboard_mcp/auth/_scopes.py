@@ -7,7 +7,8 @@ import re
 
 from ._errors import InvalidScope
 
-_PATTERN = re.compile(r"[a-z0-9._*-]{1,64}")
+TOPIC_PATTERN_TEXT = r"[a-z0-9._*-]{1,64}"
+_PATTERN = re.compile(TOPIC_PATTERN_TEXT)
 
 
 def check_pattern(pattern: object) -> str:

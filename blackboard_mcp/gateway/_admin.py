@@ -215,5 +215,5 @@ def admin_routes(
             audit=audit,
             wrap=lambda handler: _answering_errors(handler, resource),
         ),
-        *openapi_routes(),
+        *openapi_routes(max_ttl_seconds=None if issuer is None else issuer.max_ttl_seconds),
     ]

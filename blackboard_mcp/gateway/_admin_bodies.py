@@ -7,10 +7,17 @@ trusted; now it is refused, since the server decides how long a revocation lasts
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeVar
+from typing import Annotated, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.requests import Request
+
+from blackboard_mcp.auth import (
+    SUBJECT_PATTERN,
+    TOKEN_ID_PATTERN,
+    TOPIC_PATTERN_TEXT,
+    WORKSPACE_PATTERN,
+)
 
 from ._errors import GatewayError
 
@@ -50,15 +57,24 @@ class _Body(BaseModel):
     invalid: ClassVar[type[GatewayError]] = GatewayError
 
 
+# The rules a name is held to, stated in the schema too (OpenAPI's patterns are anchored here).
+Subject = Annotated[str, Field(min_length=1, max_length=128, pattern=f"^{SUBJECT_PATTERN}$")]
+TopicPattern = Annotated[str, Field(pattern=f"^{TOPIC_PATTERN_TEXT}$")]
+Capability = Literal["admin", "board_read", "board_write", "file_read"]
+
+
 class IssueBody(_Body):
     invalid = InvalidTokenRequestBody
 
-    sub: str = Field(min_length=1, max_length=128)
-    workspace: str | None = Field(default=None, min_length=1, max_length=64)
-    read: list[str] = Field(default_factory=list, max_length=64)
-    write: list[str] = Field(default_factory=list, max_length=64)
-    caps: list[str] = Field(default_factory=list, max_length=16)
+    sub: Subject
+    workspace: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=f"^{WORKSPACE_PATTERN}$"
+    )
+    read: list[TopicPattern] = Field(default_factory=list, max_length=64)
+    write: list[TopicPattern] = Field(default_factory=list, max_length=64)
+    caps: list[Capability] = Field(default_factory=list, max_length=16)
     secrets: list[str] = Field(default_factory=list, max_length=64)
+    # At most BB_MAX_TOKEN_TTL: the served document states this board's (_admin_openapi.py).
     ttl_seconds: int = Field(default=3600, gt=0)
 
 
@@ -66,8 +82,10 @@ class RevokeBody(_Body):
     invalid = InvalidRevokeBody
 
     token: str | None = Field(default=None, min_length=1, max_length=8192)
-    id: str | None = Field(default=None, min_length=1, max_length=128)
-    sub: str | None = Field(default=None, min_length=1, max_length=128)
+    id: str | None = Field(
+        default=None, min_length=1, max_length=128, pattern=f"^{TOKEN_ID_PATTERN}$"
+    )
+    sub: Subject | None = None
     # Revoke an id or a subject the board has no record of (ahead of any token, or one issued
     # before tokens were recorded); without it, such a revocation is refused as not found.
     force: bool = False

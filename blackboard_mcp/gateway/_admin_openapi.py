@@ -91,9 +91,14 @@ def _operation(
     return operation
 
 
-def admin_openapi() -> dict[str, Any]:
-    """The document, built from the models each endpoint validates its body with."""
+def admin_openapi(*, max_ttl_seconds: int | None = None) -> dict[str, Any]:
+    """The document, built from the models each endpoint validates its body with, and the
+    board's own longest token lifetime (BB_MAX_TOKEN_TTL) as the ttl's maximum."""
     text = {"type": "string", "minLength": 1}
+    issue = _body(IssueBody)
+    if max_ttl_seconds is not None:
+        schema = issue["content"]["application/json"]["schema"]
+        schema["properties"]["ttl_seconds"]["maximum"] = max_ttl_seconds
     return {
         "openapi": "3.1.0",
         "info": {
@@ -105,9 +110,7 @@ def admin_openapi() -> dict[str, Any]:
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "paths": {
             "/admin/tokens": {
-                "post": _operation(
-                    "Issue a token within what the admin's own token holds", _body(IssueBody)
-                ),
+                "post": _operation("Issue a token within what the admin's own token holds", issue),
                 "get": _operation(
                     "The tokens the board issued in the workspace (not those of an external "
                     "identity provider): id, sub, status (active, revoked, expired), expires, "
@@ -154,8 +157,8 @@ def admin_openapi() -> dict[str, Any]:
     }
 
 
-def openapi_routes() -> list[Route]:
-    document = admin_openapi()
+def openapi_routes(*, max_ttl_seconds: int | None = None) -> list[Route]:
+    document = admin_openapi(max_ttl_seconds=max_ttl_seconds)
 
     async def serve(_request: Request) -> Response:
         return JSONResponse(document)
