@@ -108,3 +108,38 @@ async def test_another_workspaces_topic_address_is_refused_not_answered_with_one
     assert "other-ws" in foreign.value.error.data["message"]
     assert "Mine." not in str(foreign.value.error)
     assert "Mine." in own.text
+
+
+async def test_the_list_offers_only_what_can_be_read(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace)
+    async with mcp_client(gateway.mcp_url, token) as client:
+        # A fresh board has no catch-up note yet: it is not offered (its template is).
+        assert (await client.list_resources()).resources == []
+        await call(client, "update_state", uri=addr(workspace, "facts/a"), digest="D.", body="b")
+        listed = (await client.list_resources()).resources
+        assert [r.uri for r in listed] == [addr(workspace, "facts")]
+        for resource in listed:
+            assert (await client.read_resource(resource.uri)).contents
+        await call(
+            client, "update_state", uri=addr(workspace, "run/state/current"), digest="D.", body="b"
+        )
+        listed = (await client.list_resources()).resources
+        assert listed[0].uri == addr(workspace, "run/state/current")
+        for resource in listed:
+            assert (await client.read_resource(resource.uri)).contents
+
+
+async def test_a_missing_note_is_not_found_as_2026_07_28_says_with_its_uri(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    missing = addr(workspace, "facts/none")
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(missing)
+    # The 2026-07-28 protocol answers an unknown resource as invalid params (-32602), and
+    # names it in the error's data.
+    assert refused.value.error.code == -32602
+    assert refused.value.error.data["uri"] == missing
+    assert refused.value.error.data["code"] == "not_found"

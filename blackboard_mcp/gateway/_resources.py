@@ -32,6 +32,7 @@ from blackboard_mcp.store import (
     Board,
     GetState,
     InvalidArgument,
+    catch_up_address,
     parse_address,
     parse_topic_address,
 )
@@ -41,28 +42,36 @@ from ._context import current_grant, current_request_id
 from ._errors import tool_error
 
 NOTE_TEMPLATE = "bb://{workspace}/{topic}/{+key}"
-# The spec's code for an unknown resource; other refusals are bad parameters or our fault.
+# The code for an unknown resource before 2026-07-28; from that version on it is invalid
+# params. Other refusals are bad parameters or our fault.
 RESOURCE_NOT_FOUND = -32002
+NOT_FOUND_AS_INVALID_PARAMS = "2026-07-28"
 _SERVER_SIDE = frozenset({"internal", "unavailable", "overloaded"})
 _MIME = {"table": "text/tab-separated-values"}
 
 
-def rpc_error(error: Mapping[str, Any]) -> MCPError:
-    """A JSON-RPC error carrying a tool error's body (code, message, hint) as its data."""
+def rpc_error(
+    error: Mapping[str, Any], *, protocol_version: str = "", uri: str | None = None
+) -> MCPError:
+    """A JSON-RPC error carrying a tool error's body (code, message, hint) as its data, and
+    the resource's ``uri`` when it names one."""
     code = error["code"]
-    rpc = (
-        RESOURCE_NOT_FOUND
-        if code == "not_found"
-        else INTERNAL_ERROR
-        if code in _SERVER_SIDE
-        else INVALID_PARAMS
-    )
-    return MCPError(rpc, error["message"], data=dict(error))
+    if code == "not_found":
+        modern = protocol_version >= NOT_FOUND_AS_INVALID_PARAMS
+        rpc = INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
+    else:
+        rpc = INTERNAL_ERROR if code in _SERVER_SIDE else INVALID_PARAMS
+    data = dict(error)
+    if uri is not None:
+        data.setdefault("uri", uri)
+    return MCPError(rpc, error["message"], data=data)
 
 
-def raise_refusal(outcome: CallOutcome) -> None:
+def raise_refusal(
+    outcome: CallOutcome, *, protocol_version: str = "", uri: str | None = None
+) -> None:
     if outcome.is_error:
-        raise rpc_error(outcome.body["error"])
+        raise rpc_error(outcome.body["error"], protocol_version=protocol_version, uri=uri)
 
 
 class BoardResources:
@@ -87,7 +96,11 @@ class BoardResources:
 
         async def topics(board: Board, grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
             found = await board.topics(workspace=grant.workspace, readable=grant.can_read)
-            return {"topics": found}
+            # Offered only once it exists: a listed resource must be one a read can read.
+            catch_up = await board.get_state(
+                GetState.parse({"uris": [catch_up_address(grant.workspace).uri], "mode": "ref"})
+            )
+            return {"topics": found, "catch_up": "error" not in catch_up["items"][0]}
 
         outcome = await self._caller.call(
             "list_keys", {}, grant, current_request_id.get(), run=topics
@@ -96,11 +109,17 @@ class BoardResources:
         assert grant is not None  # a call without a grant is refused above
         ws = grant.workspace
         # Every reader of the workspace may read its catch-up note, whatever its topics.
-        resources = [
-            Resource(
-                name="catch-up", uri=f"bb://{ws}/{CATCH_UP_PATH}", description="Read this first."
-            )
-        ]
+        resources = (
+            [
+                Resource(
+                    name="catch-up",
+                    uri=f"bb://{ws}/{CATCH_UP_PATH}",
+                    description="Read this first.",
+                )
+            ]
+            if outcome.body["catch_up"]
+            else []
+        )
         for topic, count in outcome.body["topics"]:
             resources.append(
                 Resource(
@@ -114,11 +133,12 @@ class BoardResources:
         return ListResourcesResult(resources=resources)
 
     async def read_resource(
-        self, _ctx: Any, params: ReadResourceRequestParams
+        self, ctx: Any, params: ReadResourceRequestParams
     ) -> ReadResourceResult:
         uri = params.uri
         grant = current_grant.get()
         request_id = current_request_id.get()
+        version = str(getattr(ctx, "protocol_version", "") or "")
         try:
             topic = parse_topic_address(uri, argument="topic")
         except InvalidArgument as exc:
@@ -135,7 +155,7 @@ class BoardResources:
                 )
                 raise rpc_error(tool_error(refused, request_id)["error"])
             outcome = await self._caller.call("list_keys", {"topic": name}, grant, request_id)
-            raise_refusal(outcome)
+            raise_refusal(outcome, protocol_version=version, uri=uri)
             return ReadResourceResult(
                 contents=[
                     TextResourceContents(
@@ -153,7 +173,7 @@ class BoardResources:
         outcome = await self._caller.call(
             "get_state", {"uris": [uri]}, grant, request_id, run=whole
         )
-        raise_refusal(outcome)
+        raise_refusal(outcome, protocol_version=version, uri=uri)
         body = outcome.body
         return ReadResourceResult(
             contents=[
