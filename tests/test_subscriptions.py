@@ -606,3 +606,25 @@ async def test_the_pump_reads_again_at_once_after_a_full_read_so_it_never_falls_
         assert slept == [hub.write_interval()]
     finally:
         await hub.close()
+
+
+async def test_a_listen_without_resources_is_acknowledged_with_what_is_honoured(
+    gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    # 2026-07-28: every filter member is optional; the acknowledgement says which the server
+    # honours. The tool list never changes, so asking to hear of it is honoured (nothing will
+    # come); a note or topic is followed as before, in the same listen.
+    async with (
+        mcp_client(gateway_b.mcp_url, agent_token(issuer, workspace)) as client,
+        client.listen(tools_list_changed=True) as only_tools,
+    ):
+        assert only_tools.honored.tools_list_changed is True
+        assert not only_tools.honored.resource_subscriptions
+        assert await nothing_within(only_tools, 0.2)
+        async with client.listen(
+            tools_list_changed=True, resource_subscriptions=[addr(workspace, "facts")]
+        ) as both:
+            assert both.honored.tools_list_changed is True
+            assert both.honored.resource_subscriptions == [addr(workspace, "facts")]
+            await call(client, "update_state", uri=addr(workspace, "facts/z"), digest="Z.")
+            assert await next_uri(both) == addr(workspace, "facts/z")

@@ -80,6 +80,7 @@ class _Call:
 class _Listen:
     request_id: int | str
     uris: list[str]
+    tools_list_changed: bool = False
 
 
 class DirectToolCalls:
@@ -119,7 +120,13 @@ class DirectToolCalls:
         if isinstance(call, _Listen):
             assert self._listen is not None  # never recognised otherwise
             self._metrics.direct_listens.inc()
-            await self._listen.serve(call.request_id, call.uris, receive, send)
+            await self._listen.serve(
+                call.request_id,
+                call.uris,
+                receive,
+                send,
+                tools_list_changed=call.tools_list_changed,
+            )
             return
         self._metrics.direct_calls.inc()
         outcome = await self._caller.call(
@@ -264,7 +271,12 @@ def _modern_listen(scope: Scope, message: dict[str, Any], request_id: int | str)
         params = SubscriptionsListenRequestParams.model_validate(message["params"])
     except (KeyError, ValueError, ValidationError):
         return None
-    return _Listen(request_id, list(params.notifications.resource_subscriptions or ()))
+    wanted = params.notifications
+    return _Listen(
+        request_id,
+        list(wanted.resource_subscriptions or ()),
+        tools_list_changed=bool(wanted.tools_list_changed),
+    )
 
 
 def _first_values(scope: Scope) -> tuple[dict[bytes, bytes], int]:

@@ -66,10 +66,18 @@ class DirectListen:
         self._server_info = server_info
 
     async def serve(
-        self, request_id: RequestId, uris: list[str], receive: Receive, send: Send
+        self,
+        request_id: RequestId,
+        uris: list[str],
+        receive: Receive,
+        send: Send,
+        *,
+        tools_list_changed: bool = False,
     ) -> None:
         try:
-            listen = await self._listens.admit(request_id, uris)
+            listen = await self._listens.admit(
+                request_id, uris, tools_list_changed=tools_list_changed
+            )
         except MCPError as exc:
             await _send_json(
                 send,

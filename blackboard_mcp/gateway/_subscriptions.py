@@ -94,16 +94,22 @@ class AdmittedListen:
     subscription_id: RequestId
     honored: list[str]
     expires_in: float
+    # The tool list never changes: asked to hear of it, the board honours it (nothing comes).
+    tools_list_changed: bool = False
 
     @property
     def meta(self) -> dict[str, Any]:
         return {SUBSCRIPTION_ID_META_KEY: self.subscription_id}
 
     def acknowledgement(self) -> SubscriptionsAcknowledgedNotification:
-        # Only resource subscriptions are honoured: the tool and resource lists never change.
+        # The subset honoured: resource subscriptions, and the tool list's changes (there are
+        # none). Prompts there are none of; the resource list's changes are not told.
         return SubscriptionsAcknowledgedNotification(
             params=SubscriptionsAcknowledgedNotificationParams(
-                notifications=SubscriptionFilter(resource_subscriptions=self.honored or None),
+                notifications=SubscriptionFilter(
+                    resource_subscriptions=self.honored or None,
+                    tools_list_changed=True if self.tools_list_changed else None,
+                ),
                 _meta=self.meta,
             )
         )
@@ -121,19 +127,23 @@ class Listens:
     def hub(self) -> ChangeHub:
         return self._hub
 
-    async def admit(self, subscription_id: RequestId, uris: list[str]) -> AdmittedListen:
-        """Check the listen as get_state's call and join its listener; an MCPError (with the
-        tool error as its data) if it is refused."""
+    async def admit(
+        self, subscription_id: RequestId, uris: list[str], *, tools_list_changed: bool = False
+    ) -> AdmittedListen:
+        """Check the listen as get_state's call (list_keys's, when it names no resource)
+        and join its listener; an MCPError (with the tool error as its data) if refused."""
         grant = current_grant.get()
         request_id = current_request_id.get()
         try:
             notes, topics, checked, followed = _follows(uris)
         except InvalidArgument as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
-        # Admitted by get_state's checks, audited as what it is: a listen of what it names.
+        # Admitted by a read's checks (revocation, rate limit, scopes), audited as what it
+        # is: a listen of what it names.
+        tool, arguments = ("get_state", {"uris": checked}) if checked else ("list_keys", {})
         outcome = await self._caller.call(
-            "get_state",
-            {"uris": checked},
+            tool,
+            arguments,
             grant,
             request_id,
             run=_admitted,
@@ -148,7 +158,9 @@ class Listens:
         # A stream outlives no token: at its expiry it ends, and the client listens again
         # with a fresh one.
         expires_in = max(0.0, grant.expires_at - time.time())
-        return AdmittedListen(listener, subscription_id, uris, expires_in)
+        return AdmittedListen(
+            listener, subscription_id, uris, expires_in, tools_list_changed=tools_list_changed
+        )
 
     async def follow(
         self,
@@ -211,8 +223,11 @@ class BoardListen:
         subscription_id = ctx.request_id
         if subscription_id is None:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
-        uris = list(params.notifications.resource_subscriptions or ())
-        listen = await self._listens.admit(subscription_id, uris)
+        wanted = params.notifications
+        uris = list(wanted.resource_subscriptions or ())
+        listen = await self._listens.admit(
+            subscription_id, uris, tools_list_changed=bool(wanted.tools_list_changed)
+        )
         meta = listen.meta
 
         async def deliver(notices: list[Notice]) -> None:
