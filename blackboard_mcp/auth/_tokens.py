@@ -341,19 +341,19 @@ def check_usable(capabilities: Sequence[str], read: Sequence[str], write: Sequen
         )
 
 
-def issue_for_admin(
+def check_admin_grant(
     issuer: TokenIssuer,
     admin: Grant,
     *,
     subject: str,
     workspace: str,
-    read: list[str],
-    write: list[str],
-    capabilities: list[str],
-    secrets: list[str],
+    read: Sequence[str],
+    write: Sequence[str],
+    capabilities: Sequence[str],
+    secrets: Sequence[str],
     ttl_seconds: int,
-) -> tuple[str, Grant]:
-    """An admin can only grant what its own token holds."""
+) -> None:
+    """Refuse a token an admin may not issue: an admin can only grant what its own holds."""
     require_admin(admin)
     issuer.check_request(
         subject=subject, workspace=workspace, read=read, write=write, ttl_seconds=ttl_seconds
@@ -379,6 +379,32 @@ def issue_for_admin(
     remaining = int(admin.expires_at - time.time())
     if ttl_seconds > remaining:
         raise GrantExceedsIssuer("the ttl outlives the admin's own token")
+
+
+def issue_for_admin(
+    issuer: TokenIssuer,
+    admin: Grant,
+    *,
+    subject: str,
+    workspace: str,
+    read: list[str],
+    write: list[str],
+    capabilities: list[str],
+    secrets: list[str],
+    ttl_seconds: int,
+) -> tuple[str, Grant]:
+    """A token an admin may issue (``check_admin_grant``), signed but not recorded."""
+    check_admin_grant(
+        issuer,
+        admin,
+        subject=subject,
+        workspace=workspace,
+        read=read,
+        write=write,
+        capabilities=capabilities,
+        secrets=secrets,
+        ttl_seconds=ttl_seconds,
+    )
     token = issuer.issue(
         subject=subject,
         workspace=workspace,

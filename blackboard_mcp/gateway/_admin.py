@@ -27,8 +27,8 @@ from blackboard_mcp.auth import (
     TokenRevoked,
     TokenVerifier,
     Unauthenticated,
+    check_admin_grant,
     is_subject,
-    issue_for_admin,
     issue_recorded,
     require_admin,
 )
@@ -140,7 +140,7 @@ def admin_routes(
         body = await parse_body(request, IssueBody)
         workspace = admin.workspace if body.workspace is None else body.workspace
         # Every check first (the admin's own bounds among them), then signed and recorded.
-        issue_for_admin(
+        check_admin_grant(
             issuer,
             admin,
             subject=body.sub,
