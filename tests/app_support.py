@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,3 +106,20 @@ async def in_process_gateway(
     finally:
         stop.set()
         await holder
+
+
+@contextlib.contextmanager
+def gateway_in_a_loop(
+    redis_url: str, workdir: Path, **settings: Any
+) -> Iterator[tuple[asyncio.Runner, InProcessGateway]]:
+    """The gateway held open on one event loop across a property's synchronous examples
+    (hypothesis runs each example synchronously; ``runner.run`` drives it on that loop)."""
+    with asyncio.Runner() as runner:
+        stack = contextlib.AsyncExitStack()
+        gateway = runner.run(
+            stack.enter_async_context(in_process_gateway(redis_url, workdir, **settings))
+        )
+        try:
+            yield runner, gateway
+        finally:
+            runner.run(stack.aclose())

@@ -8,13 +8,11 @@ process, on the real Redis, for bodies kept in the note's hash and offloaded to 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from app_support import InProcessGateway, in_process_gateway
+from app_support import InProcessGateway, gateway_in_a_loop, in_process_gateway
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import agent_token
@@ -112,32 +110,14 @@ _CHARACTERS = st.one_of(
 )
 
 
-@contextlib.contextmanager
-def _gateway_in_a_loop(
-    redis_url: str, workdir: Path
-) -> Iterator[tuple[asyncio.Runner, InProcessGateway]]:
-    """The gateway held open on one event loop across a property's synchronous examples."""
-    with asyncio.Runner() as runner:
-        stack = contextlib.AsyncExitStack()
-        gateway = runner.run(
-            stack.enter_async_context(
-                # Bodies over 2 KB are offloaded: the examples hold both kinds.
-                in_process_gateway(
-                    redis_url, workdir, rate_limit_per_minute=1_000_000, offload_bytes=2048
-                )
-            )
-        )
-        try:
-            yield runner, gateway
-        finally:
-            runner.run(stack.aclose())
-
-
 def test_any_text_read_in_parts_joins_to_exactly_that_text(
     redis_url: str, tmp_path: Path, issuer: TokenIssuer
 ) -> None:
     token = agent_token(issuer, "parts")
-    with _gateway_in_a_loop(redis_url, tmp_path) as (runner, gateway):
+    # Bodies over 2 KB are offloaded: the examples hold both kinds.
+    with gateway_in_a_loop(
+        redis_url, tmp_path, rate_limit_per_minute=1_000_000, offload_bytes=2048
+    ) as (runner, gateway):
         written = 0
 
         @settings(

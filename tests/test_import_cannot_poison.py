@@ -11,15 +11,12 @@ the page reads: none of it may answer ``internal``.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from app_support import InProcessGateway, in_process_gateway
+from app_support import InProcessGateway, gateway_in_a_loop
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import admin_token
@@ -98,25 +95,6 @@ def export_lines(draw: st.DrawFn) -> list[dict[str, Any]]:
     return [{"format": "blackboard-mcp-export", "version": 2, "workspace": SOURCE}, *records]
 
 
-@contextlib.contextmanager
-def _gateway_in_a_loop(
-    redis_url: str, workdir: Path
-) -> Iterator[tuple[asyncio.Runner, InProcessGateway, Board]]:
-    with asyncio.Runner() as runner:
-        stack = contextlib.AsyncExitStack()
-        gateway = runner.run(
-            stack.enter_async_context(
-                in_process_gateway(redis_url, workdir, rate_limit_per_minute=1_000_000)
-            )
-        )
-        board = Board.from_url(redis_url)
-        try:
-            yield runner, gateway, board
-        finally:
-            runner.run(board.close())
-            runner.run(stack.aclose())
-
-
 async def _no_internal(gateway: InProcessGateway, token: str, ws: str, board: Board) -> None:
     listed = await gateway.ok(token, "list_keys", topic="t", limit=100, budget_tokens=100_000)
     uris = [i["uri"] for i in listed["items"]]
@@ -148,7 +126,11 @@ async def _no_internal(gateway: InProcessGateway, token: str, ws: str, board: Bo
 def test_nothing_an_import_accepts_breaks_a_later_read(
     redis_url: str, tmp_path: Path, issuer: TokenIssuer
 ) -> None:
-    with _gateway_in_a_loop(redis_url, tmp_path) as (runner, gateway, board):
+    with gateway_in_a_loop(redis_url, tmp_path, rate_limit_per_minute=1_000_000) as (
+        runner,
+        gateway,
+    ):
+        board = Board.from_url(redis_url)
         imported = 0
         accepted = 0
 
@@ -179,7 +161,10 @@ def test_nothing_an_import_accepts_breaks_a_later_read(
             accepted += 1
             runner.run(_no_internal(gateway, admin_token(issuer, target), target, board))
 
-        check()
+        try:
+            check()
+        finally:
+            runner.run(board.close())
         # The property is about what is accepted: enough examples must have been.
         assert accepted >= 10, accepted
 

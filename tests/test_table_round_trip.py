@@ -10,14 +10,12 @@ gateway in process, on the real Redis, in the note's hash and offloaded to a blo
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from app_support import InProcessGateway, in_process_gateway
+from app_support import InProcessGateway, gateway_in_a_loop, in_process_gateway
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import agent_token
@@ -221,30 +219,13 @@ def _as_read(cell: object) -> str:
     return str(cell)
 
 
-@contextlib.contextmanager
-def _gateway_in_a_loop(
-    redis_url: str, workdir: Path
-) -> Iterator[tuple[asyncio.Runner, InProcessGateway]]:
-    with asyncio.Runner() as runner:
-        stack = contextlib.AsyncExitStack()
-        gateway = runner.run(
-            stack.enter_async_context(
-                in_process_gateway(
-                    redis_url, workdir, rate_limit_per_minute=1_000_000, offload_bytes=2048
-                )
-            )
-        )
-        try:
-            yield runner, gateway
-        finally:
-            runner.run(stack.aclose())
-
-
 def test_any_table_read_in_parts_joins_to_exactly_its_rows(
     redis_url: str, tmp_path: Path, issuer: TokenIssuer
 ) -> None:
     token = agent_token(issuer, "tables")
-    with _gateway_in_a_loop(redis_url, tmp_path) as (runner, gateway):
+    with gateway_in_a_loop(
+        redis_url, tmp_path, rate_limit_per_minute=1_000_000, offload_bytes=2048
+    ) as (runner, gateway):
         written = 0
 
         @settings(
