@@ -58,7 +58,13 @@ from ._names import (
 )
 from ._oauth_scopes import scope_problem
 from ._revocations import NoRevocations, RevocationList, Revoker
-from ._scopes import TOPIC_PATTERN_TEXT, check_pattern, pattern_covers, topic_matches
+from ._scopes import (
+    MAX_TOPIC_PATTERN,
+    TOPIC_PATTERN_TEXT,
+    check_pattern,
+    pattern_covers,
+    topic_matches,
+)
 from ._secrets import SecretResolver, SecretValue
 from ._tb import Contract, ToolRequirements, load_board_contract, parse_contract
 from ._tokens import (
@@ -79,6 +85,7 @@ __all__ = [
     "DEFAULT_DELEGATED_TTL",
     "DEFAULT_MAX_TOKEN_TTL",
     "MAX_DELEGATION_DEPTH",
+    "MAX_TOPIC_PATTERN",
     "SUBJECT_PATTERN",
     "TOKEN_ID_PATTERN",
     "TOPIC_PATTERN_TEXT",

@@ -7,12 +7,19 @@ import re
 
 from ._errors import InvalidScope
 
-TOPIC_PATTERN_TEXT = r"[a-z0-9._*-]{1,64}"
+# 1-64 of a-z 0-9 . _ - *, never two dots in a row; said without a lookahead so that JSON
+# Schema and pydantic hold a pattern to the same rule (the length is said beside it).
+TOPIC_PATTERN_TEXT = r"(?:\.?[a-z0-9_*-])*\.?"
+MAX_TOPIC_PATTERN = 64
 _PATTERN = re.compile(TOPIC_PATTERN_TEXT)
 
 
 def check_pattern(pattern: object) -> str:
-    if not isinstance(pattern, str) or not _PATTERN.fullmatch(pattern) or ".." in pattern:
+    if (
+        not isinstance(pattern, str)
+        or not 0 < len(pattern) <= MAX_TOPIC_PATTERN
+        or not _PATTERN.fullmatch(pattern)
+    ):
         raise InvalidScope(f"topic pattern {pattern!r} is not a name or a glob with *")
     return pattern
 

@@ -35,7 +35,13 @@ from blackboard_mcp.auth import (
 from blackboard_mcp.store import Board
 
 from ._admin_audit import audit_admin_action
-from ._admin_bodies import InvalidRevokeBody, IssueBody, RevokeBody, parse_body
+from ._admin_bodies import (
+    IssueBody,
+    RevokeBody,
+    TokenExpiredAlready,
+    TokenNotRevocable,
+    parse_body,
+)
 from ._admin_lifecycle import lifecycle_routes
 from ._admin_openapi import openapi_routes
 from ._errors import GatewayError, tool_error
@@ -191,11 +197,13 @@ def admin_routes(
             try:
                 presented = await verifier.check(body.token)
             except TokenExpired:
-                raise InvalidRevokeBody(
+                raise TokenExpiredAlready(
                     "the token to revoke has expired already: no gateway accepts it"
                 ) from None
             except Unauthenticated as exc:
-                raise InvalidRevokeBody(f"the token to revoke was refused: {exc.message}") from None
+                raise TokenNotRevocable(
+                    f"the token to revoke is not one this board accepts: {exc.message}"
+                ) from None
             target = await revoker.revoke_presented(presented, workspace=admin.workspace)
         elif body.id is not None:
             target = await revoker.revoke_token_id(admin.workspace, body.id, force=body.force)

@@ -7,12 +7,13 @@ trusted; now it is refused, since the server decides how long a revocation lasts
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from starlette.requests import Request
 
 from blackboard_mcp.auth import (
+    MAX_TOPIC_PATTERN,
     SUBJECT_PATTERN,
     TOKEN_ID_PATTERN,
     TOPIC_PATTERN_TEXT,
@@ -22,6 +23,7 @@ from blackboard_mcp.auth import (
 from ._errors import GatewayError
 
 MAX_ADMIN_BODY = 16 * 1024
+JWS_PATTERN = r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$"
 # Enough for any error a caller can act on, short enough that a body cannot flood a reply.
 _MAX_REPORTED_ERRORS = 3
 
@@ -52,6 +54,31 @@ class InvalidRevokeBody(GatewayError):
     )
 
 
+class TokenNotRevocable(GatewayError):
+    """A presented token this board did not sign, or signed with claims it does not accept."""
+
+    code = "not_found"
+    hint = (
+        "send the token exactly as issued by this board, or revoke it by id "
+        "(`blackboard-mcp token list` shows ids)"
+    )
+
+
+class TokenExpiredAlready(GatewayError):
+    """A presented token whose lifetime is over: no gateway accepts it, nothing to revoke."""
+
+    code = "conflict"
+    hint = "nothing to do: an expired token is refused everywhere already"
+
+
+def whole_number(value: object) -> object:
+    """A JSON number with no fraction as the integer it is (JSON Schema's "integer" admits
+    6617903.0); anything else is left to the strict check, which refuses it."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
     invalid: ClassVar[type[GatewayError]] = GatewayError
@@ -59,11 +86,39 @@ class _Body(BaseModel):
 
 # The rules a name is held to, stated in the schema too (OpenAPI's patterns are anchored here).
 Subject = Annotated[str, Field(min_length=1, max_length=128, pattern=f"^{SUBJECT_PATTERN}$")]
-TopicPattern = Annotated[str, Field(pattern=f"^{TOPIC_PATTERN_TEXT}$")]
+TopicPattern = Annotated[
+    str, Field(min_length=1, max_length=MAX_TOPIC_PATTERN, pattern=f"^{TOPIC_PATTERN_TEXT}$")
+]
 Capability = Literal["admin", "board_read", "board_write", "file_read"]
 
 
+def _needs_capability(topics: str, capability: str) -> dict[str, Any]:
+    return {
+        "anyOf": [
+            {"properties": {topics: {"maxItems": 0}}},
+            {"required": ["caps"], "properties": {"caps": {"contains": {"const": capability}}}},
+        ]
+    }
+
+
+# What auth's check_usable refuses of a grant, stated in the schema so that a body the
+# document admits is one the board issues (within the admin's own grant).
+_USABLE_GRANT: dict[str, Any] = {
+    "allOf": [
+        _needs_capability("read", "board_read"),
+        _needs_capability("write", "board_write"),
+        {
+            "anyOf": [
+                {"required": [field], "properties": {field: {"minItems": 1}}}
+                for field in ("read", "write", "caps")
+            ]
+        },
+    ]
+}
+
+
 class IssueBody(_Body):
+    model_config = ConfigDict(json_schema_extra=_USABLE_GRANT)
     invalid = InvalidTokenRequestBody
 
     sub: Subject
@@ -75,13 +130,14 @@ class IssueBody(_Body):
     caps: list[Capability] = Field(default_factory=list, max_length=16)
     secrets: list[str] = Field(default_factory=list, max_length=64)
     # At most BB_MAX_TOKEN_TTL: the served document states this board's (_admin_openapi.py).
-    ttl_seconds: int = Field(default=3600, gt=0)
+    ttl_seconds: Annotated[int, BeforeValidator(whole_number)] = Field(default=3600, gt=0)
 
 
 class RevokeBody(_Body):
     invalid = InvalidRevokeBody
 
-    token: str | None = Field(default=None, min_length=1, max_length=8192)
+    # A JWS in compact form; whether this board signed it is a question of state (404).
+    token: str | None = Field(default=None, min_length=5, max_length=8192, pattern=JWS_PATTERN)
     id: str | None = Field(
         default=None, min_length=1, max_length=128, pattern=f"^{TOKEN_ID_PATTERN}$"
     )

@@ -15,7 +15,7 @@ from blackboard_mcp.auth import AuditSink, Grant, WrongWorkspace
 from blackboard_mcp.store import NAME_PATTERN, NOTE_ADDRESS_PATTERN, Board, DeleteReport
 
 from ._admin_audit import audit_admin_action
-from ._admin_bodies import _Body, parse_body
+from ._admin_bodies import _Body, parse_body, whole_number
 from ._errors import GatewayError
 
 Authenticate = Callable[[Request], Awaitable[Grant]]
@@ -28,18 +28,10 @@ Wrap = Callable[
 MAX_AGE_SECONDS = 100 * 365 * 86400
 
 
-def _whole(value: object) -> object:
-    """A JSON number with no fraction as the integer it is (JSON Schema's "integer" admits
-    6617903.0); anything else is left to the strict check, which refuses it."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 # A maximum age in seconds: a whole number from 0 to MAX_AGE_SECONDS.
 AgeSeconds = Annotated[
     int,
-    BeforeValidator(_whole),
+    BeforeValidator(whole_number),
     Field(ge=0, le=MAX_AGE_SECONDS),
     # Said outright: pydantic cannot tell the bounds through the validator above.
     WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_AGE_SECONDS}),

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from blackboard_mcp import __version__
+from blackboard_mcp.auth import SUBJECT_PATTERN
 
 from ._admin_bodies import IssueBody, RevokeBody
 from ._admin_lifecycle import DeleteBody, RetentionBody
@@ -39,7 +40,7 @@ _ERROR = {
     },
 }
 _REFUSALS = {
-    "400": "the body is not what the schema says, or names something that does not exist",
+    "400": "the body or query is not what the schema says",
     "401": "no bearer token, or one that cannot be trusted",
     "403": "the token is not an admin's, or asks for more than it holds",
     "413": "the body is over 16 KiB",
@@ -122,7 +123,12 @@ def admin_openapi(*, max_ttl_seconds: int | None = None) -> dict[str, Any]:
                             "in": "query",
                             "required": False,
                             "description": "only this subject's tokens",
-                            "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+                            "schema": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": 128,
+                                "pattern": f"^{SUBJECT_PATTERN}$",
+                            },
                         }
                     ],
                 ),
@@ -134,7 +140,9 @@ def admin_openapi(*, max_ttl_seconds: int | None = None) -> dict[str, Any]:
                     _body(RevokeBody, _exactly_one({"token": text, "id": text, "sub": text})),
                     refusals={
                         "404": "the board issued no token of that id or subject in this "
-                        "workspace (force: true revokes it anyway)"
+                        "workspace (force: true revokes it anyway), or the presented token is "
+                        "not one this board signed",
+                        "409": "the presented token has expired already: nothing to revoke",
                     },
                 )
             },
