@@ -252,7 +252,7 @@ async def test_missing_or_bad_tokens_get_http_401_with_www_authenticate(
         )
         assert bad.status_code == 401
         assert 'error="invalid_token"' in bad.headers["www-authenticate"]
-        assert bad.json()["error"]["code"] == "unauthenticated"
+        assert bad.json()["error"]["data"]["code"] == "unauthenticated"
 
 
 async def test_a_request_body_over_the_limit_is_refused_before_parsing(
@@ -268,7 +268,7 @@ async def test_a_request_body_over_the_limit_is_refused_before_parsing(
             },
         )
     assert response.status_code == 413
-    assert response.json()["error"]["code"] == "too_large"
+    assert response.json()["error"]["data"]["code"] == "too_large"
 
 
 async def test_a_revoked_token_is_refused_by_every_gateway_process(

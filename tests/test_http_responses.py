@@ -222,7 +222,7 @@ def test_refusals_at_the_edge_are_whole_answers_and_keep_the_connection(
         anonymous.close()
     assert refused.status == 401 and "www-authenticate" in refused.headers
     assert refused.headers["connection"] == "close"
-    assert orjson.loads(refused.body)["error"]["code"] == "unauthenticated"
+    assert orjson.loads(refused.body)["error"]["data"]["code"] == "unauthenticated"
     wire.send(request("POST", "/mcp/", body=b"{", headers={"authorization": f"Bearer {token}"}))
     assert wire.answer().status in (400, 406)
     wire.send(tool_call(token, f"bb://{workspace}/t/n", "after the refusals"))
@@ -234,7 +234,7 @@ def test_a_body_over_the_limit_is_refused_with_413(wire: Wire, token: str) -> No
     wire.send(request("POST", "/mcp/", body=b" " * (2 * 1024 * 1024 + 1), headers=headers))
     refused = wire.answer()
     assert refused.status == 413
-    assert orjson.loads(refused.body)["error"]["code"] == "too_large"
+    assert orjson.loads(refused.body)["error"]["data"]["code"] == "too_large"
 
 
 def test_a_chunked_body_over_the_limit_is_refused_with_413(wire: Wire, token: str) -> None:
@@ -254,7 +254,7 @@ def test_a_chunked_body_over_the_limit_is_refused_with_413(wire: Wire, token: st
     wire.send(head + chunks + b"0\r\n\r\n")
     refused = wire.answer()
     assert refused.status == 413
-    assert orjson.loads(refused.body)["error"]["code"] == "too_large"
+    assert orjson.loads(refused.body)["error"]["data"]["code"] == "too_large"
 
 
 def test_expect_100_continue_gets_the_interim_answer_before_the_body_is_sent(

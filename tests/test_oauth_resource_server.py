@@ -84,7 +84,7 @@ def assert_invalid_token(response: httpx.Response) -> dict[str, str]:
     params = challenge_params(response.headers["www-authenticate"])
     assert params["resource_metadata"] == METADATA_URL
     assert params["error"] == "invalid_token"
-    assert response.json()["error"]["code"] == "unauthenticated"
+    assert response.json()["error"]["data"]["code"] == "unauthenticated"
     return params
 
 
@@ -344,7 +344,7 @@ async def test_an_unreachable_identity_provider_gives_503_not_a_hang(
         response = await post_list(gateway, token)
         assert time.monotonic() - started < 5
         assert response.status_code == 503, response.text
-        assert response.json()["error"]["code"] == "unavailable"
+        assert response.json()["error"]["data"]["code"] == "unavailable"
         assert "Traceback" not in gateway.log_text()
         # The board's health does not depend on the IdP.
         async with httpx.AsyncClient() as http:

@@ -216,7 +216,8 @@ def unauthenticated_answer(reply: Reply) -> None:
     assert_no_trace(reply)
     assert reply.status == 401, (reply.status, reply.text[:2000])
     assert reply.www_authenticate is not None and reply.www_authenticate.startswith("Bearer ")
-    error = reply.payload["error"]
+    # A JSON-RPC error, the board's own fields in its data (blackboard_mcp/gateway/_edge.py).
+    error = reply.payload["error"]["data"]
     assert error["code"] == "unauthenticated", error
     assert error["message"] and error["hint"], error
 
@@ -520,7 +521,7 @@ def checked_call(
     if reply.status == 413:  # a request over BB_MAX_REQUEST_BYTES never reaches a tool
         event("HTTP 413")
         assert_no_trace(reply)
-        assert reply.payload["error"]["code"] == "too_large", reply.text
+        assert reply.payload["error"]["data"]["code"] == "too_large", reply.text
         assert before == after
         return True, reply.payload
     if not isinstance(arguments, dict | None):

@@ -36,7 +36,7 @@ from ._audit_buffer import BufferedAudit
 from ._board_page import board_routes
 from ._calls import ToolCaller
 from ._direct import DirectToolCalls
-from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly
+from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly, jsonrpc_refusal
 from ._host_check import HostCheck, QuietDisconnects
 from ._listen_stream import DirectListen
 from ._live import ChangeHub
@@ -158,8 +158,11 @@ def create_app(parts: GatewayParts) -> Starlette:
         )
     mcp_app = PostOnly(
         BodyLimit(
-            BearerAuth(protocol_app, verifier=parts.verifier, resource=resource),
+            BearerAuth(
+                protocol_app, verifier=parts.verifier, resource=resource, shape=jsonrpc_refusal
+            ),
             max_bytes=settings.max_request_bytes,
+            shape=jsonrpc_refusal,
         )
     )
 

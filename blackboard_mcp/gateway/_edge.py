@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -40,6 +40,36 @@ async def send_json(
         }
     )
     await send({"type": "http.response.body", "body": payload})
+
+
+class Refusal(Protocol):
+    """The body of a refusal the edge answers itself, from the board's error fields."""
+
+    def __call__(self, code: str, message: str, hint: str, **details: Any) -> dict[str, Any]: ...
+
+
+def plain_refusal(code: str, message: str, hint: str, **details: Any) -> dict[str, Any]:
+    """The board's error shape, as every HTTP API of the board answers."""
+    return {"error": {"code": code, "message": message, "hint": hint, **details}}
+
+
+# JSON-RPC's "Invalid Request": what a refusal before MCP is to a JSON-RPC client.
+_REFUSED_REQUEST = -32600
+
+
+def jsonrpc_refusal(code: str, message: str, hint: str, **details: Any) -> dict[str, Any]:
+    """A refusal at the MCP endpoint, before MCP: a JSON-RPC error (the request's id unread),
+    so that an MCP client shows its message to the person rather than a bare HTTP status;
+    the board's code, hint and details are in ``data`` for an HTTP caller."""
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": _REFUSED_REQUEST,
+            "message": f"{message} ({hint})",
+            "data": {"code": code, "message": message, "hint": hint, **details},
+        },
+    }
 
 
 class McpEndpointFirst:
@@ -94,9 +124,10 @@ class PostOnly:
 class BodyLimit:
     """Refuse request bodies over ``max_bytes`` before anything parses them."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, shape: Refusal = plain_refusal) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.shape = shape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -108,7 +139,7 @@ class BodyLimit:
             if name == b"content-length" and value.isdigit():
                 declared = int(value)
                 if declared > self.max_bytes:
-                    await send_json(send, 413, _too_large(self.max_bytes))
+                    await send_json(send, 413, self._too_large())
                     return
             elif name == b"transfer-encoding":
                 chunked = True
@@ -131,21 +162,19 @@ class BodyLimit:
         try:
             await self.app(scope, limited, send)
         except _BodyTooLarge:
-            await send_json(send, 413, _too_large(self.max_bytes))
+            await send_json(send, 413, self._too_large())
+
+    def _too_large(self) -> dict[str, Any]:
+        return self.shape(
+            "too_large",
+            f"request body over {self.max_bytes} bytes",
+            "send less per call, or use source_path for files",
+            limit=self.max_bytes,
+        )
 
 
 class _BodyTooLarge(Exception):
     pass
-
-
-def _too_large(limit: int) -> dict[str, Any]:
-    return {
-        "error": {
-            "code": "too_large",
-            "message": f"request body over {limit} bytes",
-            "hint": "send less per call, or use source_path for files",
-        }
-    }
 
 
 class BearerAuth:
@@ -157,10 +186,18 @@ class BearerAuth:
     asking the user to sign in again would not help.
     """
 
-    def __init__(self, app: ASGIApp, *, verifier: TokenVerifier, resource: ProtectedResource):
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        verifier: TokenVerifier,
+        resource: ProtectedResource,
+        shape: Refusal = plain_refusal,
+    ) -> None:
         self.app = app
         self.verifier = verifier
         self.resource = resource
+        self.shape = shape
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -192,10 +229,7 @@ class BearerAuth:
             log.info("refused token for request %s: %s", request_id, exc.code)
             if exc.code == "unavailable":
                 await send_json(
-                    send,
-                    503,
-                    {"error": {"code": exc.code, "message": str(exc), "hint": exc.hint}},
-                    [(b"retry-after", b"5")],
+                    send, 503, self.shape(exc.code, str(exc), exc.hint), [(b"retry-after", b"5")]
                 )
                 return
             challenge = self.resource.challenge(scope, error="invalid_token", description=str(exc))
@@ -211,14 +245,12 @@ class BearerAuth:
         await send_json(
             send,
             401,
-            {
-                "error": {
-                    "code": "unauthenticated",
-                    "reason": code,
-                    "message": message,
-                    "hint": "ask the board's admin or your identity provider for a valid token",
-                }
-            },
+            self.shape(
+                "unauthenticated",
+                message,
+                "ask the board's admin or your identity provider for a valid token",
+                reason=code,
+            ),
             # Closed after the answer: a caller without a valid token holds no connection,
             # however much body it announced and trickles.
             [(b"www-authenticate", challenge.encode("latin-1")), (b"connection", b"close")],

@@ -1,0 +1,97 @@
+"""A Python environment of a test's own, installed from its pinned requirements.
+
+An agent framework's MCP client may need another ``mcp`` than the server's (LangChain's adapters
+still speak mcp 1.x), so each framework runs in a virtualenv of its own under
+``tests/frameworks/<name>/.venv``, made from ``tests/frameworks/<name>/requirements.txt`` (exact
+pins). It is reinstalled only when the pins change: a stamp beside it holds their digest. As with
+the npm clients, a failed install fails the test on CI and skips it elsewhere.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+FRAMEWORKS_DIR = Path(__file__).parent / "frameworks"
+INSTALL_TIMEOUT_SECONDS = 900
+_STAMP = "requirements.sha256"
+
+
+def _install_failed(name: str, reason: str) -> NoReturn:
+    where = f"tests/frameworks/{name}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"installing {where}/requirements.txt failed: {reason}")
+    gist = "; ".join(line.strip() for line in reason.strip().splitlines()[-3:])
+    pytest.skip(f"installing {where}/requirements.txt failed (no network?): {gist}")
+
+
+def pinned_versions(name: str) -> dict[str, str]:
+    """What ``requirements.txt`` pins, by distribution name (every line is ``name==version``)."""
+    pins: dict[str, str] = {}
+    for line in (FRAMEWORKS_DIR / name / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        distribution, sep, version = line.partition("==")
+        assert sep, f"tests/frameworks/{name}/requirements.txt: {line!r} is not pinned with =="
+        pins[distribution.split("[", 1)[0].strip().lower()] = version.strip()
+    return pins
+
+
+def framework_python(name: str) -> Path:
+    """The interpreter of ``tests/frameworks/<name>/.venv``, installed if its pins changed."""
+    folder = FRAMEWORKS_DIR / name
+    requirements = folder / "requirements.txt"
+    venv = folder / ".venv"
+    python = venv / "bin" / "python"
+    digest = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    stamp = venv / _STAMP
+    with open(folder / ".install.lock", "w") as lock:
+        # Two pytest processes on one checkout must not build the same environment at once.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python.is_file() and stamp.is_file() and stamp.read_text() == digest:
+            return python
+        shutil.rmtree(venv, ignore_errors=True)
+        steps = [
+            [sys.executable, "-m", "venv", str(venv)],
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             "-r", str(requirements)],
+        ]  # fmt: skip
+        for step in steps:
+            try:
+                done = subprocess.run(
+                    step,
+                    capture_output=True,
+                    text=True,
+                    timeout=INSTALL_TIMEOUT_SECONDS,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                _install_failed(name, f"no result after {INSTALL_TIMEOUT_SECONDS} s")
+            if done.returncode != 0:
+                _install_failed(name, done.stderr[-2000:] or f"exit {done.returncode}")
+        stamp.write_text(digest)
+    return python
+
+
+def installed_versions(python: Path, names: list[str]) -> dict[str, str]:
+    """The versions ``python``'s environment holds of ``names`` (distribution names)."""
+    script = (
+        "import json, sys\n"
+        "from importlib.metadata import version\n"
+        "print(json.dumps({n: version(n) for n in sys.argv[1:]}))\n"
+    )
+    done = subprocess.run(
+        [str(python), "-c", script, *names], capture_output=True, text=True, check=True
+    )
+    found: dict[str, str] = json.loads(done.stdout)
+    return {n.lower(): v for n, v in found.items()}
