@@ -39,14 +39,28 @@ class Conflict(StoreError):
     code = "conflict"
     hint = "read the note again, merge, and retry with the current version"
 
-    def __init__(self, message: str, *, current_version: int, current_digest: str | None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        current_version: int,
+        current_digest: str | None,
+        yours: bool = False,
+    ) -> None:
         # The digest is left out for a caller that may write the topic but not read it.
         details: dict[str, Any] = {"current_version": current_version}
         if current_digest is not None:
             details["current_digest"] = current_digest
-        super().__init__(message, **details)
+        if yours:
+            # The current version is this very write, by this author: a retry whose first
+            # try landed. Said only then, so an agent can stop rather than write it twice.
+            details["yours"] = True
+            message += "; it is your own write, with this content, already done"
+        hint = "nothing to do: your write landed; go on from current_version" if yours else None
+        super().__init__(message, hint=hint, **details)
         self.current_version = current_version
         self.current_digest = current_digest
+        self.yours = yours
 
 
 class Contended(StoreError):

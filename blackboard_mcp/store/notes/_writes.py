@@ -112,8 +112,14 @@ async def write_note(
                 message = (
                     f"{write.address.uri} is at version {old_version}, not {write.expect_version}"
                 )
+            yours = old_version == write.expect_version + 1 and await _is_this_write(
+                tx, note_key, write, content, digest=current, kind=old_kind
+            )
             raise Conflict(
-                message, current_version=old_version, current_digest=current if may_read else None
+                message,
+                current_version=old_version,
+                current_digest=current if may_read else None,
+                yours=yours,
             )
 
         kind = write.kind
@@ -210,6 +216,27 @@ async def write_note(
         gate=gate,
         wait=limits.wait,
     )
+
+
+async def _is_this_write(
+    tx: Transaction, note_key: str, write: NoteWrite, content: str, *, digest: str, kind: str
+) -> bool:
+    """Whether the note's current version is what ``write`` makes: the same author, digest,
+    kind, columns and content. A retry whose first try landed (its answer lost) is told so.
+
+    Read under the transaction's WATCH, only on a conflict that could be one: the current
+    version is one past the version the write expects."""
+    if digest != write.digest or kind != write.kind:
+        return False
+    author, body, blob, columns = (
+        _decode(v) for v in await tx.read("HMGET", note_key, "author", "body", "blob", "columns")
+    )
+    wanted_columns = orjson.dumps(list(write.table.columns)).decode() if write.table else ""
+    if author != write.author or columns != wanted_columns:
+        return False
+    if blob:
+        return blob == hashlib.sha256(content.encode("utf-8")).hexdigest()
+    return body == content
 
 
 def _content(write: NoteWrite) -> str:
