@@ -29,6 +29,8 @@ CASES: list[tuple[str, dict[str, Any], type[InvalidArgument], str]] = [
     ("oversized digest", {"digest": "d" * 1001}, TooLarge, "digest"),
     ("digest not a string", {"digest": 12}, InvalidArgument, "digest"),
     ("lone surrogate in digest", {"digest": "bad \ud800 digest"}, InvalidArgument, "digest"),
+    # No content at all would empty the note's body: an empty body is said as body "".
+    ("no content form", {"body": None}, InvalidArgument, "body"),
     ("body not a string", {"body": 12}, InvalidArgument, "body"),
     ("body a list", {"body": ["text"]}, InvalidArgument, "body"),
     ("body bytes", {"body": b"text"}, InvalidArgument, "body"),

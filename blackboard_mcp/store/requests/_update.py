@@ -69,6 +69,13 @@ class UpdateState:
             )
             if given
         ]
+        if not forms and source_path is None:
+            # Without one, the write would empty the note's content unasked.
+            raise InvalidArgument(
+                "give the note's content: one of body, columns+rows, append or source_path "
+                '(body "" for a note that is only its digest)',
+                argument="body",
+            )
         if len(forms) > 1:
             raise InvalidArgument(
                 f"give one of body, columns+rows, append or source_path, not {' and '.join(forms)}",
