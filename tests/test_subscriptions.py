@@ -22,7 +22,12 @@ from urllib.parse import urlsplit
 import anyio
 import httpx
 import pytest
-from mcp.client.subscriptions import ResourceUpdated, Subscription, SubscriptionLost
+from mcp.client.subscriptions import (
+    ResourcesListChanged,
+    ResourceUpdated,
+    Subscription,
+    SubscriptionLost,
+)
 from mcp.shared.exceptions import MCPError
 from support import (
     GatewayProcess,
@@ -35,7 +40,7 @@ from support import (
 )
 
 from blackboard_mcp.auth import Grant, RevocationList, TokenIssuer
-from blackboard_mcp.gateway._live import ChangeHub, Interest, Listener, Notice
+from blackboard_mcp.gateway._live import ChangeHub, Interest, Listener, Listing, Notice
 from blackboard_mcp.store import (
     Board,
     Change,
@@ -46,7 +51,7 @@ from blackboard_mcp.store import (
     UpdateState,
     board_client,
 )
-from blackboard_mcp.testing import listen_request
+from blackboard_mcp.testing import LISTEN_VERSION, listen_request
 
 PER_TOKEN = 2
 # How long a stopping gateway gives open streams before it cuts them (_uvicorn_adapter.py).
@@ -103,10 +108,10 @@ async def test_a_write_through_one_gateway_notifies_a_listener_on_another(
             resource_subscriptions=[addr(workspace, "facts/a"), addr(workspace, "plans")]
         ) as sub,
     ):
-        await call(writer, "update_state", uri=addr(workspace, "facts/a"), digest="A.")
+        await call(writer, "update_state", uri=addr(workspace, "facts/a"), digest="A.", body="")
         assert await next_uri(sub) == addr(workspace, "facts/a")
-        await call(writer, "update_state", uri=addr(workspace, "facts/other"), digest="O.")
-        await call(writer, "update_state", uri=addr(workspace, "plans/p/1"), digest="P.")
+        await call(writer, "update_state", uri=addr(workspace, "facts/other"), digest="O.", body="")
+        await call(writer, "update_state", uri=addr(workspace, "plans/p/1"), digest="P.", body="")
         # A note nobody follows gives no event; any note of a followed topic does.
         assert await next_uri(sub) == addr(workspace, "plans/p/1")
         await call(
@@ -136,8 +141,10 @@ async def test_no_event_reveals_an_unreadable_topic(
                 pass
         assert foreign.value.error.data["code"] == "forbidden"
         async with listener.listen(resource_subscriptions=[addr(workspace, "facts")]) as sub:
-            await call(writer, "update_state", uri=addr(workspace, "secret/x"), digest="S.")
-            await call(writer, "update_state", uri=addr(workspace, "facts/y"), digest="Y.")
+            await call(
+                writer, "update_state", uri=addr(workspace, "secret/x"), digest="S.", body=""
+            )
+            await call(writer, "update_state", uri=addr(workspace, "facts/y"), digest="Y.", body="")
             assert await next_uri(sub) == addr(workspace, "facts/y")
             assert await nothing_within(sub, 0.5)
 
@@ -222,7 +229,7 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
                     await asyncio.gather(
                         *(
                             writer_board.update_state(
-                                UpdateState.parse({"uri": u, "digest": "d"}), author="w"
+                                UpdateState.parse({"uri": u, "digest": "d", "body": ""}), author="w"
                             )
                             for u in batch
                         )
@@ -237,7 +244,7 @@ async def test_a_slow_listener_is_dropped_without_holding_up_the_others(
                 # The fast listener still hears about every write after the drop, promptly.
                 last = addr(workspace, f"flood/{stem}/last")
                 await writer_board.update_state(
-                    UpdateState.parse({"uri": last, "digest": "d"}), author="w"
+                    UpdateState.parse({"uri": last, "digest": "d", "body": ""}), author="w"
                 )
                 written.append(last)
                 with anyio.fail_after(10):
@@ -338,7 +345,7 @@ async def test_a_burst_reaches_a_stream_in_one_write_per_read_of_the_change_log(
         started = time.monotonic()
         for uri in uris:
             await writer_board.update_state(
-                UpdateState.parse({"uri": uri, "digest": "d"}), author="w"
+                UpdateState.parse({"uri": uri, "digest": "d", "body": ""}), author="w"
             )
         took = time.monotonic() - started
         heard: list[str] = []
@@ -429,7 +436,9 @@ async def test_a_revoked_token_stops_hearing_of_changes(
         seen: list[str] = []
         with pytest.raises(SubscriptionLost) as lost, anyio.fail_after(20):
             while True:
-                await call(writer, "update_state", uri=addr(workspace, "facts/x"), digest="X.")
+                await call(
+                    writer, "update_state", uri=addr(workspace, "facts/x"), digest="X.", body=""
+                )
                 with anyio.move_on_after(0.5):
                     event = await sub.__anext__()
                     assert isinstance(event, ResourceUpdated)
@@ -498,8 +507,8 @@ async def test_feeds_of_tokens_that_read_different_topics_each_hear_only_their_o
         for lines in (wide_lines, narrow_lines):
             with anyio.fail_after(10):
                 await lines.__anext__()
-        await call(writer, "update_state", uri=addr(workspace, "secret/x"), digest="S.")
-        await call(writer, "update_state", uri=addr(workspace, "pub/y"), digest="Y.")
+        await call(writer, "update_state", uri=addr(workspace, "secret/x"), digest="S.", body="")
+        await call(writer, "update_state", uri=addr(workspace, "pub/y"), digest="Y.", body="")
         with anyio.fail_after(10):
             heard_wide = await _feed_uris(wide_lines, addr(workspace, "pub/y"))
             heard_narrow = await _feed_uris(narrow_lines, addr(workspace, "pub/y"))
@@ -626,5 +635,217 @@ async def test_a_listen_without_resources_is_acknowledged_with_what_is_honoured(
         ) as both:
             assert both.honored.tools_list_changed is True
             assert both.honored.resource_subscriptions == [addr(workspace, "facts")]
-            await call(client, "update_state", uri=addr(workspace, "facts/z"), digest="Z.")
+            await call(client, "update_state", uri=addr(workspace, "facts/z"), digest="Z.", body="")
             assert await next_uri(both) == addr(workspace, "facts/z")
+
+
+async def _next_event(sub: Subscription, seconds: float = 10.0) -> object:
+    with anyio.fail_after(seconds):
+        return await sub.__anext__()
+
+
+async def test_a_listen_asking_for_the_resource_list_hears_when_what_resources_list_offers_changes(
+    gateway: GatewayProcess,
+    gateway_b: GatewayProcess,
+    issuer: TokenIssuer,
+    workspace: str,
+    writer_board: Board,
+) -> None:
+    # resources/list offers the catch-up note once it exists, and the topics the token may
+    # read that have notes: a list_changed comes when that changes, and only then. The
+    # followed topic's updates mark where the stream is, so an event that should not have
+    # come would be seen before the next mark.
+    reader = agent_token(issuer, workspace, read=["facts", "plans"], write=[], caps=["board_read"])
+    catch_up = addr(workspace, "run/state/current")
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer:
+        await call(writer, "update_state", uri=addr(workspace, "facts/a"), digest="A.", body="")
+        async with (
+            mcp_client(gateway_b.mcp_url, reader) as listener,
+            listener.listen(
+                resources_list_changed=True, resource_subscriptions=[addr(workspace, "facts")]
+            ) as sub,
+        ):
+            assert sub.honored.resources_list_changed is True
+
+            async def mark(key: str) -> None:
+                await call(
+                    writer,
+                    "update_state",
+                    uri=addr(workspace, f"facts/{key}"),
+                    digest="M.",
+                    body="",
+                )
+                assert await _next_event(sub) == ResourceUpdated(addr(workspace, f"facts/{key}"))
+
+            # A topic the token may not read, and a note of a topic already listed: the
+            # list it is offered stays the same.
+            await call(
+                writer, "update_state", uri=addr(workspace, "secret/x"), digest="S.", body=""
+            )
+            await call(
+                writer, "update_state", uri=addr(workspace, "run/notes"), digest="R.", body=""
+            )
+            await mark("b")
+            # A topic it may read appears.
+            await call(writer, "update_state", uri=addr(workspace, "plans/p"), digest="P.", body="")
+            assert await _next_event(sub) == ResourcesListChanged()
+            await call(writer, "update_state", uri=addr(workspace, "plans/q"), digest="Q.", body="")
+            await mark("c")
+            # The catch-up note comes into being (every reader's, whatever its topics); a
+            # later version of it changes nothing listed.
+            await call(writer, "update_state", uri=catch_up, digest="Start here.", body="")
+            assert await _next_event(sub) == ResourcesListChanged()
+            await call(
+                writer, "update_state", uri=catch_up, digest="Then here.", body="", expect_version=1
+            )
+            await mark("d")
+            listed = await listener.list_resources()
+            assert sorted(r.uri for r in listed.resources) == [
+                addr(workspace, "facts"),
+                addr(workspace, "plans"),
+                catch_up,
+            ]
+            # A topic's last note going, and the catch-up note going, change it again; a note
+            # of a topic that keeps others does not.
+            await writer_board.delete(
+                author="w", workspace=workspace, uri=addr(workspace, "plans/p")
+            )
+            await mark("e")
+            await writer_board.delete(
+                author="w", workspace=workspace, uri=addr(workspace, "plans/q")
+            )
+            assert await _next_event(sub) == ResourcesListChanged()
+            await writer_board.delete(author="w", workspace=workspace, uri=catch_up)
+            assert await _next_event(sub) == ResourcesListChanged()
+            await mark("f")
+
+
+async def _sse_messages(
+    url: str, token: str, notifications: dict[str, Any], request_id: str
+) -> AsyncIterator[dict[str, Any]]:
+    """The JSON-RPC messages of a raw subscriptions/listen stream, as they come."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "subscriptions/listen",
+        "params": {
+            "notifications": notifications,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": LISTEN_VERSION,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
+    }
+    headers = {
+        "authorization": f"Bearer {token}",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": LISTEN_VERSION,
+        "mcp-method": "subscriptions/listen",
+    }
+    async with (
+        httpx.AsyncClient(timeout=30) as http,
+        http.stream("POST", url, json=body, headers=headers) as response,
+    ):
+        assert response.status_code == 200, await response.aread()
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                yield json.loads(line[len("data: ") :])
+
+
+async def test_a_resource_list_change_is_tagged_and_told_only_to_a_listen_that_asks(
+    gateway: GatewayProcess, gateway_b: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    # resourceSubscriptions is optional: a listen may ask for the list's changes alone. One
+    # that follows the topic without asking hears its note, and no list change.
+    token = agent_token(issuer, workspace)
+    lists = _sse_messages(gateway_b.mcp_url, token, {"resourcesListChanged": True}, "lists")
+    follows = _sse_messages(
+        gateway_b.mcp_url, token, {"resourceSubscriptions": [addr(workspace, "facts")]}, "notes"
+    )
+    with anyio.fail_after(10):
+        ack = await lists.__anext__()
+        follow_ack = await follows.__anext__()
+    tag = {"io.modelcontextprotocol/subscriptionId": "lists"}
+    assert ack["method"] == follow_ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"] == {"notifications": {"resourcesListChanged": True}, "_meta": tag}
+    assert "resourcesListChanged" not in follow_ack["params"]["notifications"]
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer:
+        await call(writer, "update_state", uri=addr(workspace, "facts/a"), digest="A.", body="")
+        await call(writer, "update_state", uri=addr(workspace, "facts/b"), digest="B.", body="")
+        with anyio.fail_after(10):
+            changed = await lists.__anext__()
+            heard = [await follows.__anext__() for _ in range(2)]
+    await lists.aclose()
+    await follows.aclose()
+    assert changed == {
+        "jsonrpc": "2.0",
+        "method": "notifications/resources/list_changed",
+        "params": {"_meta": tag},
+    }
+    assert [(m["method"], m["params"]["uri"]) for m in heard] == [
+        ("notifications/resources/updated", addr(workspace, "facts/a")),
+        ("notifications/resources/updated", addr(workspace, "facts/b")),
+    ]
+
+
+class _ListedBoard:
+    """A board whose topics with notes, and whether its catch-up note exists, are what the
+    test sets; each look at them can be held until the test lets it answer."""
+
+    def __init__(self, topics: set[str], *, catch_up: bool = False) -> None:
+        self.now = topics
+        self.catch_up = catch_up
+        self.looks = 0
+        self.gate: asyncio.Event | None = None
+
+    async def topics(self, *, workspace: str, readable: Any) -> list[tuple[str, int]]:
+        self.looks += 1
+        seen = set(self.now)
+        if self.gate is not None:
+            await self.gate.wait()
+        return [(t, 1) for t in sorted(seen) if readable(t)]
+
+    async def get_state(self, request: Any) -> dict[str, Any]:
+        item = {"uri": "bb://ws/run/state/current"} if self.catch_up else {"error": {}}
+        return {"items": [item]}
+
+
+def _change(op: str, uri: str, seq: int = 1, version: int = 1) -> Change:
+    return Change("ws", uri.split("/")[3], seq, op, uri, version, "a", 0)
+
+
+async def test_a_topic_emptied_and_filled_again_within_one_read_is_told_as_changed() -> None:
+    board = _ListedBoard({"facts"})
+    listing = Listing(cast(Board, board), "ws")
+    await listing.load()
+    # By the time the read is seen, the topic has a note again: what a client listed in
+    # between may have lacked it (or the topic kept other notes: told all the same).
+    told = await listing.follow(
+        [_change("delete", "bb://ws/facts/a"), _change("create", "bb://ws/facts/b", 2)]
+    )
+    assert told == [("facts",), ("facts",)]
+    # A note gone from a topic that keeps others, or a note written into a listed topic,
+    # changes nothing listed.
+    assert await listing.follow([_change("delete", "bb://ws/facts/b", 3)]) == [()]
+    assert await listing.follow([_change("create", "bb://ws/facts/c", 4)]) == [()]
+
+
+async def test_a_delete_read_while_the_list_loads_makes_it_load_again() -> None:
+    board = _ListedBoard({"facts", "plans"})
+    board.gate = asyncio.Event()
+    listing = Listing(cast(Board, board), "ws")
+    loading = asyncio.create_task(listing.load())
+    for _ in range(100):
+        if board.looks:
+            break
+        await asyncio.sleep(0)
+    assert board.looks == 1
+    # The first look saw plans; its last note goes before the look answers.
+    board.now = {"facts"}
+    assert await listing.follow([_change("delete", "bb://ws/plans/p")]) == [()]
+    board.gate.set()
+    await loading
+    assert board.looks == 2 and listing.topics == {"facts"}
+    # So plans getting a note again is a change.
+    assert await listing.follow([_change("create", "bb://ws/plans/q", 2)]) == [("plans",)]

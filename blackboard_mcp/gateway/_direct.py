@@ -81,6 +81,7 @@ class _Listen:
     request_id: int | str
     uris: list[str]
     tools_list_changed: bool = False
+    resources_list_changed: bool = False
 
 
 class DirectToolCalls:
@@ -126,6 +127,7 @@ class DirectToolCalls:
                 receive,
                 send,
                 tools_list_changed=call.tools_list_changed,
+                resources_list_changed=call.resources_list_changed,
             )
             return
         self._metrics.direct_calls.inc()
@@ -276,6 +278,7 @@ def _modern_listen(scope: Scope, message: dict[str, Any], request_id: int | str)
         request_id,
         list(wanted.resource_subscriptions or ()),
         tools_list_changed=bool(wanted.tools_list_changed),
+        resources_list_changed=bool(wanted.resources_list_changed),
     )
 
 

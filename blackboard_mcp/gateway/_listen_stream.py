@@ -9,7 +9,8 @@ life, and the changes already waiting go out in one write.
 
 What is checked, refused, acknowledged and followed is the SDK path's own code
 (_subscriptions.py ``Listens``); this module writes the same frames the SDK's transport
-writes: the acknowledgement first, then the notifications, an SSE comment after every
+writes: the acknowledgement first, then the notifications (a resource list's change is a
+frame of its own, fixed for the stream's life), an SSE comment after every
 15 s of silence, and the JSON-RPC result (or error) as the last event. A refusal before the
 stream starts is a JSON answer with the status the SDK's table gives its code.
 tests/test_direct_calls.py holds both paths to the same frames.
@@ -46,6 +47,7 @@ _UPDATED_HEAD = (
     b'"params":{"_meta":'
 )
 _UPDATED_TAIL = b"}}\r\n\r\n"
+_LIST_CHANGED = "notifications/resources/list_changed"
 
 
 def sse_event(message: dict[str, Any]) -> bytes:
@@ -73,10 +75,14 @@ class DirectListen:
         send: Send,
         *,
         tools_list_changed: bool = False,
+        resources_list_changed: bool = False,
     ) -> None:
         try:
             listen = await self._listens.admit(
-                request_id, uris, tools_list_changed=tools_list_changed
+                request_id,
+                uris,
+                tools_list_changed=tools_list_changed,
+                resources_list_changed=resources_list_changed,
             )
         except MCPError as exc:
             await _send_json(
@@ -95,10 +101,20 @@ class DirectListen:
             await _send_part(send, sse_event({"jsonrpc": "2.0", **acknowledgement}))
 
         between = _UPDATED_TAIL + head
+        list_changed = sse_event(
+            {"jsonrpc": "2.0", "method": _LIST_CHANGED, "params": {"_meta": listen.meta}}
+        )
 
         async def deliver(notices: list[Notice]) -> None:
-            frames = between.join([notice.uri_json for notice in notices])
-            await _send_part(send, head + frames + _UPDATED_TAIL)
+            if not resources_list_changed:  # only such a stream is sent list changes
+                frames = between.join([notice.uri_json for notice in notices])
+                await _send_part(send, head + frames + _UPDATED_TAIL)
+                return
+            parts = [
+                list_changed if n.list_changed else head + n.uri_json + _UPDATED_TAIL
+                for n in notices
+            ]
+            await _send_part(send, b"".join(parts))
 
         async def keep_alive() -> None:
             await _send_part(send, KEEPALIVE)

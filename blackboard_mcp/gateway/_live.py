@@ -27,6 +27,7 @@ from blackboard_mcp.store import (
     Board,
     Change,
     ChangeFeed,
+    GetState,
     Unavailable,
     catch_up_address,
     failure_reason,
@@ -86,15 +87,130 @@ class Notice:
     """A change as every listener that hears it is sent it.
 
     ``uri_json`` is the change's part of a notification, JSON-encoded once by the pump for
-    all of this process's listeners; each stream adds only its own subscription id.
+    all of this process's listeners; each stream adds only its own subscription id. A
+    notice with ``list_changed`` says instead that what resources/list offers changed, with
+    the change that changed it.
     """
 
     change: Change
     uri_json: bytes
+    list_changed: bool = False
 
     @classmethod
     def of(cls, change: Change) -> Notice:
         return cls(change, orjson.dumps(change.uri))
+
+    @classmethod
+    def listed(cls, change: Change) -> Notice:
+        return cls(change, b"", list_changed=True)
+
+
+# Among what a change did to the resource list: the catch-up note came or went (every other
+# entry is a topic that gained its first note or lost its last).
+CATCH_UP = None
+ListEntry = str | None
+# A change that may add a note: a write of a new one, the first append to one, an import.
+_CREATED = frozenset({"create", "import"})
+
+
+def _creates(change: Change) -> bool:
+    return change.op in _CREATED or (change.op == "append" and change.version == 1)
+
+
+# Loads of a Listing redone because the change log brought a delete meanwhile: at most.
+_LOAD_ATTEMPTS = 5
+
+
+def _every_topic(_topic: str) -> bool:
+    return True
+
+
+class Listing:
+    """What resources/list offers in one workspace, before each token's scopes: its topics
+    that have notes, and whether the catch-up note exists; kept in step with the change log
+    by the workspace's pump.
+
+    A note written into a topic not listed lists it, and writing the catch-up note lists it:
+    neither needs a look at Redis. A delete may empty a topic, so a read that brings one
+    looks at the topics once; whatever else changed by then is told then too.
+    """
+
+    def __init__(self, board: Board, workspace: str) -> None:
+        self._board = board
+        self.workspace = workspace
+        self._catch_up_uri = catch_up_address(workspace).uri
+        self.topics: set[str] = set()
+        self.catch_up = False
+        self.loaded = False
+        # A read of the change log that could change the list came while this was loading:
+        # the load may predate it, so it loads again.
+        self.missed = False
+        self.task: asyncio.Task[None] | None = None
+
+    async def load(self) -> None:
+        for _ in range(_LOAD_ATTEMPTS):
+            self.missed = False
+            topics, catch_up = await self._look()
+            if not self.missed:
+                break
+        self.topics, self.catch_up, self.loaded = topics, catch_up, True
+
+    async def _look(self) -> tuple[set[str], bool]:
+        found = await self._board.topics(workspace=self.workspace, readable=_every_topic)
+        catch_up = await self._board.get_state(
+            GetState.parse({"uris": [self._catch_up_uri], "mode": "ref"})
+        )
+        return {topic for topic, _count in found}, "error" not in catch_up["items"][0]
+
+    async def follow(self, changes: list[Change]) -> list[tuple[ListEntry, ...]]:
+        """For each change, the entries of the list it added or removed."""
+        if not self.loaded:
+            # A new note the load did not see lists its topic at the topic's next new note;
+            # a delete, or the catch-up note, it did not see would stay wrong: load again.
+            if any(c.op == "delete" or c.uri == self._catch_up_uri for c in changes):
+                self.missed = True
+            return [()] * len(changes)
+        now: tuple[set[str], bool] | None = None
+        if any(c.op == "delete" for c in changes):
+            try:
+                now = await self._look()
+            except Exception as exc:  # Redis away: every delete may have emptied its topic
+                log.warning(
+                    "resource list of %s: cannot look: %s", self.workspace, failure_reason(exc)
+                )
+        # A topic emptied and written again within one read is told as changed.
+        last_created = {c.topic: n for n, c in enumerate(changes) if _creates(c)}
+        told: list[tuple[ListEntry, ...]] = []
+        for n, change in enumerate(changes):
+            entries: list[ListEntry] = []
+            topic = change.topic
+            if change.op == "delete":
+                emptied = now is None or topic not in now[0] or last_created.get(topic, -1) > n
+                if topic in self.topics and emptied:
+                    self.topics.discard(topic)
+                    entries.append(topic)
+                if change.uri == self._catch_up_uri and self.catch_up:
+                    self.catch_up = False
+                    entries.append(CATCH_UP)
+            elif _creates(change):
+                if topic not in self.topics:
+                    self.topics.add(topic)
+                    entries.append(topic)
+                if change.uri == self._catch_up_uri and not self.catch_up:
+                    self.catch_up = True
+                    entries.append(CATCH_UP)
+            told.append(tuple(entries))
+        if now is not None:
+            # What got listed by changes this read did not bring: told now, and those
+            # changes, once read, find it listed.
+            now_topics, catch_up = now
+            for topic in now_topics - self.topics:
+                self.topics.add(topic)
+                told[-1] += (topic,)
+            if catch_up and not self.catch_up:
+                self.catch_up = True
+                told[-1] += (CATCH_UP,)
+        return told
 
 
 @dataclass(eq=False)
@@ -115,6 +231,8 @@ class Interest:
     # None: every topic the token may read.
     topics: frozenset[str] | None
     limit: int  # BB_LISTENER_QUEUE
+    # Its listeners also hear when what resources/list offers their token changes.
+    lists: bool = False
     # A dict for its order and its O(1) removal.
     listeners: dict[Listener, None] = field(default_factory=dict)
     readable: dict[str, bool] = field(default_factory=dict)
@@ -126,21 +244,32 @@ class Interest:
     on_drop: Callable[[], None] = field(default=lambda: None)
 
     @property
-    def key(self) -> tuple[tuple[str, ...], frozenset[str], frozenset[str] | None]:
-        return self.reader.read_topics, self.notes, self.topics
+    def key(self) -> tuple[tuple[str, ...], frozenset[str], frozenset[str] | None, bool]:
+        return self.reader.read_topics, self.notes, self.topics, self.lists
 
     @property
     def head(self) -> int:
         """The position the next change will have."""
         return self.base + len(self.log)
 
-    def wants(self, change: Change) -> bool:
-        readable = self.readable.get(change.topic)
+    def can_read(self, topic: str) -> bool:
+        readable = self.readable.get(topic)
         if readable is None:
             # Scopes never change, and a topic is matched against them once.
             if len(self.readable) >= _READABLE_CACHE:
                 self.readable.clear()
-            readable = self.readable[change.topic] = self.reader.can_read(change.topic)
+            readable = self.readable[topic] = self.reader.can_read(topic)
+        return readable
+
+    def hears_listing(self, entries: tuple[ListEntry, ...]) -> bool:
+        """Whether a change of these list entries changes what its listeners are offered:
+        the catch-up note is every reader's; a topic, only its readers'."""
+        return self.lists and any(e is CATCH_UP or self.can_read(e) for e in entries)
+
+    def wants(self, change: Change) -> bool:
+        readable = self.readable.get(change.topic)
+        if readable is None:
+            readable = self.can_read(change.topic)
         if not readable:
             # The catch-up note is every reader's, whatever its topics: followed by its
             # address (admitted as get_state's read of it), it is heard; no other note of
@@ -281,13 +410,21 @@ class ChangeHub:
         # Each workspace's listeners, grouped by what they hear.
         self._interests: dict[str, dict[object, Interest]] = {}
         self._pumps: dict[str, _Pump] = {}
+        # What resources/list offers, in each workspace with a listener that asks for it.
+        self._listings: dict[str, Listing] = {}
         self._per_token_count: dict[str, int] = {}
         self._count = 0
 
     async def join(
-        self, grant: Grant, *, notes: frozenset[str], topics: frozenset[str] | None
+        self,
+        grant: Grant,
+        *,
+        notes: frozenset[str],
+        topics: frozenset[str] | None,
+        lists: bool = False,
     ) -> Listener:
-        """Register a listener; once this returns, every later write reaches its queue."""
+        """Register a listener; once this returns, every later write reaches its queue (and,
+        with ``lists``, every later change of what resources/list offers its token)."""
         held = self._per_token_count.get(grant.token_id, 0)
         if held >= self._per_token:
             raise TooManyListeners(
@@ -297,7 +434,7 @@ class ChangeHub:
         self._per_token_count[grant.token_id] = held + 1
         self._count += 1
         interests = self._interests.setdefault(grant.workspace, {})
-        probe = Interest(grant, notes, topics, self._queue_size, on_drop=self._on_drop)
+        probe = Interest(grant, notes, topics, self._queue_size, lists=lists, on_drop=self._on_drop)
         interest = interests.setdefault(probe.key, probe)
         # From the next change on: what came before is not this listener's.
         listener = Listener(grant, interest, cursor=interest.head)
@@ -310,6 +447,9 @@ class ChangeHub:
         try:
             async with asyncio.timeout(_START_SECONDS):
                 await pump.ready.wait()
+            if lists:
+                # Once the pump reads: a change it reads while the list loads is not lost.
+                await self._listed(grant.workspace)
         except TimeoutError:
             self.leave(listener)
             raise Unavailable("the change log cannot be read now") from None
@@ -317,6 +457,22 @@ class ChangeHub:
             self.leave(listener)
             raise
         return listener
+
+    async def _listed(self, workspace: str) -> None:
+        listing = self._listings.get(workspace)
+        if listing is None:
+            listing = self._listings[workspace] = Listing(self._board, workspace)
+            listing.task = asyncio.create_task(listing.load())
+        assert listing.task is not None
+        try:
+            await asyncio.shield(listing.task)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if self._listings.get(workspace) is listing:
+                del self._listings[workspace]
+            log.warning("resource list of %s: cannot load: %s", workspace, failure_reason(exc))
+            raise Unavailable("the resource list cannot be read now") from None
 
     def leave(self, listener: Listener) -> None:
         ws = listener.grant.workspace
@@ -334,6 +490,10 @@ class ChangeHub:
         interests = self._interests[ws]
         if not interest.listeners:
             del interests[interest.key]
+            if interest.lists and not any(i.lists for i in interests.values()):
+                listing = self._listings.pop(ws, None)
+                if listing is not None and listing.task is not None:
+                    listing.task.cancel()
         if not interests:
             del self._interests[ws]
             pump = self._pumps.pop(ws, None)
@@ -399,12 +559,18 @@ class ChangeHub:
                     # a reshard may have moved it), from the same entry.
                     feed = await self._reopen(feed, workspace)
                     continue
+                listing = self._listings.get(workspace)
+                told = await listing.follow(changes) if listing is not None and changes else ()
                 interests = list(self._interests.get(workspace, {}).values())
-                for change in changes:
+                # One list change per read is enough: a client reads the list again anyway.
+                listed: set[Interest] = set()
+                for n, change in enumerate(changes):
                     notice = Notice.of(change)
                     for interest in interests:
                         if interest.wants(change):
                             interest.publish(notice)
+                    if told and told[n]:
+                        _publish_listing(interests, change, told[n], listed)
                 if changes and len(changes) < _READ_COUNT:
                     # Under a burst, one read a while carries many entries rather than one
                     # read an entry, and each stream sends them in one write.
@@ -428,6 +594,10 @@ class ChangeHub:
         """Stop the pumps and end every listener's stream (the gateway is stopping)."""
         tasks = [p.task for p in self._pumps.values() if p.task is not None]
         self._pumps.clear()
+        for listing in self._listings.values():
+            if listing.task is not None:
+                listing.task.cancel()
+        self._listings.clear()
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -437,6 +607,20 @@ class ChangeHub:
             for interest in interests.values():
                 for listener in interest.listeners:
                     listener.close()
+
+
+def _publish_listing(
+    interests: list[Interest],
+    change: Change,
+    entries: tuple[ListEntry, ...],
+    told: set[Interest],
+) -> None:
+    notice: Notice | None = None
+    for interest in interests:
+        if interest not in told and interest.hears_listing(entries):
+            notice = notice or Notice.listed(change)
+            interest.publish(notice)
+            told.add(interest)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""``subscriptions/listen``: a 2026-07-28 client's stream of ``notifications/resources/updated``.
+"""``subscriptions/listen``: a 2026-07-28 client's stream of ``notifications/resources/updated``
+and, when it asks, ``notifications/resources/list_changed``.
 
 A subscription names notes (``bb://ws/topic/key``) and topics (``bb://ws/topic``, any note in
 it). The listen is get_state's call on those addresses (a topic's address checked as a note
@@ -7,6 +8,10 @@ revoked, within its rate; a refusal comes before the acknowledgement, with get_s
 error (code, message, hint) as the JSON-RPC error's data. Its audit record is a
 ``subscriptions/listen`` of the addresses named, not a get_state (``_audit_as.py``).
 Keep-alives are the transport's SSE comments, after every 15 s of silence.
+
+A listen asking ``resourcesListChanged`` hears when what resources/list offers its token
+changes: a topic it may read gains its first note or loses its last, or the catch-up note
+comes or goes (_live.py ``Listing``). It may name no resource at all.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types import (
     INVALID_REQUEST,
+    NotificationParams,
     RequestId,
+    ResourceListChangedNotification,
     ResourceUpdatedNotification,
     ResourceUpdatedNotificationParams,
     SubscriptionFilter,
@@ -96,19 +103,21 @@ class AdmittedListen:
     expires_in: float
     # The tool list never changes: asked to hear of it, the board honours it (nothing comes).
     tools_list_changed: bool = False
+    resources_list_changed: bool = False
 
     @property
     def meta(self) -> dict[str, Any]:
         return {SUBSCRIPTION_ID_META_KEY: self.subscription_id}
 
     def acknowledgement(self) -> SubscriptionsAcknowledgedNotification:
-        # The subset honoured: resource subscriptions, and the tool list's changes (there are
-        # none). Prompts there are none of; the resource list's changes are not told.
+        # The subset honoured: resource subscriptions, the resource list's changes, and the
+        # tool list's (there are none). Prompts there are none of.
         return SubscriptionsAcknowledgedNotification(
             params=SubscriptionsAcknowledgedNotificationParams(
                 notifications=SubscriptionFilter(
                     resource_subscriptions=self.honored or None,
                     tools_list_changed=True if self.tools_list_changed else None,
+                    resources_list_changed=True if self.resources_list_changed else None,
                 ),
                 _meta=self.meta,
             )
@@ -128,7 +137,12 @@ class Listens:
         return self._hub
 
     async def admit(
-        self, subscription_id: RequestId, uris: list[str], *, tools_list_changed: bool = False
+        self,
+        subscription_id: RequestId,
+        uris: list[str],
+        *,
+        tools_list_changed: bool = False,
+        resources_list_changed: bool = False,
     ) -> AdmittedListen:
         """Check the listen as get_state's call (list_keys's, when it names no resource)
         and join its listener; an MCPError (with the tool error as its data) if refused."""
@@ -152,14 +166,21 @@ class Listens:
         raise_refusal(outcome)
         assert grant is not None  # refused above otherwise
         try:
-            listener = await self._hub.join(grant, notes=notes, topics=topics)
+            listener = await self._hub.join(
+                grant, notes=notes, topics=topics, lists=resources_list_changed
+            )
         except Exception as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
         # A stream outlives no token: at its expiry it ends, and the client listens again
         # with a fresh one.
         expires_in = max(0.0, grant.expires_at - time.time())
         return AdmittedListen(
-            listener, subscription_id, uris, expires_in, tools_list_changed=tools_list_changed
+            listener,
+            subscription_id,
+            uris,
+            expires_in,
+            tools_list_changed=tools_list_changed,
+            resources_list_changed=resources_list_changed,
         )
 
     async def follow(
@@ -226,14 +247,19 @@ class BoardListen:
         wanted = params.notifications
         uris = list(wanted.resource_subscriptions or ())
         listen = await self._listens.admit(
-            subscription_id, uris, tools_list_changed=bool(wanted.tools_list_changed)
+            subscription_id,
+            uris,
+            tools_list_changed=bool(wanted.tools_list_changed),
+            resources_list_changed=bool(wanted.resources_list_changed),
         )
         meta = listen.meta
 
         async def deliver(notices: list[Notice]) -> None:
             for notice in notices:
                 await ctx.session.send_notification(
-                    ResourceUpdatedNotification(
+                    ResourceListChangedNotification(params=NotificationParams(_meta=meta))
+                    if notice.list_changed
+                    else ResourceUpdatedNotification(
                         params=ResourceUpdatedNotificationParams(uri=notice.change.uri, _meta=meta)
                     ),
                     related_request_id=subscription_id,
