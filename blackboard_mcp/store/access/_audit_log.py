@@ -43,7 +43,7 @@ class RedisAuditLog:
             return
         async with mapped_redis_errors():
             # Each workspace's stream on the node of its slot; one round trip on one Redis.
-            await self._redis.send([self._xadd(record) for record in records])
+            await self._redis.send([self._xadd(record) for record in records], repeatable=False)
 
     def _xadd(self, record: AuditRecord) -> tuple[Any, ...]:
         fields = [v for pair in _fields(record).items() for v in pair]

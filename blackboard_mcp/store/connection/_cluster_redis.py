@@ -166,9 +166,11 @@ class ClusterRedis:
             client = await self.home(workspace)
             return await op(client)
 
-    async def send(self, commands: Sequence[Command]) -> list[Any]:
+    async def send(self, commands: Sequence[Command], *, repeatable: bool = True) -> list[Any]:
         """Independent commands, each routed by redis-py to the node of its key (it follows
-        MOVED and ASK). Inside ``mapped_redis_errors()``."""
+        MOVED and ASK). Inside ``mapped_redis_errors()``. ``repeatable`` is for the single
+        Redis's own wires; redis-py's cluster pipeline resends only on a MOVED or ASK, where
+        the command did not run."""
         pipe = self._cluster.pipeline(transaction=False)
         for command in commands:
             pipe.execute_command(*command)

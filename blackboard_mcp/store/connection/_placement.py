@@ -102,11 +102,12 @@ class SingleRedis:
         """Run ``op`` on the client that holds ``workspace``."""
         return await op(self._client)
 
-    async def send(self, commands: Sequence[Command]) -> list[Any]:
+    async def send(self, commands: Sequence[Command], *, repeatable: bool = True) -> list[Any]:
         """Independent commands, each on the node of its key: here one round trip on one of
-        the store's own connections. Inside ``mapped_redis_errors()``."""
+        the store's own connections (sent again on a cut connection only when
+        ``repeatable``). Inside ``mapped_redis_errors()``."""
         pool: WaitingConnectionPool = self._client.connection_pool
-        return await pool.round_trip(commands)
+        return await pool.round_trip(commands, repeatable=repeatable)
 
     def topology(self, nodes: list[NodeReport]) -> dict[str, Any]:
         """What ``health`` says of the nodes beyond their memory and index."""

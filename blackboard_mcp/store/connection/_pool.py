@@ -28,7 +28,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
 from ._redis_errors import deadline_hit_in_pool
-from ._wire import WireConnection, Wires, first_error, open_wire, pack
+from ._wire import WireClosed, WireConnection, Wires, first_error, open_wire, pack
 
 
 class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
@@ -76,18 +76,27 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
             self._free.release()
             raise
 
-    async def lend_answered(self, packed: bytes, count: int) -> tuple[WireConnection, list[Any]]:
+    async def lend_answered(
+        self, packed: bytes, count: int, *, repeatable: bool = True
+    ) -> tuple[WireConnection, list[Any]]:
         """A lent wire that has sent ``packed`` (``count`` commands), and the raw replies.
 
         An idle wire that Redis closed before this process noticed (a restart, its idle
-        timeout) fails at once: the commands go once more, on a new wire. The caller gives
-        the wire back with ``return_wire``.
+        timeout) fails: the commands go once more, on a new wire, when nothing had been sent
+        on the closed one, or when they are ``repeatable`` (reads, WATCH). A write that was
+        sent is never sent again: its connection may have been cut after Redis ran it, and a
+        second run would apply it twice. Its caller hears the connection error (``unavailable``:
+        an outcome it cannot know). The caller gives the wire back with ``return_wire``.
         """
         wire = await self.lend_wire()
         try:
             return wire, await wire.round_trip(packed, count)
+        except WireClosed:
+            self.return_wire(wire)
         except RedisConnectionError:
             self.return_wire(wire)
+            if not repeatable:
+                raise
         except BaseException:
             self.return_wire(wire)
             raise
@@ -98,12 +107,17 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
             self.return_wire(wire)
             raise
 
-    async def round_trip(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+    async def round_trip(
+        self, commands: Sequence[tuple[Any, ...]], *, repeatable: bool = True
+    ) -> list[Any]:
         """Plain commands (no WATCH, no MULTI) in one round trip on a lent wire; their replies.
 
-        Raises the first error reply.
+        ``repeatable``: whether the commands may run twice (see ``lend_answered``). Raises
+        the first error reply.
         """
-        wire, replies = await self.lend_answered(pack(commands), len(commands))
+        wire, replies = await self.lend_answered(
+            pack(commands), len(commands), repeatable=repeatable
+        )
         self.return_wire(wire)
         return first_error(replies)
 

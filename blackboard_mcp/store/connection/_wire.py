@@ -39,6 +39,10 @@ _CLOSED = "the connection to the board's Redis closed"
 _INCOMPLETE = object()
 
 
+class WireClosed(RedisConnectionError):
+    """The wire was closed before anything was sent on it: sending elsewhere is safe."""
+
+
 class WireConnection(asyncio.Protocol):
     """One connection to Redis that answers whole round trips."""
 
@@ -93,7 +97,7 @@ class WireConnection(asyncio.Protocol):
     async def round_trip(self, packed: bytes, count: int) -> list[Any]:
         """Send ``packed`` (``count`` commands); their ``count`` replies, errors as values."""
         if self._closed or self._transport is None:
-            raise RedisConnectionError(_CLOSED) from self._failure
+            raise WireClosed(_CLOSED) from self._failure
         waiter = asyncio.get_running_loop().create_future()
         self._replies = []
         self._expected = count

@@ -278,7 +278,8 @@ async def append_note(
         if limits.wait is not None:
             commands.append(("WAIT", limits.wait.replicas, limits.wait.timeout_ms))
         async with mapped_redis_errors():
-            replies = await pool.round_trip(commands)
+            # An append is not idempotent: never sent twice (store/connection/_pool.py).
+            replies = await pool.round_trip(commands, repeatable=False)
         outcome = replies[0]
         code = int(outcome[0])
         if code == -3:
