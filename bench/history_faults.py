@@ -1,10 +1,10 @@
 """Histories under faults: is every note's recorded history linearizable, fault by fault?
 
 Clients (``--clients``, each an agent with its own token) write notes by compare-and-swap,
-append to a log note and read, through two gateway processes (tests/history_run.py), while
-one kind of fault is applied ``--repeats`` times; every call is recorded with its invocation
-and completion times and outcome, and each note's history is checked for linearizability as
-a versioned register with compare-and-swap and append (tests/linearizability.py). A call
+append to a log note and read, through two gateway processes (``testing.Workload``), while one
+kind of fault is applied ``--repeats`` times; every call is recorded with its invocation and
+completion times and outcome, and each note's history is checked for linearizability as a
+versioned register with compare-and-swap and append (``testing.check_history``). A call
 whose answer does not say what happened (timeout, cut connection, HTTP error, `unavailable`,
 `unconfirmed`) is an unknown outcome: it may or may not have landed, and both are allowed.
 
@@ -15,7 +15,7 @@ The runs, each on a Redis of its own:
 - ``gateway-kill``: one gateway SIGKILLed mid-write and started again (its clients move to
   the other, then back);
 - ``proxy-cut``, ``proxy-refuse``, ``proxy-delay``: a loopback TCP proxy between the gateways
-  and Redis (tests/fault_proxy.py) cuts every connection mid-stream, refuses new ones for a
+  and Redis (``testing.FaultProxy``) cuts every connection mid-stream, refuses new ones for a
   while, or holds every packet; during ``proxy-delay`` a quarter of the clients time out after
   ``--short-timeout`` seconds, shorter than the server's deadline, so calls land after their
   client gave up;
@@ -39,6 +39,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -46,24 +48,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from blackboard_mcp.auth import TokenIssuer, keys_from_settings
-from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import EmbeddedRedis
-from blackboard_mcp.testing import LocalCluster
+from blackboard_mcp.testing import FaultProxy, LocalCluster, Workload, check_history
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
-sys.path.insert(0, str(TESTS))
-
-from fault_proxy import FaultProxy  # noqa: E402
-from history_run import Workload  # noqa: E402
-from linearizability import check_history  # noqa: E402
-from support import (  # noqa: E402
-    TEST_JWT_SECRET,
-    GatewayProcess,
-    agent_token,
-    start_gateway,
-    stop_gateway,
-)
+sys.path.insert(0, str(Path(__file__).parent))
+from _gateway_process import bench_issuer, bench_token, start_gateway
 
 RUNS = (
     "redis-kill-always",
@@ -89,10 +78,33 @@ class Row:
     first: str
 
 
-def issuer() -> TokenIssuer:
-    signing, _ = keys_from_settings(Settings(jwt_secret=TEST_JWT_SECRET))
-    assert signing is not None
-    return TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
+@dataclass
+class Gateway:
+    """A gateway process of the run, on its port."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+
+    @property
+    def mcp_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp/"
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def launch(redis_url: str, work: Path, env: dict[str, str]) -> Gateway:
+    work.mkdir(parents=True, exist_ok=True)
+    return Gateway(*start_gateway(redis_url, data_dir=work, extra_env=env))
 
 
 Fault = Callable[[int], Awaitable[None]]
@@ -104,24 +116,24 @@ async def drive(
     work: Path,
     args: argparse.Namespace,
     workspace: str,
-    make_fault: Callable[[list[GatewayProcess], Workload], Fault],
+    make_fault: Callable[[list[Gateway], Workload], Fault],
     *,
     extra_env: dict[str, str] | None = None,
     short: bool = False,
 ) -> Row:
-    env = {"BB_RATE_LIMIT_PER_MINUTE": "0", "BB_LOG_LEVEL": "WARNING", **(extra_env or {})}
+    env = extra_env or {}
     gateways = list(
         await asyncio.gather(
-            *(
-                asyncio.to_thread(start_gateway, redis_url, work / f"gw{n}", extra_env=env)
-                for n in range(2)
-            )
+            *(asyncio.to_thread(launch, redis_url, work / f"gw{n}", env) for n in range(2))
         )
     )
-    tokens = issuer()
+    issuer = bench_issuer()
     workload = Workload(
         urls=[g.mcp_url for g in gateways],
-        tokens=[agent_token(tokens, workspace, sub=f"agent-{n}") for n in range(args.clients)],
+        tokens=[
+            bench_token(workspace=workspace, subject=f"agent-{n}", issuer=issuer)
+            for n in range(args.clients)
+        ],
         notes=[f"bb://{workspace}/plans/n{k}" for k in range(3)],
         log=f"bb://{workspace}/logs/run",
         call_timeout=10.0,
@@ -142,7 +154,7 @@ async def drive(
         await workload.final_reads(live.mcp_url)
     finally:
         for gateway in gateways:
-            stop_gateway(gateway)
+            gateway.stop()
     verdicts = check_history(workload.operations)
     bad = [v for v in verdicts if not v.linearizable]
     return Row(
@@ -160,7 +172,7 @@ async def redis_kill(mode: Literal["always", "everysec"], args: argparse.Namespa
         work = Path(tmp)
         redis = EmbeddedRedis(data_dir=work / "redis", appendfsync=mode).start()
 
-        def fault(_gateways: list[GatewayProcess], _w: Workload) -> Fault:
+        def fault(_gateways: list[Gateway], _w: Workload) -> Fault:
             async def kill(_k: int) -> None:
                 await asyncio.to_thread(redis.kill)
                 await asyncio.to_thread(redis.start)
@@ -178,15 +190,11 @@ async def gateway_kill(args: argparse.Namespace) -> Row:
         work = Path(tmp)
         redis = EmbeddedRedis(data_dir=work / "redis", appendfsync="always").start()
 
-        def fault(gateways: list[GatewayProcess], workload: Workload) -> Fault:
+        def fault(gateways: list[Gateway], workload: Workload) -> Fault:
             async def kill(k: int) -> None:
                 victim = k % 2
-                gateways[victim].process.kill()
-                gateways[victim].process.wait()
-                env = {"BB_RATE_LIMIT_PER_MINUTE": "0", "BB_LOG_LEVEL": "WARNING"}
-                again = await asyncio.to_thread(
-                    start_gateway, redis.url, work / f"gw{victim}-{k}", extra_env=env
-                )
+                gateways[victim].kill()
+                again = await asyncio.to_thread(launch, redis.url, work / f"gw{victim}-{k}", {})
                 gateways[victim] = again
                 workload.urls[victim] = again.mcp_url
 
@@ -207,7 +215,7 @@ async def proxied(
         proxy = FaultProxy(redis.host, redis.port)
         url = redis.url.rsplit(":", 1)[0] + f":{await proxy.start()}/0"
 
-        def fault(_gateways: list[GatewayProcess], workload: Workload) -> Fault:
+        def fault(_gateways: list[Gateway], workload: Workload) -> Fault:
             async def apply(k: int) -> None:
                 if run == "proxy-cut":
                     proxy.cut()
@@ -239,7 +247,7 @@ async def cluster_failover(wait: int, args: argparse.Namespace) -> Row:
             w for w in (f"hist-{i}" for i in range(400)) if cluster.owner_of(f"{{{w}}}") is victim
         )
 
-        def fault(_gateways: list[GatewayProcess], _w: Workload) -> Fault:
+        def fault(_gateways: list[Gateway], _w: Workload) -> Fault:
             async def kill(k: int) -> None:
                 # Once: a cluster of three primaries with one replica each survives one loss
                 # of the workspace's primary; the later repeats find it failed over already.

@@ -203,7 +203,10 @@ def _write_body(uri: str) -> bytes:
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "update_state", "arguments": {"uri": uri, "digest": "d"}},
+            "params": {
+                "name": "update_state",
+                "arguments": {"uri": uri, "digest": "d", "body": ""},
+            },
         }
     )
 

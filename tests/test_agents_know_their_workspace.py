@@ -77,7 +77,7 @@ def refusal(body: dict[str, Any]) -> tuple[str, str, str]:
         ("get_state", {"uris": ["bb://ws/run/state/current"]}, "run/state/current"),
         ("get_state", {"uris": ["bb://ws/facts/a@3"]}, "facts/a@3"),
         ("list_keys", {"topic": "bb://ws/facts/a"}, "facts/a"),
-        ("update_state", {"uri": "bb://ws/facts/a", "digest": "A."}, "facts/a"),
+        ("update_state", {"uri": "bb://ws/facts/a", "digest": "A.", "body": ""}, "facts/a"),
         (
             "link_state",
             {"src": "bb://ws/facts/a", "rel": "cites", "dst": ["bb://ws/facts/b"]},
@@ -210,7 +210,12 @@ async def test_writing_the_catch_up_note_still_needs_write_on_run(
 ) -> None:
     planner = agent_token(issuer, workspace, sub="planner", read=READ, write=["plan"])
     is_error, body = await app.call(
-        planner, "update_state", uri=catch_up(workspace), digest="Step 1 of 5.", expect_version=0
+        planner,
+        "update_state",
+        uri=catch_up(workspace),
+        digest="Step 1 of 5.",
+        body="",
+        expect_version=0,
     )
     assert is_error and body["error"]["code"] == "forbidden"
     assert "'run'" in body["error"]["message"]
@@ -222,7 +227,12 @@ async def test_a_writer_of_run_that_reads_other_topics_is_told_the_catch_up_dige
     await written(app, issuer, workspace)
     second = agent_token(issuer, workspace, sub="second", read=READ, write=["run"])
     is_error, body = await app.call(
-        second, "update_state", uri=catch_up(workspace), digest="Step 3 of 5.", expect_version=1
+        second,
+        "update_state",
+        uri=catch_up(workspace),
+        digest="Step 3 of 5.",
+        body="",
+        expect_version=1,
     )
     assert is_error and body["error"]["code"] == "conflict"
     assert (body["error"]["current_version"], body["error"]["current_digest"]) == (
@@ -263,7 +273,7 @@ async def test_a_token_without_run_follows_the_catch_up_note_and_nothing_else_of
         mcp_client(gateway.mcp_url, token) as agent,
         agent.listen(resource_subscriptions=[catch_up(workspace)]) as sub,
     ):
-        await call(lead, "update_state", uri=catch_up(workspace), digest="Step 1 of 5.")
+        await call(lead, "update_state", uri=catch_up(workspace), digest="Step 1 of 5.", body="")
         assert await next_uri(sub) == catch_up(workspace)
     for other in (private, f"bb://{workspace}/run"):
         async with mcp_client(gateway.mcp_url, token) as agent:

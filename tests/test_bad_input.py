@@ -188,7 +188,7 @@ async def test_body_exactly_at_max_body_bytes_is_accepted(small_board: Board) ->
 
 async def test_digest_of_exactly_1000_characters_is_accepted(board: Board) -> None:
     result = await board.update_state(
-        UpdateState.parse({"uri": uri("edge"), "digest": "d" * 1000}), author="agent"
+        UpdateState.parse({"uri": uri("edge"), "digest": "d" * 1000, "body": ""}), author="agent"
     )
     assert result["version"] == 1
 

@@ -85,7 +85,9 @@ async def test_only_refusals_count_as_not_answered_and_no_operators_path_reaches
     # One refusal: a reader's write.
     reader = agent_token(issuer, workspace, sub="reader", read=["facts"], write=[])
     async with mcp_client(gateway.mcp_url, reader) as client:
-        err, body = await call(client, "update_state", uri=addr(workspace, "facts/x"), digest="D.")
+        err, body = await call(
+            client, "update_state", uri=addr(workspace, "facts/x"), digest="D.", body=""
+        )
     assert err and body["error"]["code"] == "forbidden"
     # Successful admin work, each audited with an outcome of its own words.
     await admin_post(gateway.url, admin, "/admin/tokens", {"sub": "scout", "read": ["facts"],

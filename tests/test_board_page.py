@@ -157,7 +157,9 @@ async def test_the_board_shows_notes_graph_feed_and_escapes_content(
     await page.wait_for_selector("#feed-status[data-live=true]")
     await page.evaluate("window.__same_page = true")
     async with mcp_client(gateway.mcp_url, token) as client:
-        await call(client, "update_state", uri=addr(workspace, "facts/fresh"), digest="Fresh.")
+        await call(
+            client, "update_state", uri=addr(workspace, "facts/fresh"), digest="Fresh.", body=""
+        )
     await page.wait_for_selector(
         f"#feed li button[title='{addr(workspace, 'facts/fresh')}']", timeout=10_000
     )
@@ -186,8 +188,12 @@ async def test_a_reader_sees_only_its_topics_in_the_list_and_the_feed(
     assert await page.is_hidden("#audit-panel")
     await page.wait_for_selector("#feed-status[data-live=true]")
     async with mcp_client(gateway.mcp_url, writer) as client:
-        await call(client, "update_state", uri=addr(workspace, "secret/next"), digest="Hidden.")
-        await call(client, "update_state", uri=addr(workspace, "facts/next"), digest="Seen.")
+        await call(
+            client, "update_state", uri=addr(workspace, "secret/next"), digest="Hidden.", body=""
+        )
+        await call(
+            client, "update_state", uri=addr(workspace, "facts/next"), digest="Seen.", body=""
+        )
     await page.wait_for_selector(
         f"#feed li button[title='{addr(workspace, 'facts/next')}']", timeout=10_000
     )
@@ -223,7 +229,7 @@ async def test_the_notes_table_shows_each_notes_content_bytes_for_text_tables_an
         "text": {"body": "héllo wörld"},  # bytes, not characters: 13, not 11
         "grid": {"columns": ["name", "n"], "rows": [["ä", "1"], ["b", "22"]]},
         "big": {"body": "offloaded line\n" * 1500},  # over the offload threshold
-        "bare": {},  # a digest alone: no content
+        "bare": {"body": ""},  # a digest with no content
     }
     async with mcp_client(gateway.mcp_url, token) as client:
         for key, content in notes.items():
@@ -271,7 +277,7 @@ async def test_more_pages_of_a_topic_are_loaded_with_the_more_button_from_the_ke
     expected = sorted(addr(workspace, f"many/n{i}") for i in range(5))
     async with mcp_client(gateway.mcp_url, token) as client:
         for uri in expected:
-            err, body = await call(client, "update_state", uri=uri, digest="D.")
+            err, body = await call(client, "update_state", uri=uri, digest="D.", body="")
             assert not err, body
     # Two notes a page (the page's own default is list_keys' largest page, 200).
     context, page, _requested, errors = await open_board(
@@ -432,7 +438,11 @@ async def test_activity_shows_writes_per_minute_by_topic_and_author_the_reader_m
         async with mcp_client(gateway.mcp_url, token) as client:
             for i in range(count):
                 await call(
-                    client, "update_state", uri=addr(workspace, f"{topic}/{sub}{i}"), digest="D."
+                    client,
+                    "update_state",
+                    uri=addr(workspace, f"{topic}/{sub}{i}"),
+                    digest="D.",
+                    body="",
                 )
     reader = agent_token(issuer, workspace, sub="reader", read=["facts"], write=[])
     context, page, _requested, errors = await open_board(browser, gateway.url, reader)
@@ -457,8 +467,8 @@ async def test_the_link_graph_draws_each_note_once_with_readable_labels_on_a_pho
     token = agent_token(issuer, workspace)
     hub, spec = addr(workspace, "g/hub"), addr(workspace, "g/spec")
     async with mcp_client(gateway.mcp_url, token) as client:
-        await call(client, "update_state", uri=spec, digest="The spec.")
-        await call(client, "update_state", uri=hub, digest="The hub.", sources=[spec])
+        await call(client, "update_state", uri=spec, digest="The spec.", body="")
+        await call(client, "update_state", uri=hub, digest="The hub.", body="", sources=[spec])
         for rel in ("cites", "depends_on"):
             await call(client, "link_state", src=hub, rel=rel, dst=[spec])
     context, page, _requested, errors = await open_board(
@@ -498,7 +508,7 @@ async def test_an_admin_issues_revokes_and_sets_retention_from_the_page_and_a_re
         async with mcp_client(
             gateway.mcp_url, agent_token(issuer, workspace, sub=f"w{i % 3}")
         ) as c:
-            await call(c, "update_state", uri=addr(workspace, f"facts/n{i}"), digest="D.")
+            await call(c, "update_state", uri=addr(workspace, f"facts/n{i}"), digest="D.", body="")
     context, page, _requested, errors = await open_board(browser, gateway.url, admin)
     try:
         await page.wait_for_selector("#admin-panel:not([hidden])")
@@ -520,7 +530,7 @@ async def test_an_admin_issues_revokes_and_sets_retention_from_the_page_and_a_re
             err, body = await call(client, "list_keys", topic="facts")
             assert not err and body["items"]
             err, body = await call(
-                client, "update_state", uri=addr(workspace, "facts/x"), digest="D."
+                client, "update_state", uri=addr(workspace, "facts/x"), digest="D.", body=""
             )
             assert err and body["error"]["code"] == "forbidden"  # board_read only, writes nothing
         # The token just issued is in the list; revoking its subject takes two clicks.
@@ -566,8 +576,8 @@ async def test_a_topics_link_graph_draws_each_note_once_and_opens_notes_by_keybo
     a, b, c = (addr(workspace, f"web/{n}") for n in ("a", "b", "c"))
     async with mcp_client(gateway.mcp_url, token) as client:
         for uri in (a, b, c):
-            await call(client, "update_state", uri=uri, digest="D.")
-        await call(client, "update_state", uri=addr(workspace, "elsewhere/x"), digest="D.")
+            await call(client, "update_state", uri=uri, digest="D.", body="")
+        await call(client, "update_state", uri=addr(workspace, "elsewhere/x"), digest="D.", body="")
         await call(client, "link_state", src=a, rel="cites", dst=[b, c])
         await call(client, "link_state", src=b, rel="contradicts", dst=[c])
         await call(client, "link_state", src=c, rel="refines", dst=[addr(workspace, "elsewhere/x")])
@@ -682,7 +692,9 @@ async def refused(url: str, token: str) -> bool:
 async def a_note(url: str, token: str, ws: str) -> None:
     """A topic to show: the page is signed in once it lists one."""
     async with mcp_client(url, token) as client:
-        err, body = await call(client, "update_state", uri=addr(ws, "facts/a"), digest="D.")
+        err, body = await call(
+            client, "update_state", uri=addr(ws, "facts/a"), digest="D.", body=""
+        )
     assert not err, body
 
 
@@ -898,7 +910,7 @@ async def test_an_admin_token_with_partial_topics_gets_no_admin_panel(
     gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, browser: object
 ) -> None:
     async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
-        await call(client, "update_state", uri=addr(workspace, "pub/x"), digest="D.")
+        await call(client, "update_state", uri=addr(workspace, "pub/x"), digest="D.", body="")
     partial = issuer.issue(
         subject="pub-admin",
         workspace=workspace,

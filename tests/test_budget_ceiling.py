@@ -148,10 +148,10 @@ def test_fifty_nine_contradictions_collapse_into_one_warning_that_fits(
     wire: Wire, workspace: str
 ) -> None:
     claim = addr(workspace, "claim")
-    wire.ok("update_state", uri=claim, digest="A claim.")
+    wire.ok("update_state", uri=claim, digest="A claim.", body="")
     for i in range(59):
         doubt = addr(workspace, f"doubt-{i:02d}")
-        wire.ok("update_state", uri=doubt, digest=f"Doubt {i}.")
+        wire.ok("update_state", uri=doubt, digest=f"Doubt {i}.", body="")
         wire.ok("link_state", src=doubt, rel="contradicts", dst=[claim])
     _, body, text = wire.call("get_state", uris=[claim], mode="ref", budget_tokens=100)
     honest(text, body, 100)
@@ -191,7 +191,7 @@ def test_a_listing_at_the_smallest_budget_fits_and_continues(
 
 def test_when_nothing_fits_need_budget_says_what_would(wire: Wire, workspace: str) -> None:
     uri = addr(workspace, "long-address-" + "x" * 100)
-    wire.ok("update_state", uri=uri, digest="A digest of some length. " * 12)
+    wire.ok("update_state", uri=uri, digest="A digest of some length. " * 12, body="")
     _, body, text = wire.call("get_state", uris=[uri], budget_tokens=100)
     honest(text, body, 100)
     assert body["items"] == [] and body["omitted_at"] == [[0, 0]]
@@ -305,13 +305,13 @@ def build(wire: Wire, ws: str, board: dict[str, Any]) -> list[str]:
                 rows=[[CELLS[(r + c) % len(CELLS)] for c in range(columns)] for r in range(rows)],
             )
         else:
-            wire.ok("update_state", uri=uri, digest=digest)
+            wire.ok("update_state", uri=uri, digest=digest, body="")
     for src, rel, dst in board["links"]:
         if src != dst:
             wire.ok("link_state", src=uris[src], rel=rel, dst=[uris[dst]])
     for h in range(board["hub"]):
         other = addr(ws, f"hub-{h}", topic="u")
-        wire.ok("update_state", uri=other, digest=f"Hub {h}.")
+        wire.ok("update_state", uri=other, digest=f"Hub {h}.", body="")
         wire.ok("link_state", src=other, rel="contradicts", dst=[uris[0]])
     return uris
 
@@ -376,6 +376,7 @@ def test_a_search_hit_list_is_held_to_the_default_budget(wire: Wire, workspace: 
             "update_state",
             uri=addr(workspace, f"s{i:02d}"),
             digest=f"Cache finding {i}: " + paragraph(i, 120)[:900],
+            body="",
         )
     _, body, text = wire.call("search_keys", q="cache finding", limit=50)
     honest(text, body, 2000)

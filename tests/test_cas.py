@@ -108,7 +108,7 @@ async def test_expect_version_of_a_missing_note_is_refused(board: Board, redis_u
     before = snapshot(redis_url)
     with pytest.raises(Conflict, match="does not exist") as info:
         await board.update_state(
-            UpdateState.parse({"uri": uri("nope"), "digest": "d", "expect_version": 3}),
+            UpdateState.parse({"uri": uri("nope"), "digest": "d", "body": "", "expect_version": 3}),
             author=AUTHOR,
         )
     assert (info.value.current_version, info.value.current_digest) == (0, "")
@@ -117,11 +117,13 @@ async def test_expect_version_of_a_missing_note_is_refused(board: Board, redis_u
 
 async def test_expect_version_ahead_of_the_note_is_refused(board: Board) -> None:
     await board.update_state(
-        UpdateState.parse({"uri": uri("n"), "digest": "v1", "expect_version": 0}), author=AUTHOR
+        UpdateState.parse({"uri": uri("n"), "digest": "v1", "body": "", "expect_version": 0}),
+        author=AUTHOR,
     )
     with pytest.raises(Conflict) as info:
         await board.update_state(
-            UpdateState.parse({"uri": uri("n"), "digest": "v9", "expect_version": 5}), author=AUTHOR
+            UpdateState.parse({"uri": uri("n"), "digest": "v9", "body": "", "expect_version": 5}),
+            author=AUTHOR,
         )
     assert info.value.current_version == 1
 
@@ -165,7 +167,8 @@ async def test_two_clients_racing_on_one_version_exactly_one_wins(
     board: Board, redis_url: str
 ) -> None:
     await board.update_state(
-        UpdateState.parse({"uri": uri("n"), "digest": "base", "expect_version": 0}), author=AUTHOR
+        UpdateState.parse({"uri": uri("n"), "digest": "base", "body": "", "expect_version": 0}),
+        author=AUTHOR,
     )
     other = Board(client=board_client(redis_url))
     try:
@@ -174,13 +177,23 @@ async def test_two_clients_racing_on_one_version_exactly_one_wins(
             results = await asyncio.gather(
                 board.update_state(
                     UpdateState.parse(
-                        {"uri": uri("n"), "digest": f"a{round_}", "expect_version": base}
+                        {
+                            "uri": uri("n"),
+                            "digest": f"a{round_}",
+                            "body": "",
+                            "expect_version": base,
+                        }
                     ),
                     author="a",
                 ),
                 other.update_state(
                     UpdateState.parse(
-                        {"uri": uri("n"), "digest": f"b{round_}", "expect_version": base}
+                        {
+                            "uri": uri("n"),
+                            "digest": f"b{round_}",
+                            "body": "",
+                            "expect_version": base,
+                        }
                     ),
                     author="b",
                 ),
@@ -203,7 +216,8 @@ async def test_many_tasks_that_all_read_one_version_before_any_commits_exactly_o
     board: Board, redis_url: str
 ) -> None:
     await board.update_state(
-        UpdateState.parse({"uri": uri("n"), "digest": "base", "expect_version": 0}), author=AUTHOR
+        UpdateState.parse({"uri": uri("n"), "digest": "base", "body": "", "expect_version": 0}),
+        author=AUTHOR,
     )
     racers = 10
     gate = ReadGate(racers)
@@ -212,7 +226,9 @@ async def test_many_tasks_that_all_read_one_version_before_any_commits_exactly_o
         results = await asyncio.gather(
             *(
                 gated.update_state(
-                    UpdateState.parse({"uri": uri("n"), "digest": f"d{i}", "expect_version": 1}),
+                    UpdateState.parse(
+                        {"uri": uri("n"), "digest": f"d{i}", "body": "", "expect_version": 1}
+                    ),
                     author=f"a{i}",
                 )
                 for i in range(racers)

@@ -35,7 +35,8 @@ async def test_every_kind_of_write_adds_one_entry(board: Board) -> None:
         UpdateState.parse({"uri": uri("a"), "digest": "A3.", "append": "z"}), author=AUTHOR
     )
     await board.update_state(
-        UpdateState.parse({"uri": uri("b"), "digest": "B.", "expect_version": 0}), author=AUTHOR
+        UpdateState.parse({"uri": uri("b"), "digest": "B.", "body": "", "expect_version": 0}),
+        author=AUTHOR,
     )
     await board.link_state(
         LinkState.parse({"src": uri("a"), "rel": "cites", "dst": [uri("b")]}), author="linker"
@@ -53,10 +54,14 @@ async def test_every_kind_of_write_adds_one_entry(board: Board) -> None:
 
 
 async def test_the_note_records_the_seq_of_its_latest_write(board: Board) -> None:
-    await board.update_state(UpdateState.parse({"uri": uri("a"), "digest": "A."}), author=AUTHOR)
-    await board.update_state(UpdateState.parse({"uri": uri("b"), "digest": "B."}), author=AUTHOR)
     await board.update_state(
-        UpdateState.parse({"uri": uri("a"), "digest": "A again."}), author=AUTHOR
+        UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": ""}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("b"), "digest": "B.", "body": ""}), author=AUTHOR
+    )
+    await board.update_state(
+        UpdateState.parse({"uri": uri("a"), "digest": "A again.", "body": ""}), author=AUTHOR
     )
     response = await board.get_state(
         GetState.parse({"uris": [uri("a"), uri("b")], "fields": ["seq"], "mode": "fields"})
@@ -66,12 +71,15 @@ async def test_the_note_records_the_seq_of_its_latest_write(board: Board) -> Non
 
 async def test_refused_writes_add_no_entry(board: Board) -> None:
     await board.update_state(
-        UpdateState.parse({"uri": uri("a"), "digest": "A.", "expect_version": 0}), author=AUTHOR
+        UpdateState.parse({"uri": uri("a"), "digest": "A.", "body": "", "expect_version": 0}),
+        author=AUTHOR,
     )
     for _ in range(3):
         with pytest.raises(Conflict):
             await board.update_state(
-                UpdateState.parse({"uri": uri("a"), "digest": "x", "expect_version": 0}),
+                UpdateState.parse(
+                    {"uri": uri("a"), "digest": "x", "body": "", "expect_version": 0}
+                ),
                 author=AUTHOR,
             )
     assert len(await board.changes(WS)) == 1
@@ -85,7 +93,8 @@ async def test_seq_strictly_increases_in_commit_order_under_concurrency(
         await asyncio.gather(
             *(
                 b.update_state(
-                    UpdateState.parse({"uri": uri(f"k{n}-{i}"), "digest": "d"}), author=f"w{n}"
+                    UpdateState.parse({"uri": uri(f"k{n}-{i}"), "digest": "d", "body": ""}),
+                    author=f"w{n}",
                 )
                 for n, b in enumerate(boards)
                 for i in range(15)
@@ -116,7 +125,8 @@ async def test_seq_strictly_increases_in_commit_order_under_concurrency(
 async def test_cursor_of_every_read_is_the_latest_seq(board: Board) -> None:
     for i in range(4):
         await board.update_state(
-            UpdateState.parse({"uri": uri(f"k{i}"), "digest": f"word{i} alpha"}), author=AUTHOR
+            UpdateState.parse({"uri": uri(f"k{i}"), "digest": f"word{i} alpha", "body": ""}),
+            author=AUTHOR,
         )
     await board.link_state(
         LinkState.parse({"src": uri("k0"), "rel": "cites", "dst": [uri("k1")]}), author=AUTHOR
@@ -142,13 +152,13 @@ async def test_cursor_is_zero_for_an_empty_workspace(board: Board) -> None:
 
 async def test_workspaces_have_separate_sequences(board: Board) -> None:
     await board.update_state(
-        UpdateState.parse({"uri": "bb://one/t/a", "digest": "d"}), author=AUTHOR
+        UpdateState.parse({"uri": "bb://one/t/a", "digest": "d", "body": ""}), author=AUTHOR
     )
     await board.update_state(
-        UpdateState.parse({"uri": "bb://one/t/b", "digest": "d"}), author=AUTHOR
+        UpdateState.parse({"uri": "bb://one/t/b", "digest": "d", "body": ""}), author=AUTHOR
     )
     await board.update_state(
-        UpdateState.parse({"uri": "bb://two/t/a", "digest": "d"}), author=AUTHOR
+        UpdateState.parse({"uri": "bb://two/t/a", "digest": "d", "body": ""}), author=AUTHOR
     )
     assert [e["seq"] for e in await board.changes("one")] == ["2", "1"]
     assert [e["seq"] for e in await board.changes("two")] == ["1"]
@@ -161,7 +171,8 @@ async def test_change_log_is_capped_near_its_maxlen(redis_url: str) -> None:
         await board.start()
         for i in range(300):
             await board.update_state(
-                UpdateState.parse({"uri": uri(f"k{i % 7}"), "digest": "d"}), author=AUTHOR
+                UpdateState.parse({"uri": uri(f"k{i % 7}"), "digest": "d", "body": ""}),
+                author=AUTHOR,
             )
         await board.link_state(
             LinkState.parse({"src": uri("k0"), "rel": "cites", "dst": [uri("k1")]}), author=AUTHOR

@@ -354,7 +354,8 @@ async def test_audit_tail_says_when_a_workspace_has_no_records(
     board = Board.from_url(redis_server.url)
     try:
         await board.update_state(
-            UpdateState.parse({"uri": f"bb://{workspace}/t/a", "digest": "d"}), author="a"
+            UpdateState.parse({"uri": f"bb://{workspace}/t/a", "digest": "d", "body": ""}),
+            author="a",
         )
     finally:
         await board.close()

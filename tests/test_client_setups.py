@@ -294,6 +294,7 @@ def test_claude_desktop_config_runs_mcp_remote_over_stdio_with_the_header_only(
                 "arguments": {
                     "uri": uri,
                     "digest": "Written from the desktop",
+                    "body": "",
                     "expect_version": 0,
                 },
             },
@@ -306,6 +307,7 @@ def test_claude_desktop_config_runs_mcp_remote_over_stdio_with_the_header_only(
                 "arguments": {
                     "uri": f"bb://{workspace}/plans/desktop",
                     "digest": "not mine to write",
+                    "body": "",
                     "expect_version": 0,
                 },
             },
@@ -394,7 +396,7 @@ async def _through_python_client(url: str, headers: dict[str, str], workspace: s
         assert sorted(t.name for t in listed.tools) == FIVE_TOOLS
         uri = f"bb://{workspace}/notes/editor"
         is_error, body = await call(
-            client, "update_state", uri=uri, digest="from the editor", expect_version=0
+            client, "update_state", uri=uri, digest="from the editor", body="", expect_version=0
         )
         assert not is_error and body["version"] == 1, body
 

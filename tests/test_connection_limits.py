@@ -148,7 +148,11 @@ async def test_slow_header_connections_are_closed_after_the_header_timeout(
                     n += 1
                     # A normal caller is served meanwhile.
                     is_error, body = await call(
-                        client, "update_state", uri=f"bb://{workspace}/t/n{n}", digest="still here"
+                        client,
+                        "update_state",
+                        uri=f"bb://{workspace}/t/n{n}",
+                        digest="still here",
+                        body="",
                     )
                     assert not is_error, body
                     await asyncio.sleep(0.2)

@@ -410,7 +410,9 @@ async def test_the_python_sdk_clients_tool_calls_take_the_direct_path(
         assert not err and body["version"] == 1
         err, body = await call(client, "get_state", uris=[uri])
         assert not err and body["items"][0]["digest"] == "one"
-        err, body = await call(client, "update_state", uri=uri, digest="x", expect_version=0)
+        err, body = await call(
+            client, "update_state", uri=uri, digest="x", body="", expect_version=0
+        )
         assert err and body["error"]["code"] == "conflict"
         listed = await client.list_tools()  # not a tool call: the SDK answers it
         assert len(listed.tools) == 5
@@ -542,7 +544,7 @@ def test_a_listen_on_the_direct_path_sends_what_the_sdk_sends(
                 plain_exchange(
                     writer,
                     "update_state",
-                    {"uri": f"bb://{workspace}/facts/{name}", "digest": "d"},
+                    {"uri": f"bb://{workspace}/facts/{name}", "digest": "d", "body": ""},
                     version=MODERN,
                 ),
             )

@@ -224,7 +224,8 @@ async def test_export_shows_a_progress_bar_on_a_terminal_only(
     try:
         for i in range(3):
             await board.update_state(
-                UpdateState.parse({"uri": f"bb://{workspace}/t/n{i}", "digest": "d"}), author="a"
+                UpdateState.parse({"uri": f"bb://{workspace}/t/n{i}", "digest": "d", "body": ""}),
+                author="a",
             )
     finally:
         await board.close()

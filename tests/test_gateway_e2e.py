@@ -203,8 +203,8 @@ async def test_a_writer_may_not_link_to_or_cite_a_note_it_may_not_read(
     secret = f"bb://{workspace}/vault/s"
     mine = f"bb://{workspace}/pub/mine"
     async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
-        await call(admin, "update_state", uri=secret, digest="hidden", expect_version=0)
-        await call(admin, "update_state", uri=mine, digest="open", expect_version=0)
+        await call(admin, "update_state", uri=secret, digest="hidden", body="", expect_version=0)
+        await call(admin, "update_state", uri=mine, digest="open", body="", expect_version=0)
     # May read and write pub, and nothing else: the vault note's name is all it knows.
     pub_only = agent_token(issuer, workspace, read=["pub"], write=["pub"])
     async with mcp_client(gateway.mcp_url, pub_only) as client:
@@ -216,6 +216,7 @@ async def test_a_writer_may_not_link_to_or_cite_a_note_it_may_not_read(
             "update_state",
             uri=mine,
             digest="now citing the vault",
+            body="",
             sources=[secret],
             expect_version=1,
         )
@@ -613,7 +614,9 @@ async def test_a_missing_catch_up_note_says_what_it_is_and_resource_counts_are_p
         assert first["error"] == "not_found" and "catch-up note" in first["hint"]
         assert "update_state" in first["hint"]
         assert other == {"uri": f"bb://{workspace}/x/y", "error": "not_found"}  # no hint
-        err, _ = await call(client, "update_state", uri=f"bb://{workspace}/solo/n", digest="D.")
+        err, _ = await call(
+            client, "update_state", uri=f"bb://{workspace}/solo/n", digest="D.", body=""
+        )
         assert not err
         resources = await client.list_resources()
         [solo] = [r for r in resources.resources if r.name == "solo"]

@@ -269,14 +269,14 @@ async def test_budget_adds_items_in_order_until_the_next_would_exceed_it(board: 
 async def test_everything_after_the_first_omission_is_omitted(board: Board) -> None:
     # A big note first, then small ones: the small ones would fit but order is kept.
     await board.update_state(
-        UpdateState.parse({"uri": uri("a"), "digest": "Small a."}), author=AUTHOR
+        UpdateState.parse({"uri": uri("a"), "digest": "Small a.", "body": ""}), author=AUTHOR
     )
     await board.update_state(
         UpdateState.parse({"uri": uri("big"), "digest": "Big.", "body": "word " * 2000}),
         author=AUTHOR,
     )
     await board.update_state(
-        UpdateState.parse({"uri": uri("b"), "digest": "Small b."}), author=AUTHOR
+        UpdateState.parse({"uri": uri("b"), "digest": "Small b.", "body": ""}), author=AUTHOR
     )
     response = await board.get_state(
         GetState.parse(
@@ -397,13 +397,16 @@ async def test_smallest_and_largest_budgets_are_accepted(board: Board) -> None:
 
 async def test_links_and_warnings_into_unreadable_topics_are_hidden(board: Board) -> None:
     await board.update_state(
-        UpdateState.parse({"uri": uri("claim", topic="pub"), "digest": "Claim."}), author=AUTHOR
+        UpdateState.parse({"uri": uri("claim", topic="pub"), "digest": "Claim.", "body": ""}),
+        author=AUTHOR,
     )
     await board.update_state(
-        UpdateState.parse({"uri": uri("newer", topic="secret"), "digest": "Hidden."}), author=AUTHOR
+        UpdateState.parse({"uri": uri("newer", topic="secret"), "digest": "Hidden.", "body": ""}),
+        author=AUTHOR,
     )
     await board.update_state(
-        UpdateState.parse({"uri": uri("doubt", topic="pub"), "digest": "Doubt."}), author=AUTHOR
+        UpdateState.parse({"uri": uri("doubt", topic="pub"), "digest": "Doubt.", "body": ""}),
+        author=AUTHOR,
     )
     await board.link_state(
         LinkState.parse(

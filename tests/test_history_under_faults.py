@@ -1,14 +1,14 @@
 """No acknowledged write is lost, duplicated or reordered, and no read is torn, under faults:
 a recorded history of 16 agents through two gateway processes, checked for linearizability
-(tests/linearizability.py) while the run is cut, delayed, refused and killed.
+(``blackboard_mcp.testing.check_history``) while the run is cut, delayed, refused and killed.
 
-The run's own Redis (appendfsync always, so a SIGKILL loses no acknowledged write) sits
-behind a fault proxy (tests/fault_proxy.py). Faults are placed by the run's progress, each
-once: every connection to Redis cut mid-stream; Redis slowed while a quarter of the clients
-give up after 50 ms (calls that may land after their client stopped waiting); new
+The run's own Redis (appendfsync always, so a SIGKILL loses no acknowledged write) sits behind
+a fault proxy (``blackboard_mcp.testing.FaultProxy``). Faults are placed by the run's progress,
+each once: every connection to Redis cut mid-stream; Redis slowed while a quarter of the
+clients give up after 50 ms (calls that may land after their client stopped waiting); new
 connections refused; a gateway SIGKILLed mid-write (its clients move to the other); Redis
-SIGKILLed and restarted on its data. The longer runs, each fault several times and under
-each appendfsync setting, are bench/history_faults.py.
+SIGKILLed and restarted on its data. The longer runs, each fault several times and under each
+appendfsync setting, are bench/history_faults.py.
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from fault_proxy import FaultProxy
-from history_run import Workload
-from linearizability import check_history
 from support import agent_token, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.testing import FaultProxy, Workload, check_history
 
 CLIENTS = 16
 WORKSPACE = "history"

@@ -139,7 +139,10 @@ def tool_call(token: str, uri: str, digest: str, *, extra: dict[str, str] | None
             "jsonrpc": "2.0",
             "id": digest,
             "method": "tools/call",
-            "params": {"name": "update_state", "arguments": {"uri": uri, "digest": digest}},
+            "params": {
+                "name": "update_state",
+                "arguments": {"uri": uri, "digest": digest, "body": ""},
+            },
         }
     )
     headers = {

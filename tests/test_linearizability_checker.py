@@ -1,11 +1,12 @@
-"""The history checker (tests/linearizability.py) on histories made by hand: it accepts what a
-versioned register with compare-and-swap and append allows, and finds each kind of anomaly
-the board must never show."""
+"""The history checker (``blackboard_mcp.testing.check_note``) on histories made by hand: it
+accepts what a versioned register with compare-and-swap and append allows, and finds each kind
+of anomaly the board must never show."""
 
 from __future__ import annotations
 
 import pytest
-from linearizability import Operation, check_history, check_note
+
+from blackboard_mcp.testing import Operation, check_history, check_note
 
 NOTE = "bb://ws/t/n"
 

@@ -21,7 +21,9 @@ def uris(response: dict[str, Any]) -> list[str]:
 async def write(board: Board, path: str, times: int = 1, *, topic: str = "t") -> None:
     for _ in range(times):
         await board.update_state(
-            UpdateState.parse({"uri": uri(path, topic=topic), "digest": f"About {path}."}),
+            UpdateState.parse(
+                {"uri": uri(path, topic=topic), "digest": f"About {path}.", "body": ""}
+            ),
             author=AUTHOR,
         )
 
@@ -239,7 +241,7 @@ async def test_a_named_unreadable_topic_lists_nothing(board: Board) -> None:
 
 async def test_other_workspaces_are_never_listed(board: Board) -> None:
     await board.update_state(
-        UpdateState.parse({"uri": "bb://other/t/x", "digest": "Theirs."}), author=AUTHOR
+        UpdateState.parse({"uri": "bb://other/t/x", "digest": "Theirs.", "body": ""}), author=AUTHOR
     )
     await write(board, "mine")
     assert uris(await board.list_keys(ListKeys.parse({"topic": "t"}), workspace=WS)) == [
@@ -290,7 +292,11 @@ async def test_paging_with_a_small_budget_still_walks_every_change_once(board: B
     for i in range(12):
         await board.update_state(
             UpdateState.parse(
-                {"uri": uri(f"n{i:02d}"), "digest": f"Note {i} " + "padding words " * 20}
+                {
+                    "uri": uri(f"n{i:02d}"),
+                    "digest": f"Note {i} " + "padding words " * 20,
+                    "body": "",
+                }
             ),
             author=AUTHOR,
         )

@@ -61,10 +61,12 @@ def board_of_a_thousand(gateway: GatewayProcess, issuer: TokenIssuer) -> Iterato
     call = Caller(gateway.mcp_url, token)
     try:
         for i in range(NOTES):
-            call("update_state", uri=f"bb://{workspace}/t/n{i:04d}", digest=f"Note {i}.")
+            call("update_state", uri=f"bb://{workspace}/t/n{i:04d}", digest=f"Note {i}.", body="")
         for i in range(0, NOTES, 7):  # versions 2 and 3 for some, with ties everywhere
             for _ in range(1 + i % 2):
-                call("update_state", uri=f"bb://{workspace}/t/n{i:04d}", digest=f"Note {i}!")
+                call(
+                    "update_state", uri=f"bb://{workspace}/t/n{i:04d}", digest=f"Note {i}!", body=""
+                )
     finally:
         call.close()
     yield workspace, token
@@ -81,7 +83,12 @@ def writers(
         call = Caller(url, token)
         i = 0
         while not stop.is_set():
-            call("update_state", uri=f"bb://{workspace}/t/n{i % CHURN:04d}", digest=f"Churn {i}.")
+            call(
+                "update_state",
+                uri=f"bb://{workspace}/t/n{i % CHURN:04d}",
+                digest=f"Churn {i}.",
+                body="",
+            )
             i += 1
             done[0] = i
         call.close()
@@ -95,6 +102,7 @@ def writers(
                 "update_state",
                 uri=f"bb://{workspace}/t/n{(i * 37) % NOTES:04d}-new-{i}",
                 digest="New.",
+                body="",
             )
             i += 1
             done[1] = i

@@ -44,7 +44,7 @@ async def test_each_call_counts_once_under_its_tool_and_outcome_and_refusals_und
     async with mcp_client(gateway.mcp_url, token) as client:
         for n in range(3):
             err, _ = await call(
-                client, "update_state", uri=f"bb://{workspace}/open/a", digest=f"d{n}"
+                client, "update_state", uri=f"bb://{workspace}/open/a", digest=f"d{n}", body=""
             )
             assert not err
         for _ in range(2):
@@ -152,7 +152,7 @@ async def test_every_scrape_of_a_gateway_with_two_workers_counts_every_workers_c
         for n in range(writes):
             async with mcp_client(gateway.mcp_url, token) as client:
                 err, _ = await call(
-                    client, "update_state", uri=f"bb://{workspace}/m/n{n}", digest="d"
+                    client, "update_state", uri=f"bb://{workspace}/m/n{n}", digest="d", body=""
                 )
                 assert not err
         key = ("bb_tool_calls", 'outcome="ok",tool="update_state"')

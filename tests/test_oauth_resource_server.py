@@ -107,7 +107,12 @@ async def test_an_external_token_is_accepted_and_scoped_by_its_scopes(
         err, body = await call(client, "get_state", uris=[f"bb://{workspace}/secret/x"])
         assert not err and body["items"][0]["error"] == "forbidden", body
         err, body = await call(
-            client, "update_state", uri=f"bb://{workspace}/ops/x", digest="d", expect_version=0
+            client,
+            "update_state",
+            uri=f"bb://{workspace}/ops/x",
+            digest="d",
+            body="",
+            expect_version=0,
         )
         assert err and body["error"]["code"] == "forbidden", body
         err, body = await call(client, "get_state", uris=[f"bb://other-{workspace}/research-a/one"])
@@ -117,7 +122,9 @@ async def test_an_external_token_is_accepted_and_scoped_by_its_scopes(
     async with mcp_client(oauth_gateway.mcp_url, reader) as client:
         err, body = await call(client, "get_state", uris=[note], mode="full")
         assert not err and body["items"][0]["version"] == 1, body
-        err, body = await call(client, "update_state", uri=note, digest="no", expect_version=1)
+        err, body = await call(
+            client, "update_state", uri=note, digest="no", body="", expect_version=1
+        )
         assert err and body["error"]["code"] == "forbidden", body
         assert "board_write" in body["error"]["message"], body
 

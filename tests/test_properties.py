@@ -444,7 +444,7 @@ def world(
         world,
         {"uri": world.oracle_uri, "digest": f"oracle note {oracle_word}", "body": "otter"},
     )
-    _plant(world, {"uri": f"bb://{ws}/pub-notes/two", "digest": "second otter note"})
+    _plant(world, {"uri": f"bb://{ws}/pub-notes/two", "digest": "second otter note", "body": ""})
     _plant(
         world,
         {
@@ -476,7 +476,11 @@ def world(
     _plant(world, {"src": f"bb://{ws}/pubx/near", "rel": "contradicts", "dst": [world.oracle_uri]})
     _plant(
         world,
-        {"uri": f"bb://{other}/pub/alpha", "digest": f"foreign otter {marks['foreign']}"},
+        {
+            "uri": f"bb://{other}/pub/alpha",
+            "digest": f"foreign otter {marks['foreign']}",
+            "body": "",
+        },
         world.outsider,
     )
     try:
@@ -1540,7 +1544,10 @@ def token_menu(world: World) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
             ("search_keys", {"q": "otter", "topic": "vault"}),
             ("update_state", {"uri": f"bb://{ws}/pub/by-token", "digest": "d", "body": "b"}),
             ("update_state", {"uri": world.secret_uri, "digest": "overwritten", "body": "b"}),
-            ("update_state", {"uri": f"bb://{ws}/vault/new", "digest": "d", "expect_version": 0}),
+            (
+                "update_state",
+                {"uri": f"bb://{ws}/vault/new", "digest": "d", "body": "", "expect_version": 0},
+            ),
             ("link_state", {"src": world.pub_uris[0], "rel": "cites", "dst": [world.secret_uri]}),
             ("link_state", {"src": world.secret_uri, "rel": "cites", "dst": [world.pub_uris[2]]}),
         ]

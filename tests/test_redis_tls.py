@@ -141,7 +141,7 @@ async def test_a_server_certificate_the_client_does_not_trust_is_refused(
     try:
         with pytest.raises(Unavailable):
             await board.update_state(
-                UpdateState.parse({"uri": "bb://w/t/a", "digest": "never"}), author="me"
+                UpdateState.parse({"uri": "bb://w/t/a", "digest": "never", "body": ""}), author="me"
             )
         with pytest.raises(Unavailable):
             await board.list_keys(ListKeys.parse({"topic": "t"}), workspace="w")

@@ -168,7 +168,7 @@ async def test_retention_refuses_an_age_without_a_unit_and_is_off_by_default(
     board = Board.from_url(own_redis.url)
     try:
         await board.update_state(
-            UpdateState.parse({"uri": "bb://w/t/k", "digest": "d"}), author="a"
+            UpdateState.parse({"uri": "bb://w/t/k", "digest": "d", "body": ""}), author="a"
         )
     finally:
         await board.close()

@@ -331,6 +331,7 @@ async def test_a_write_counts_once_against_the_rate_limit_and_past_it_writes_not
                 "update_state",
                 uri=f"bb://{ws}/notes/n",
                 digest=f"step {step}",
+                body="",
                 expect_version=version,
             )
             assert not err, body
@@ -340,6 +341,7 @@ async def test_a_write_counts_once_against_the_rate_limit_and_past_it_writes_not
             "update_state",
             uri=f"bb://{ws}/notes/n",
             digest="one too many",
+            body="",
             expect_version=version,
         )
         assert err and body["error"]["code"] == "rate_limited", body
@@ -359,7 +361,9 @@ async def test_listing_and_search_are_refused_to_a_revoked_token_and_counted_aga
     sub = "lister-" + uuid.uuid4().hex[:6]
     writer = agent_token(issuer, ws, sub="writer-" + uuid.uuid4().hex[:6])
     async with mcp_client(limited.mcp_url, writer) as client:
-        err, body = await call(client, "update_state", uri=f"bb://{ws}/notes/n", digest="otters")
+        err, body = await call(
+            client, "update_state", uri=f"bb://{ws}/notes/n", digest="otters", body=""
+        )
         assert not err, body
     stolen = agent_token(issuer, ws, sub=sub)
     assert revoke(limited, admin_token(issuer, ws), {"id": token_id(stolen)}).status_code == 200

@@ -192,7 +192,7 @@ async def test_a_url_asking_for_resp3_still_writes_links_and_reads(redis_url: st
         await board.start()
         for name in ("a", "b"):
             await board.update_state(
-                UpdateState.parse({"uri": f"bb://w/t/{name}", "digest": name}),
+                UpdateState.parse({"uri": f"bb://w/t/{name}", "digest": name, "body": ""}),
                 author="me",
                 readable=everyone,
             )

@@ -236,9 +236,10 @@ def test_without_a_token_the_sdk_surfaces_the_gateways_http_401(run: Run) -> Non
     assert refused["connected"] is False
     assert refused["name"] == "StreamableHTTPError"
     assert refused["code"] == 401
-    # The SDK puts the response body after this prefix: the gateway's own error JSON.
+    # The SDK puts the response body after this prefix: the gateway's own JSON-RPC error,
+    # whose message is the reason and whose data holds the board's code.
     prefix = "Streamable HTTP error: Error POSTing to endpoint: "
     assert refused["message"].startswith(prefix), refused
     body = json.loads(refused["message"][len(prefix) :])
-    assert body["error"]["code"] == "unauthenticated"
-    assert body["error"]["message"] == "an access token is required"
+    assert body["error"]["data"]["code"] == "unauthenticated"
+    assert body["error"]["message"].startswith("an access token is required")

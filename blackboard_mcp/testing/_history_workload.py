@@ -1,5 +1,5 @@
 """A recorded workload for the history checker: clients that write, append and read a few notes
-through the gateways, each call kept as an Operation (tests/linearizability.py).
+through the gateways, each call kept as an Operation (_linearizability.py).
 
 Each client is sequential, as an agent is: it reads a note and writes it back with the version
 it read (compare-and-swap), appends a line to the log note, or reads. Every write's content is
@@ -21,7 +21,8 @@ from typing import Any
 
 import httpx
 import orjson
-from linearizability import Operation
+
+from ._linearizability import Operation
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 # Enough for the log note's whole body in one read.

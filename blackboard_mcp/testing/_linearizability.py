@@ -59,7 +59,7 @@ class Operation:
             "append": f"append({self.content!r})",
             "read": "read",
         }[self.kind]
-        said = self.outcome
+        said: str = self.outcome
         if self.outcome != "unknown":
             said += f" v{self.version}"
         if self.kind == "read" and self.outcome == "ok":

@@ -19,6 +19,9 @@ class FaultProxy:
     target_port: int
     delay: float = 0.0  # seconds each chunk is held, both ways
     refusing: bool = False  # new connections are closed at once
+    # The reply to a request holding these bytes is dropped and its connection cut: the
+    # command ran, its caller never hears so (a reply lost in the network).
+    lose_reply_to: bytes | None = None
     cuts: int = 0
     _server: asyncio.Server | None = None
     _open: set[asyncio.StreamWriter] = field(default_factory=set)
@@ -53,20 +56,35 @@ class FaultProxy:
             writer.transport.abort()
             return
         self._open.update((writer, up_writer))
+        doomed = asyncio.Event()  # this connection's next reply is to be lost
         await asyncio.gather(
-            self._pump(reader, up_writer), self._pump(up_reader, writer), return_exceptions=True
+            self._pump(reader, up_writer, doomed=doomed),
+            self._pump(up_reader, writer, doomed=doomed, replies=True),
+            return_exceptions=True,
         )
         for end in (writer, up_writer):
             self._open.discard(end)
             end.transport.abort()
 
-    async def _pump(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    async def _pump(
+        self,
+        source: asyncio.StreamReader,
+        sink: asyncio.StreamWriter,
+        *,
+        doomed: asyncio.Event,
+        replies: bool = False,
+    ) -> None:
         with contextlib.suppress(OSError, ConnectionError):
             while chunk := await source.read(65536):
                 if self.delay:
                     await asyncio.sleep(self.delay)
                 if sink.transport.is_closing():
                     return
+                if replies and doomed.is_set():
+                    self.cut()
+                    return
+                if not replies and self.lose_reply_to is not None and self.lose_reply_to in chunk:
+                    doomed.set()
                 sink.write(chunk)
                 await sink.drain()
         sink.transport.abort()
