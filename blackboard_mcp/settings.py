@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     max_token_ttl: int = Field(default=90 * 86400, gt=0)
     secrets_dir: Path | None = None
 
-    # OAuth 2.1 resource server (auth/_external.py, gateway/_resource.py). The externally
+    # OAuth 2.1 resource server (auth/_external.py, gateway/_oauth_metadata.py). The externally
     # visible base URL: the resource identifier is <public_url>/mcp, the audience external
     # tokens must carry. Required once an external issuer is set, so that no Host header
     # can choose which audience this board accepts.

@@ -45,7 +45,7 @@ from ._admin_bodies import (
 from ._admin_lifecycle import lifecycle_routes
 from ._admin_openapi import openapi_routes
 from ._errors import GatewayError, tool_error
-from ._resource import ProtectedResource
+from ._oauth_metadata import ProtectedResource
 
 _STATUS = {
     "invalid_argument": 400,

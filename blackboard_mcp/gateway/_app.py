@@ -43,7 +43,7 @@ from ._live import ChangeHub
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
 from ._not_found import NotFound
-from ._resource import ProtectedResource
+from ._oauth_metadata import ProtectedResource
 from ._retention import retention_sweeper
 from ._subscriptions import Listens
 from ._token_exchange import token_exchange_routes

@@ -34,7 +34,7 @@ from ._context import current_grant, current_request_id
 from ._edge import BearerAuth, BodyLimit
 from ._errors import ERROR_CODES, GatewayError, tool_error
 from ._live import IDLE, ChangeHub
-from ._resource import ProtectedResource
+from ._oauth_metadata import ProtectedResource
 
 READ_TOOLS = frozenset({"get_state", "list_keys", "search_keys"})
 KEEP_ALIVE_SECONDS = 15.0

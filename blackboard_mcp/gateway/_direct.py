@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
+from ._json_answers import send_json_bytes
 from ._listen_stream import DirectListen
 from ._mcp_sdk_adapter import (
     DEFAULT_NEGOTIATED_VERSION,
@@ -139,7 +140,7 @@ class DirectToolCalls:
             result["resultType"] = "complete"
             result["_meta"] = {SERVER_INFO_META_KEY: self._server_info}
         payload = orjson.dumps({"jsonrpc": "2.0", "id": call.request_id, "result": result})
-        await send_json(send, payload)
+        await send_json_bytes(send, payload)
 
     async def _plain_request(self, scope: Scope, body: bytes) -> _Call | _Listen | None:
         """The call if the SDK would serve this request as a plain ``tools/call`` (or a
@@ -331,18 +332,3 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replayed
-
-
-async def send_json(send: Send, payload: bytes) -> None:
-    """A 200 answer of ``payload``, JSON, with its length."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})

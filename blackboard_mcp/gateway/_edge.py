@@ -10,36 +10,15 @@ import logging
 import random
 from typing import Any, Protocol
 
-import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from blackboard_mcp.auth import AuthError, TokenVerifier
 
 from ._context import current_grant, current_request_id
-from ._resource import ProtectedResource
+from ._json_answers import send_json
+from ._oauth_metadata import ProtectedResource
 
 log = logging.getLogger(__name__)
-
-
-async def send_json(
-    send: Send,
-    status: int,
-    body: dict[str, Any],
-    headers: list[tuple[bytes, bytes]] = (),  # type: ignore[assignment]
-) -> None:
-    payload = orjson.dumps(body)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
 
 
 class Refusal(Protocol):

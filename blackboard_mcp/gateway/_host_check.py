@@ -14,14 +14,14 @@ import logging
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._edge import send_json
+from ._json_answers import send_json
 
 log = logging.getLogger(__name__)
 
 # The MCP endpoint is checked by the MCP transport itself, after the bearer token.
 _OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/mcp", "/mcp/")
 # The OAuth metadata names the board only for a Host the same check vouches for, or from
-# BB_PUBLIC_URL, and answers others with 404 itself (gateway/_resource.py).
+# BB_PUBLIC_URL, and answers others with 404 itself (gateway/_oauth_metadata.py).
 _OPEN_PREFIXES = ("/.well-known/",)
 
 

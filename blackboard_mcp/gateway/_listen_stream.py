@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, RequestId
 from starlette.types import Receive, Send
 
+from ._json_answers import send_json_bytes
 from ._live import Notice
 from ._mcp_sdk_adapter import ERROR_CODE_HTTP_STATUS, SERVER_INFO_META_KEY
 from ._subscriptions import Listens
@@ -85,7 +86,7 @@ class DirectListen:
                 resources_list_changed=resources_list_changed,
             )
         except MCPError as exc:
-            await _send_json(
+            await send_json_bytes(
                 send,
                 orjson.dumps(error_message(request_id, exc)),
                 status=ERROR_CODE_HTTP_STATUS.get(exc.code, 200),
@@ -156,17 +157,3 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
 
 async def _send_part(send: Send, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": True})
-
-
-async def _send_json(send: Send, payload: bytes, *, status: int) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})

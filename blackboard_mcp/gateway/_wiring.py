@@ -27,7 +27,7 @@ from blackboard_mcp.store import (
 from ._app import GatewayParts, create_app
 from ._logs import configure_logging
 from ._metrics import MULTIPROCESS_DIR_ENV
-from ._resource import MCP_PATH
+from ._oauth_metadata import MCP_PATH
 from ._token_inventory import RecordedTokens
 
 

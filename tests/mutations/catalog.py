@@ -350,7 +350,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="metadata-from-any-host",
         why="a forged Host header puts an attacker's URL into the metadata and the challenges",
-        path="blackboard_mcp/gateway/_resource.py",
+        path="blackboard_mcp/gateway/_oauth_metadata.py",
         original="if host is None or not self._host_allowed(host):",
         replacement="if host is None:",
         tests=("tests/test_oauth_resource_server.py",),
