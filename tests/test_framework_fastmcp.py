@@ -15,17 +15,15 @@ here: by default ``call_tool`` raises ``ToolError`` holding the error's text; wi
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import GatewayProcess, agent_token, call, mcp_client
-from test_client_setups import PLACEHOLDER_URL, command_lines, fenced, readme_entry
-from venv_support import FRAMEWORKS_DIR, framework_python, installed_versions, pinned_versions
+from test_client_setups import command_lines, readme_entry
+from venv_support import framework_python, installed_versions, pinned_versions, run_readme_session
 
 from blackboard_mcp.auth import TokenIssuer
 
@@ -59,27 +57,21 @@ def session(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Any]:
     """One run of session.py: what each agent was handed, and the refusals."""
-    snippet = fenced(readme_entry(HEADING), "python")
-    assert snippet.count(PLACEHOLDER_URL) == 1
-    path = tmp_path_factory.mktemp("fastmcp") / "board.py"
-    path.write_text(snippet.replace(PLACEHOLDER_URL, gateway.mcp_url))
     tokens = {
         f"BB_TOKEN_{name.upper()}": agent_token(
             issuer, board_workspace, sub=f"agent-{name}", write=["notes"]
         )
         for name in ("a", "b")
     }
-    done = subprocess.run(
-        [str(python), str(FRAMEWORKS_DIR / NAME / "session.py"), str(path), board_workspace],
-        env={**os.environ, **tokens},
-        capture_output=True,
-        text=True,
-        timeout=SESSION_TIMEOUT_SECONDS,
-        check=False,
+    done = run_readme_session(
+        python,
+        NAME,
+        heading=HEADING,
+        gateway=gateway,
+        workspace=board_workspace,
+        tokens=tokens,
+        folder=tmp_path_factory.mktemp("fastmcp"),
     )
-    assert done.returncode == 0, f"{done.stderr[-4000:]}\ngateway log: {gateway.log_text()[-2000:]}"
-    for token in tokens.values():
-        assert token not in done.stdout + done.stderr
     [line] = done.stdout.splitlines()
     result: dict[str, Any] = json.loads(line)
     return result

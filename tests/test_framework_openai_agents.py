@@ -14,17 +14,15 @@ whose text is the error's JSON, with no ``isError``.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import GatewayProcess, agent_token, call, mcp_client
-from test_client_setups import PLACEHOLDER_URL, fenced, readme_entry
-from venv_support import FRAMEWORKS_DIR, framework_python, installed_versions, pinned_versions
+from test_client_setups import readme_entry
+from venv_support import framework_python, installed_versions, pinned_versions, run_readme_session
 
 from blackboard_mcp.auth import TokenIssuer
 
@@ -82,26 +80,19 @@ def session(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Any]:
     """One run of session.py: what each run's model was handed, and the refusals."""
-    snippet = fenced(readme_entry(HEADING), "python")
-    assert snippet.count(PLACEHOLDER_URL) == 1
-    path = tmp_path_factory.mktemp("openai-agents") / "board_agent.py"
-    path.write_text(snippet.replace(PLACEHOLDER_URL, gateway.mcp_url))
-    env = {
-        **os.environ,
+    tokens = {
         "BB_TOKEN_A": agent_token(issuer, board_workspace, sub="agent-a"),
         "BB_TOKEN_B": agent_token(issuer, board_workspace, sub="agent-b"),
     }
-    done = subprocess.run(
-        [str(python), str(FRAMEWORKS_DIR / NAME / "session.py"), str(path), board_workspace],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=SESSION_TIMEOUT_SECONDS,
-        check=False,
+    done = run_readme_session(
+        python,
+        NAME,
+        heading=HEADING,
+        gateway=gateway,
+        workspace=board_workspace,
+        tokens=tokens,
+        folder=tmp_path_factory.mktemp("openai-agents"),
     )
-    assert done.returncode == 0, f"{done.stderr[-4000:]}\ngateway log: {gateway.log_text()[-2000:]}"
-    for token in (env["BB_TOKEN_A"], env["BB_TOKEN_B"]):
-        assert token not in done.stdout + done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     return result
 

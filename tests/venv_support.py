@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from support import GatewayProcess
 
 FRAMEWORKS_DIR = Path(__file__).parent / "frameworks"
 INSTALL_TIMEOUT_SECONDS = 900
@@ -95,3 +96,38 @@ def installed_versions(python: Path, names: list[str]) -> dict[str, str]:
     )
     found: dict[str, str] = json.loads(done.stdout)
     return {n.lower(): v for n, v in found.items()}
+
+
+def run_readme_session(
+    python: Path,
+    name: str,
+    *,
+    heading: str,
+    gateway: GatewayProcess,
+    workspace: str,
+    tokens: dict[str, str],
+    folder: Path,
+    extra_env: dict[str, str] | None = None,
+    timeout_seconds: int = 120,
+) -> subprocess.CompletedProcess[str]:
+    """``tests/frameworks/<name>/session.py`` run on the README entry ``heading``'s Python
+    block, pointed at ``gateway``, with ``tokens`` in its environment (never in its output)."""
+    # Read here, not at import: the README helpers live with the client setups' tests.
+    from test_client_setups import PLACEHOLDER_URL, fenced, readme_entry
+
+    snippet = fenced(readme_entry(heading), "python")
+    assert snippet.count(PLACEHOLDER_URL) == 1
+    path = folder / "board_agent.py"
+    path.write_text(snippet.replace(PLACEHOLDER_URL, gateway.mcp_url))
+    done = subprocess.run(
+        [str(python), str(FRAMEWORKS_DIR / name / "session.py"), str(path), workspace],
+        env={**os.environ, **tokens, **(extra_env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout_seconds,
+        check=False,
+    )
+    assert done.returncode == 0, f"{done.stderr[-4000:]}\ngateway log: {gateway.log_text()[-2000:]}"
+    for token in tokens.values():
+        assert token not in done.stdout + done.stderr
+    return done
