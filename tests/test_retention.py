@@ -120,9 +120,11 @@ async def test_retention_deletes_old_notes_keeps_pinned_ones_and_one_process_swe
     await write(url, token, uri=u("runs", "first"), digest="d", body="x")
     await write(url, token, uri=u("pinned", "keep"), digest="d", body="x")
     cursor = int((await tool(url, token, "list_keys", topic="runs"))["cursor"])
-    # The topic's override first: the workspace's age alone would sweep it at once.
+    # The topic's override first: the workspace's age alone would sweep it at once. With
+    # --yes: on a busy machine "first" may be 2 s old already, and a setting that would delete
+    # is only previewed without it.
     for args in (("--topic", "pinned", "--max-age", "forever"), ("--max-age", "2s")):
-        result = run_cli("retention", "set", "--workspace", ws, *args, env=env)
+        result = run_cli("retention", "set", "--workspace", ws, *args, "--yes", env=env)
         assert result.returncode == 0, result.stderr
     shown = run_cli("retention", "show", "--workspace", ws, env=env)
     assert shown.stdout.splitlines() == [f"workspace {ws}: 2s", "  topic pinned: kept forever"]
