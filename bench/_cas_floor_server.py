@@ -22,10 +22,11 @@ import orjson
 import uvicorn
 from hiredis import pack_command
 
-from blackboard_mcp.gateway._direct import send_json
-from blackboard_mcp.store import board_client
+from blackboard_mcp.gateway._json_answers import send_json_bytes
 from blackboard_mcp.store.access._admission import _ADMIT
-from blackboard_mcp.store.connection import _keys as keys
+from blackboard_mcp.store.connection import _key_names as keys
+from blackboard_mcp.store.connection._board_client import pool_options
+from blackboard_mcp.store.connection._pool import WaitingConnectionPool
 from blackboard_mcp.store.notes._commit import _SCRIPT as _COMMIT
 
 
@@ -46,11 +47,13 @@ class FloorApp:
         request = orjson.loads(b"".join(chunks))
         result = await self._write(request["params"]["arguments"])
         payload = orjson.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
-        await send_json(send, payload)  # the gateway's own response path
+        await send_json_bytes(send, payload)  # the gateway's own response path
 
     async def _write(self, arguments: dict[str, Any]) -> dict[str, Any]:
         if self._pool is None:
-            self._pool = board_client(self._redis_url).connection_pool
+            self._pool = WaitingConnectionPool.from_url(
+                self._redis_url, **pool_options(pool_size=64, pool_wait_seconds=5.0)
+            )
         uri = arguments["uri"]
         ws, topic, path = uri.removeprefix("bb://").split("/", 2)
         member = f"{topic}/{path}"

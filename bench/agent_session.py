@@ -27,16 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import tiktoken
-from _gateway_process import bench_token, post_mcp
-from _revisions import each_revision
+from _harness import bench_token, each_revision, post_mcp
 from _search_labels import NOTES, QUERIES
 
 WS = "fleet"
@@ -229,8 +226,7 @@ def main() -> None:
         "log": log_text(120),
         "log-blank-lines": log_text(120, blank_lines=True),
     }[args.long_note]
-    work = Path(tempfile.mkdtemp(prefix="bench-session-"))
-    tallies = {label: measure(url, long_note) for label, url in each_revision(args.against, work)}
+    tallies = {label: measure(url, long_note) for label, url in each_revision(args.against)}
     base = tallies[list(tallies)[-1]]
     print("| revision | turns | surface | sent | received | total | of the last |")
     print("|---|---:|---:|---:|---:|---:|---:|")

@@ -27,21 +27,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from operator import itemgetter
 from typing import Any
 
 import orjson
-from _gateway_process import bench_token, start_gateway
+from _harness import (
+    Figures,
+    bench_token,
+    embedded_redis,
+    mcp_headers,
+    percentile,
+    revisions,
+    rounds,
+    scratch,
+    start_bench_gateway,
+)
 from _rawhttp import RawHttpConnection
-from cas_load import extract_revision
 
-from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.testing import GatewayProcess
 
 WORKSPACE = "appends"
 LINE = "step {n:06d}: checked replica lag on the standby, WAL position noted. ok\n"[:60] + "\n"
@@ -59,13 +66,7 @@ class Gateway:
     connections: list[RawHttpConnection] = field(default_factory=list)
 
     def connection(self) -> RawHttpConnection:
-        headers = {
-            "Authorization": f"Bearer {self.token}",
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2025-06-18",
-        }
-        conn = RawHttpConnection("127.0.0.1", self.port, headers)
+        conn = RawHttpConnection("127.0.0.1", self.port, mcp_headers(self.token))
         self.connections.append(conn)
         return conn
 
@@ -212,57 +213,48 @@ async def _hot_cas(gw: Gateway, uri: str, seconds: float) -> tuple[int, int, flo
 
     await asyncio.gather(*(writer() for _ in range(HOT_WRITERS)))
     await gw.close()
-    p99 = statistics.quantiles(latencies, n=100)[98] if len(latencies) >= 2 else float("nan")
-    return commits, conflicts, p99
+    return commits, conflicts, percentile(latencies, 0.99)
 
 
 async def run(args: argparse.Namespace, gateways: list[Gateway]) -> None:
-    costs: dict[str, dict[str, list[float]]] = {g.label: {s: [] for s in SIZES} for g in gateways}
-    hot: dict[str, list[tuple[float, int, float, int]]] = {g.label: [] for g in gateways}
-    cas: dict[str, list[tuple[float, float, float]]] = {g.label: [] for g in gateways}
-    for r in range(args.rounds):
-        for gw in gateways:
-            for label, ms in (await _cost_by_size(gw, r, args.appends)).items():
-                costs[gw.label][label].append(ms)
-        for gw in gateways:
+    costs: Figures[str, dict[str, float]] = Figures()
+    hot: Figures[str, tuple[float, int, float, int]] = Figures()
+    cas: Figures[str, tuple[float, float, float]] = Figures()
+    for r, order in rounds(args.rounds, gateways):
+        for gw in order:
+            costs.add(gw.label, await _cost_by_size(gw, r, args.appends))
+        for gw in order:
             one = [f"bb://{WORKSPACE}/hot/r{r}-{gw.slug}"] * HOT_WRITERS
             done, refused, acked = await _append_for(gw, one, args.seconds)
             await _check_kept(gw, {one[0]: acked[one[0]]})
             own = [f"bb://{WORKSPACE}/own/r{r}-{gw.slug}-{i}" for i in range(SPREAD_WRITERS)]
             spread_done, spread_refused, spread_acked = await _append_for(gw, own, args.seconds)
             await _check_kept(gw, spread_acked)
-            hot[gw.label].append(
-                (done / args.seconds, refused, spread_done / args.seconds, spread_refused)
+            hot.add(
+                gw.label, (done / args.seconds, refused, spread_done / args.seconds, spread_refused)
             )
-        for gw in gateways:
+        for gw in order:
             commits, conflicts, p99 = await _hot_cas(
                 gw, f"bb://{WORKSPACE}/cas/r{r}-{gw.slug}", args.seconds
             )
-            cas[gw.label].append((commits / args.seconds, conflicts / max(commits, 1), p99))
-
-    def med(values: Sequence[float]) -> float:
-        return statistics.median(values)
+            cas.add(gw.label, (commits / args.seconds, conflicts / max(commits, 1), p99))
 
     print(f"\n1. ms per append of a {len(LINE)}-byte line, by note size (median of rounds)")
     print(f"{'gateway':<24}" + "".join(f"{s:>10}" for s in SIZES) + f"{'1MiB/10KiB':>12}")
     for gw in gateways:
-        row = [med(costs[gw.label][s]) for s in SIZES]
+        row = [costs.median(gw.label, itemgetter(s)) for s in SIZES]
         print(f"{gw.label:<24}" + "".join(f"{v:>10.2f}" for v in row) + f"{row[2] / row[0]:>12.2f}")
     print(f"\n2. appends/s: {HOT_WRITERS} writers on one note vs {SPREAD_WRITERS} on their own")
     print(f"{'gateway':<24}{'hot/s':>9}{'refused':>9}{'own/s':>9}{'refused':>9}{'hot/own':>9}")
     for gw in gateways:
-        rows = hot[gw.label]
-        h, hr = med([x[0] for x in rows]), sum(x[1] for x in rows)
-        s, sr = med([x[2] for x in rows]), sum(x[3] for x in rows)
+        h, hr = hot.median(gw.label, lambda x: x[0]), sum(x[1] for x in hot[gw.label])
+        s, sr = hot.median(gw.label, lambda x: x[2]), sum(x[3] for x in hot[gw.label])
         print(f"{gw.label:<24}{h:>9.0f}{hr:>9}{s:>9.0f}{sr:>9}{h / s:>9.2f}")
     print(f"\n3. {HOT_WRITERS} compare-and-swap writers on one note")
     print(f"{'gateway':<24}{'commits/s':>11}{'conflicts/commit':>18}{'p99 ms':>9}")
     for gw in gateways:
-        rows = cas[gw.label]
-        print(
-            f"{gw.label:<24}{med([x[0] for x in rows]):>11.0f}"
-            f"{med([x[1] for x in rows]):>18.1f}{med([x[2] for x in rows]):>9.0f}"
-        )
+        rate, per_commit, p99_ms = (cas.median(gw.label, itemgetter(i)) for i in range(3))
+        print(f"{gw.label:<24}{rate:>11.0f}{per_commit:>18.1f}{p99_ms:>9.0f}")
 
 
 def main() -> int:
@@ -272,29 +264,23 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--against", action="append", default=[], metavar="REV")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-appends-"))
-    redis = EmbeddedRedis(data_dir=work / "redis")
-    redis.start()
-    procs = []
-    try:
-        token = bench_token(workspace=WORKSPACE)
-        gateways = []
-        proc, port = start_gateway(redis.url, data_dir=work / "gw-head")
-        procs.append(proc)
-        gateways.append(Gateway("this checkout", "g0", port, token))
-        for rev in args.against:
-            tree = work / f"rev-{rev}"
-            tree.mkdir()
-            extract_revision(rev, tree)
-            proc, port = start_gateway(redis.url, data_dir=work / f"gw-{rev}", package_root=tree)
-            procs.append(proc)
-            gateways.append(Gateway(rev, f"g{len(gateways)}", port, token))
-        asyncio.run(run(args, gateways))
-    finally:
-        for proc in procs:
-            proc.terminate()
-            proc.wait(timeout=20)
-        redis.stop()
+    token = bench_token(workspace=WORKSPACE)
+    with (
+        scratch("bench-appends-") as work,
+        revisions(args.against) as trees,
+        embedded_redis(work / "redis") as redis,
+    ):
+        processes: list[GatewayProcess] = []
+        try:
+            gateways = []
+            for n, (label, tree) in enumerate(trees):
+                process = start_bench_gateway(redis.url, work / f"gw-{n}", package_root=tree)
+                processes.append(process)
+                gateways.append(Gateway(label, f"g{n}", process.port, token))
+            asyncio.run(run(args, gateways))
+        finally:
+            for process in processes:
+                process.stop()
     return 0
 
 

@@ -35,29 +35,37 @@ gateway/bare (bare with hiredis); then the median of the rounds.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import multiprocessing
 import re
 import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
 import redis
-from _gateway_process import bench_token, start_floor, start_gateway
-from _rawhttp import process_tree_cpu_seconds
+from _harness import (
+    Figures,
+    bench_token,
+    embedded_redis,
+    mcp_headers,
+    revisions,
+    rounds,
+    scratch,
+    script_server,
+    start_bench_gateway,
+    wrk,
+)
 from redis._parsers import _RESP3Parser
 
-from blackboard_mcp.store import EmbeddedRedis
-
 WORKSPACE = "casload"
-LUA = Path(__file__).resolve().parent / "cas_update.lua"
 BARE = "bare redis-py CAS, hiredis"
 BARE_PURE = "bare redis-py CAS, pure-Python"
 FLOOR = "floor: HTTP + the Redis commands, hiredis"
@@ -89,13 +97,7 @@ def _call(client: httpx.Client, port: int, arguments: dict[str, object]) -> dict
 
 def seed(port: int, token: str, tag: str, clients: int) -> list[int]:
     """Create the clients' notes; returns their versions."""
-    headers = {
-        "Authorization": f"Bearer {token}",
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2025-06-18",
-    }
-    with httpx.Client(headers=headers, timeout=30) as client:
+    with httpx.Client(headers=mcp_headers(token), timeout=30) as client:
         versions = []
         for i in range(1, clients + 1):
             uri = f"bb://{WORKSPACE}/{tag}/c{i}"
@@ -106,27 +108,10 @@ def seed(port: int, token: str, tag: str, clients: int) -> list[int]:
 
 def run_gateway(port: int, pid: int, token: str, tag: str, clients: int, seconds: int) -> Cell:
     versions = seed(port, token, tag, clients)
-    command = [
-        "wrk",
-        f"-t{clients}",
-        f"-c{clients}",
-        f"-d{seconds}s",
-        "-H",
-        f"Authorization: Bearer {token}",
-        "-s",
-        str(LUA),
-        f"http://127.0.0.1:{port}/mcp/",
-        "--",
-        WORKSPACE,
-        tag,
-        ",".join(map(str, versions)),
-    ]
-    cpu_before = process_tree_cpu_seconds(pid)
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"wrk failed: {done.stderr}{done.stdout}")
-    out = done.stdout
-    cpu = process_tree_cpu_seconds(pid) - cpu_before
+    out, cpu = wrk(
+        "cas_update.lua", port, token, clients, seconds,
+        WORKSPACE, tag, ",".join(map(str, versions)), cpu_of=pid,
+    )  # fmt: skip
     match = CAS_LINE.search(out)
     if match is None:
         raise SystemExit(f"wrk printed no CAS line:\n{out}")
@@ -183,15 +168,6 @@ def run_bare(url: str, tag: str, clients: int, seconds: int, *, pure: bool) -> C
     return Cell(writes_per_s=commits / seconds)
 
 
-def extract_revision(rev: str, into: Path) -> None:
-    """The package as it was at git revision ``rev``, under ``into``."""
-    root = Path(__file__).resolve().parent.parent
-    archive = subprocess.run(
-        ["git", "-C", str(root), "archive", rev, "blackboard_mcp"], capture_output=True, check=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-
-
 def _hiredis_available() -> bool:
     import redis.utils
 
@@ -226,73 +202,62 @@ def main() -> int:
         raise SystemExit("hiredis is not installed: pip install the package's dependencies")
     seconds = args.seconds
     token = bench_token(workspace=WORKSPACE)
-    cells: dict[str, list[Cell]] = {}
+    cells: Figures[str, Cell] = Figures()
     with (
-        tempfile.TemporaryDirectory() as data,
-        tempfile.TemporaryDirectory() as old_trees,
-        EmbeddedRedis(data_dir=Path(data)) as server,
+        scratch("bench-cas-") as work,
+        revisions(args.against) as trees,
+        embedded_redis(work / "redis", append_only=False) as server,
+        contextlib.ExitStack() as running,
     ):
-        # The workload's own cost, not the disk's: the embedded default is AOF everysec.
-        redis.Redis.from_url(server.url).config_set("appendonly", "no")
-        gateways = {"gateway, hiredis": start_gateway(server.url)}
-        for rev in args.against:
-            old_tree = Path(old_trees) / rev
-            old_tree.mkdir()
-            extract_revision(rev, old_tree)
-            gateways[f"gateway @{rev}, hiredis"] = start_gateway(server.url, package_root=old_tree)
+        gateways: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+
+        def gateway(name: str, **options: Any) -> None:
+            workdir = work / f"gw-{len(gateways)}"
+            process = running.enter_context(start_bench_gateway(server.url, workdir, **options))
+            gateways[name] = (process.process, process.port)
+
+        for label, tree in trees:
+            gateway(f"gateway{'' if tree is None else f' @{label}'}, hiredis", package_root=tree)
         if args.workers:
-            gateways[f"gateway, {args.workers} workers, hiredis"] = start_gateway(
-                server.url, workers=args.workers
-            )
-        gateways[FLOOR] = start_floor(server.url)
+            gateway(f"gateway, {args.workers} workers, hiredis", workers=args.workers)
+        gateways[FLOOR] = running.enter_context(
+            script_server("_cas_floor_server.py", server.url, name="the floor server")
+        )
         bare_cells = [(BARE, False), *([(BARE_PURE, True)] if args.pure_parser else [])]
-        try:
-            for name, (proc, _) in gateways.items():
-                if "workers" in name:
-                    continue  # the supervisor process; its workers are its children
-                if _loads_hiredis(proc.pid) != ("hiredis" in name.split(",")[-1]):
-                    raise SystemExit(f"{name}: the gateway does not run the parser it names")
-            for round_no in range(1, args.rounds + 1):
-                # Alternate the gateways' order: with a fixed one, the gateway measured right
-                # after the bare cell's 8 processes came out slower round after round.
-                order = list(enumerate(gateways.items()))
-                if round_no % 2 == 0:
-                    order.reverse()
-                for number, (name, (proc, port)) in order:
-                    tag = f"r{round_no}-g{number}"
-                    cell = run_gateway(port, proc.pid, token, tag, args.clients, seconds)
-                    cells.setdefault(name, []).append(cell)
-                for name, pure in bare_cells:
-                    cells.setdefault(name, []).append(
-                        run_bare(
-                            server.url, f"r{round_no}-{int(pure)}", args.clients, seconds, pure=pure
-                        )
-                    )
-                print(f"round {round_no}:")
-                _print_round({name: runs[-1] for name, runs in cells.items()})
-        finally:
-            for proc, _ in gateways.values():
-                proc.terminate()
-                proc.wait(timeout=30)
+        for name, (proc, _) in gateways.items():
+            if "workers" in name:
+                continue  # the supervisor process; its workers are its children
+            if _loads_hiredis(proc.pid) != ("hiredis" in name.split(",")[-1]):
+                raise SystemExit(f"{name}: the gateway does not run the parser it names")
+        # The order alternates: with a fixed one, the gateway measured right after the bare
+        # cell's 8 processes came out slower round after round.
+        for round_no, order in rounds(args.rounds, list(enumerate(gateways.items()))):
+            for number, (name, (proc, port)) in order:
+                tag = f"r{round_no}-g{number}"
+                cells.add(name, run_gateway(port, proc.pid, token, tag, args.clients, seconds))
+            for name, pure in bare_cells:
+                tag = f"r{round_no}-{int(pure)}"
+                cells.add(name, run_bare(server.url, tag, args.clients, seconds, pure=pure))
+            print(f"round {round_no}:")
+            _print_round(cells.latest())
     print(f"median of {args.rounds} rounds, {args.clients} clients, {seconds:g} s per cell:")
     _print_round(
         {
             name: Cell(
-                writes_per_s=statistics.median(c.writes_per_s for c in runs),
-                conflicts=sum(c.conflicts for c in runs),
-                errors=sum(c.errors for c in runs),
-                cpu_ms_per_write=_median_cpu(runs),
+                writes_per_s=cells.median(name, lambda c: c.writes_per_s),
+                conflicts=sum(c.conflicts for c in cells[name]),
+                errors=sum(c.errors for c in cells[name]),
+                cpu_ms_per_write=_or_none(cells.median(name, lambda c: c.cpu_ms_per_write)),
             )
-            for name, runs in cells.items()
+            for name in cells.cells()
         }
     )
-    failed = any(c.errors for runs in cells.values() for c in runs)
+    failed = any(c.errors for name in cells.cells() for c in cells[name])
     return 1 if failed else 0
 
 
-def _median_cpu(runs: list[Cell]) -> float | None:
-    values = [c.cpu_ms_per_write for c in runs if c.cpu_ms_per_write is not None]
-    return statistics.median(values) if values else None
+def _or_none(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def _print_round(row: dict[str, Cell]) -> None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import tempfile
 import time
 from collections import Counter
-from pathlib import Path
+
+from _harness import scratch
 
 from blackboard_mcp.store import Board, BoardLimits, GetState, StoreError, UpdateState
 from blackboard_mcp.testing import LocalCluster
@@ -29,7 +29,13 @@ from blackboard_mcp.testing import LocalCluster
 async def run(
     wait_replicas: int, *, writers: int, before: float, after: float
 ) -> dict[str, object]:
-    cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="bb-loss-"))).start()
+    with scratch("bb-loss-") as root:
+        return await _run_on(LocalCluster(root).start(), wait_replicas, writers, before, after)
+
+
+async def _run_on(
+    cluster: LocalCluster, wait_replicas: int, writers: int, before: float, after: float
+) -> dict[str, object]:
     try:
         victim = cluster.nodes[1]
         workspaces = [

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,7 +26,15 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _gateway_process import bench_issuer, bench_token, start_gateway
+from _harness import (
+    bench_issuer,
+    bench_token,
+    mcp_headers,
+    median,
+    percentile,
+    scratch,
+    start_bench_gateway,
+)
 from _rawhttp import RawHttpConnection
 
 from blackboard_mcp.testing import ClusterNode, LocalCluster, cluster_ports, wait_for
@@ -41,12 +47,7 @@ class Client:
         self._conn = RawHttpConnection(
             "127.0.0.1",
             port,
-            {
-                "Authorization": f"Bearer {token}",
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": "2025-06-18",
-            },
+            mcp_headers(token),
         )
 
     async def call(self, tool: str, arguments: dict[str, object]) -> dict[str, object]:
@@ -125,29 +126,23 @@ async def search_latency(
         assert len(reply["items"]) == 10, reply  # type: ignore[arg-type]
     for client in clients.values():
         await client.close()
-    latencies.sort()
     return {
-        "p50_ms": round(statistics.median(latencies), 2),
-        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 2),
+        "p50_ms": round(median(latencies), 2),
+        "p99_ms": round(percentile(latencies, 0.99), 2),
     }
 
 
 async def measure(url: str, args: argparse.Namespace) -> dict[str, object]:
-    gateways = [start_gateway(url) for _ in range(2)]
-    try:
+    with start_bench_gateway(url) as first, start_bench_gateway(url) as second:
         issuer = bench_issuer()
         tokens = {
             ws: bench_token(workspace=ws, ttl_seconds=3600, issuer=issuer) for ws in WORKSPACES
         }
-        ports = [port for _, port in gateways]
+        ports = [first.port, second.port]
         await write_load(ports, tokens, args.clients, 1.0, "warm")
         writes = await write_load(ports, tokens, args.clients, args.seconds, "c")
         search = await search_latency(ports, tokens, args.searches)
         return {"update_state_per_s": round(writes), "search": search}
-    finally:
-        for proc, _ in gateways:
-            proc.terminate()
-            proc.wait(timeout=10)
 
 
 def main() -> None:
@@ -156,7 +151,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--searches", type=int, default=300)
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="bb-tp-"))
+    with scratch("bb-tp-") as root:
+        compare(root, args)
+
+
+def compare(root: Path, args: argparse.Namespace) -> None:
     single = ClusterNode(cluster_ports(1)[0], root / "single")
     single.start(1000, cluster_enabled=False)
     cluster = LocalCluster(root / "cluster", primaries=3, replicas=0)

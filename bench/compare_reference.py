@@ -40,7 +40,6 @@ import re
 import shutil
 import statistics
 import subprocess
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
@@ -50,13 +49,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx2
-from _gateway_process import bench_issuer, bench_token, start_gateway
+from _harness import (
+    bench_issuer,
+    bench_token,
+    embedded_redis,
+    percentile,
+    scratch,
+    start_bench_gateway,
+)
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis
 
 REFERENCE_PACKAGE = "@modelcontextprotocol/server-memory"
 REFERENCE_VERSION = "2026.8.31"
@@ -664,11 +669,6 @@ async def latency_scenario(
 # --- report -------------------------------------------------------------------------------------
 
 
-def percentile(samples: Sequence[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
-
-
 def ratio(a: float, b: float) -> str:
     if b == 0:
         return "n/a"
@@ -786,36 +786,31 @@ def main() -> None:
         flush=True,
     )
 
-    with tempfile.TemporaryDirectory(prefix="bb-compare-") as tmp:
-        work = Path(tmp)
+    with scratch("bb-compare-") as work:
         (work / "ref").mkdir()
-        with EmbeddedRedis(data_dir=work / "redis") as redis_server:
-            proc, port = start_gateway(
-                redis_server.url, workers=args.gateway_workers, data_dir=work / "gw"
-            )
-            bb_url = f"http://127.0.0.1:{port}/mcp/"
-            try:
-                issuer = bench_issuer()
-                ref = Reference(node, script, "")
-                writes: list[WriteRow] = []
-                counters: list[CounterRow] = []
-                for n in writer_counts:
-                    phase(f"lost writes, N={n}")
-                    writes += facts_scenario(n, args.facts, ref, bb_url, issuer, work / "ref")
-                for n in writer_counts:
-                    phase(f"counter, N={n}")
-                    counters += counter_scenario(
-                        n, args.increments, ref, bb_url, issuer, work / "ref"
-                    )
-                phase("latency")
-                latencies, latency_errors = asyncio.run(
-                    latency_scenario(
-                        args.latency_facts, args.latency_calls, ref, bb_url, issuer, work / "ref"
-                    )
+        with (
+            embedded_redis(work / "redis") as redis_server,
+            start_bench_gateway(
+                redis_server.url, work / "gw", workers=args.gateway_workers
+            ) as gateway,
+        ):
+            bb_url = gateway.mcp_url
+            issuer = bench_issuer()
+            ref = Reference(node, script, "")
+            writes: list[WriteRow] = []
+            counters: list[CounterRow] = []
+            for n in writer_counts:
+                phase(f"lost writes, N={n}")
+                writes += facts_scenario(n, args.facts, ref, bb_url, issuer, work / "ref")
+            for n in writer_counts:
+                phase(f"counter, N={n}")
+                counters += counter_scenario(n, args.increments, ref, bb_url, issuer, work / "ref")
+            phase("latency")
+            latencies, latency_errors = asyncio.run(
+                latency_scenario(
+                    args.latency_facts, args.latency_calls, ref, bb_url, issuer, work / "ref"
                 )
-            finally:
-                proc.terminate()
-                proc.wait(timeout=30)
+            )
     phase("done")
     report(writes, counters, latencies, latency_errors, args.latency_facts)
 

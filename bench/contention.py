@@ -36,9 +36,7 @@ import contextlib
 import multiprocessing
 import os
 import random
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -55,17 +53,17 @@ from typing import Literal, Protocol
 import httpx
 import orjson
 import redis.asyncio as aioredis
-from _gateway_process import bench_token, start_gateway
+from _harness import bench_token, embedded_redis, percentile, start_bench_gateway
 
 from blackboard_mcp.store import (
     Board,
     Conflict,
     Contended,
-    EmbeddedRedis,
     GetState,
     TiktokenCounter,
     UpdateState,
 )
+from blackboard_mcp.testing import GatewayProcess
 
 WORKSPACE = "contention"
 DIGEST = "A counter that every agent increments."
@@ -396,16 +394,6 @@ class Cell:
         return count / self.seconds if self.seconds > 0 else 0.0
 
 
-def _percentile(histogram: Counter[int], fraction: float) -> int:
-    total = sum(histogram.values())
-    seen = 0
-    for value in sorted(histogram):
-        seen += histogram[value]
-        if seen >= fraction * total:
-            return value
-    return 0
-
-
 async def _exec_calls(client: aioredis.Redis[bytes]) -> int:
     stats = await client.info("commandstats")
     return int(stats.get("cmdstat_exec", {}).get("calls", 0))
@@ -478,7 +466,7 @@ async def run_cell(
         # Refusals spent on increments the window closed on count too: dividing only the
         # committed increments' refusals would hide the processes that starve.
         retries_mean=sum(t.conflicts + t.contended for t in tallies) / commits if commits else 0.0,
-        retries_p99=_percentile(retries, 0.99),
+        retries_p99=int(percentile(retries.elements(), 0.99)) if retries else 0,
         retries_max=max(retries, default=0),
         # Only update_state (and link_state, not called here) runs MULTI/EXEC: reads and the
         # gateway's own bookkeeping do not, so every other EXEC was refused by WATCH.
@@ -574,16 +562,18 @@ def plot(cells: Sequence[Cell], path: Path, title: str) -> None:
 async def run(args: argparse.Namespace) -> int:
     counts: list[int] = args.processes
     cells: list[Cell] = []
-    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
+    with embedded_redis() as server:
         board = Board.from_url(server.url)
         await board.start()
-        gateway: subprocess.Popen[bytes] | None = None
+        gateway: GatewayProcess | None = None
         target = Target(via="store", redis_url=server.url)
         if args.via == "gateway":
-            gateway, port = start_gateway(server.url)
-            url = f"http://127.0.0.1:{port}"
+            gateway = start_bench_gateway(server.url)
             target = Target(
-                "gateway", server.url, gateway_url=url, token=bench_token(workspace=WORKSPACE)
+                "gateway",
+                server.url,
+                gateway_url=gateway.url,
+                token=bench_token(workspace=WORKSPACE),
             )
         t0 = time.perf_counter()
         pool = Pool.start(max(counts), counts, target, args.start_method)
@@ -610,8 +600,7 @@ async def run(args: argparse.Namespace) -> int:
         finally:
             pool.close()
             if gateway is not None:
-                gateway.terminate()
-                gateway.wait()
+                gateway.stop()
             await board.close()
 
     print()

@@ -20,11 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -36,18 +32,21 @@ import httpx
 import orjson
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _gateway_process import bench_issuer, bench_token
+from _harness import (
+    MCP_HEADERS,
+    bench_token,
+    embedded_redis,
+    median,
+    percentile,
+    scratch,
+    start_bench_gateway,
+)
 
-from blackboard_mcp.store import EmbeddedRedis, free_port
+from blackboard_mcp.testing import GatewayProcess
 
-SECRET = "bench-secret-" + "f" * 40
 WS = "faults"
 PROBE_CALLS = 8
-HEADERS = {
-    "Content-Type": "application/json",
-    "Accept": "application/json, text/event-stream",
-    "MCP-Protocol-Version": "2025-06-18",
-}
+HEADERS = MCP_HEADERS
 
 
 @dataclass(frozen=True)
@@ -156,58 +155,12 @@ async def tools_call(
     return (body["error"]["code"] if result.get("isError") else "ok"), body
 
 
-class Gateway:
-    """A `blackboard-mcp serve` process pointed at an external Redis."""
-
-    def __init__(self, redis_url: str, workdir: Path) -> None:
-        port = free_port()
-        self.log_path = workdir / f"gateway-{port}.log"
-        env = {
-            **os.environ,
-            "BB_REDIS_URL": redis_url,
-            "BB_JWT_SECRET": SECRET,
-            "BB_RATE_LIMIT_PER_MINUTE": "0",
-            "BB_LOG_LEVEL": "WARNING",
-            "BB_DATA_DIR": str(workdir / f"data-{port}"),
-        }
-        with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "blackboard_mcp.cli", "serve", "--port", str(port)],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        self.url = f"http://127.0.0.1:{port}"
-        self.mcp_url = self.url + "/mcp/"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                break
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.process.kill()
-        raise SystemExit(f"gateway did not start: {self.log_path.read_text(errors='replace')}")
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-def start_gateways(redis_url: str, workdir: Path, count: int) -> list[Gateway]:
+def start_gateways(redis_url: str, workdir: Path, count: int) -> list[GatewayProcess]:
     # A gateway spends most of its start importing the MCP SDK: start them side by side.
     with ThreadPoolExecutor(count) as pool:
-        starting = [pool.submit(Gateway, redis_url, workdir) for _ in range(count)]
+        starting = [
+            pool.submit(start_bench_gateway, redis_url, workdir / f"gw-{n}") for n in range(count)
+        ]
     started = [f.result() for f in starting if f.exception() is None]
     if len(started) < count:
         for gateway in started:
@@ -217,9 +170,7 @@ def start_gateways(redis_url: str, workdir: Path, count: int) -> list[Gateway]:
 
 
 def issue_token() -> str:
-    return bench_token(
-        workspace=WS, subject="faults", ttl_seconds=3600, issuer=bench_issuer(secret=SECRET)
-    )
+    return bench_token(workspace=WS, subject="faults", ttl_seconds=3600)
 
 
 async def lost_writes(url: str, token: str, acked: dict[str, str]) -> list[str]:
@@ -247,13 +198,6 @@ async def lost_writes(url: str, token: str, acked: dict[str, str]) -> list[str]:
                 if item.get("version") != 1 or item.get("digest") != acked[uri]:
                     lost.append(uri)
     return lost
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
 @dataclass
@@ -297,9 +241,10 @@ async def idle_probe(
 async def redis_kills(
     mode: Literal["always", "everysec"], args: argparse.Namespace, token: str
 ) -> KillRow:
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        redis = EmbeddedRedis(data_dir=work / "redis", appendfsync=mode).start()
+    with (
+        scratch("bench-faults-") as work,
+        embedded_redis(work / "redis", appendfsync=mode) as redis,
+    ):
         # The second gateway takes no load: it gets a burst before each kill and a few calls
         # once Redis is back, to show whether a gateway idle through the outage recovers.
         gateway, idle = await asyncio.to_thread(start_gateways, redis.url, work, 2)
@@ -342,7 +287,6 @@ async def redis_kills(
         finally:
             gateway.stop()
             idle.stop()
-            redis.stop()
     recovery: list[float] = []
     for killed, _, ready in windows:
         first_ok = min(
@@ -357,7 +301,7 @@ async def redis_kills(
         calls=len(load.calls),
         ok=sum(c.outcome == "ok" for c in load.calls),
         unavailable=len(unavailable),
-        unavail_p50_ms=statistics.median(unavailable) if unavailable else float("nan"),
+        unavail_p50_ms=median(unavailable) if unavailable else float("nan"),
         unavail_p99_ms=percentile(unavailable, 0.99),
         unavail_max_ms=max(unavailable, default=float("nan")),
         other=Counter(c.outcome for c in load.calls if c.outcome not in ("ok", "unavailable")),
@@ -386,9 +330,10 @@ class GatewayKillRow:
 
 
 async def gateway_kill(args: argparse.Namespace, token: str) -> GatewayKillRow:
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        redis = EmbeddedRedis(data_dir=work / "redis", appendfsync="always").start()
+    with (
+        scratch("bench-faults-") as work,
+        embedded_redis(work / "redis", appendfsync="always") as redis,
+    ):
         victim, survivor = await asyncio.to_thread(start_gateways, redis.url, work, 2)
         load = Load(
             urls=[victim.mcp_url, survivor.mcp_url],
@@ -411,7 +356,6 @@ async def gateway_kill(args: argparse.Namespace, token: str) -> GatewayKillRow:
         finally:
             victim.stop()
             survivor.stop()
-            redis.stop()
     after = [c for c in load.calls if c.gateway == 1 and c.started >= killed]
     return GatewayKillRow(
         clients=args.clients,

@@ -26,22 +26,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
-import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import orjson
 import redis.asyncio as aioredis
-from _gateway_process import bench_token, start_gateway
+from _harness import (
+    Figures,
+    bench_token,
+    concurrently,
+    embedded_redis,
+    rounds,
+    script_server,
+    start_bench_gateway,
+)
 from _rawhttp import RawHttpConnection, process_tree_cpu_seconds
 
-from blackboard_mcp.store import Board, EmbeddedRedis, GetState, SearchKeys, UpdateState, free_port
+from blackboard_mcp.store import Board, GetState, SearchKeys, UpdateState
 
 WS = "bench"
 BODY = "x" * 300
@@ -59,60 +63,10 @@ class Cell:
 
 
 async def measure(op: Op, clients: int, seconds: float, cpu: Callable[[], float]) -> Cell:
-    latencies: list[float] = []
-    stop = time.perf_counter() + seconds
-
-    async def client(cid: int) -> None:
-        i = 0
-        while time.perf_counter() < stop:
-            t0 = time.perf_counter()
-            await op(cid, i)
-            latencies.append(time.perf_counter() - t0)
-            i += 1
-
     cpu0 = cpu()
-    t0 = time.perf_counter()
-    await asyncio.gather(*(client(c) for c in range(clients)))
-    elapsed = time.perf_counter() - t0
+    timed = await concurrently(op, clients, seconds)
     spent = cpu() - cpu0
-    latencies.sort()
-    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    return Cell(
-        len(latencies) / elapsed,
-        statistics.median(latencies) * 1000,
-        p99 * 1000,
-        spent / len(latencies) * 1000,
-    )
-
-
-def median_cell(cells: list[Cell]) -> Cell:
-    return sorted(cells, key=lambda cell: cell.rate)[len(cells) // 2]
-
-
-def wait_for_port(proc: subprocess.Popen[bytes], port: int) -> None:
-    import socket
-
-    for _ in range(300):
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        if proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("server did not start")
-
-
-def start_sdk_floor() -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    script = Path(__file__).with_name("_sdk_floor_server.py")
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    wait_for_port(proc, port)
-    return proc, port
+    return Cell(timed.rate, timed.p50_ms, timed.ms(0.99), spent / timed.calls * 1000)
 
 
 class GatewayClients:
@@ -174,7 +128,7 @@ async def run(
     repeat: int,
     sdk_path: bool,
 ) -> None:
-    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
+    with embedded_redis() as server, contextlib.ExitStack() as running:
         client = aioredis.Redis.from_url(server.url, max_connections=64)
         # The store as the gateway builds it (same pool, timeouts and retry), called directly.
         board = Board.from_url(server.url)
@@ -228,12 +182,14 @@ async def run(
                 ),
             },
         }
-        gateways: list[tuple[subprocess.Popen[bytes], GatewayClients]] = []
+        gateways: list[GatewayClients] = []
         try:
-            floor, floor_port = start_sdk_floor()
+            floor, floor_port = running.enter_context(
+                script_server("_sdk_floor_server.py", name="the SDK floor server")
+            )
             for era in ERAS:
                 gw = GatewayClients(floor_port, token, era)
-                gateways.append((floor, gw))
+                gateways.append(gw)
                 pid = floor.pid
                 for tool, op in gateway_ops(gw, "floor").items():
                     if tool != "search_keys":
@@ -247,12 +203,14 @@ async def run(
             if sdk_path:
                 setups.append((1, "via SDK w1", {"BB_DIRECT_TOOL_CALLS": "false"}))
             for workers, label, extra_env in setups:
-                proc, port = start_gateway(server.url, workers=workers, extra_env=extra_env)
+                gateway = running.enter_context(
+                    start_bench_gateway(server.url, workers=workers, extra_env=extra_env)
+                )
                 for era in ERAS:
-                    gw = GatewayClients(port, token, era)
-                    gateways.append((proc, gw))
+                    gw = GatewayClients(gateway.port, token, era)
+                    gateways.append(gw)
                     name = f"gw {era} {label}"
-                    pid = proc.pid
+                    pid = gateway.pid
                     tag = f"g{label.replace(' ', '').lower()}{era[:4]}"
                     for tool, op in gateway_ops(gw, tag).items():
                         paths[tool][name] = (op, functools.partial(process_tree_cpu_seconds, pid))
@@ -269,15 +227,15 @@ async def run(
                 for clients in client_counts:
                     # Rounds interleave the paths, so a slow spell of the machine falls on all
                     # of them alike; each path's round of median calls/s is the one shown.
-                    rounds: dict[str, list[Cell]] = {path: [] for path in by_path}
-                    for _ in range(repeat):
-                        for path, (op, cpu) in by_path.items():
+                    measured: Figures[str, Cell] = Figures()
+                    for _, order in rounds(repeat, list(by_path.items())):
+                        for path, (op, cpu) in order:
                             await measure(op, clients, min(0.5, seconds), cpu)  # warm up
-                            rounds[path].append(await measure(op, clients, seconds, cpu))
+                            measured.add(path, await measure(op, clients, seconds, cpu))
                             # uvicorn drops connections idle for 5 s: start each afresh.
-                            for _, gw in gateways:
+                            for gw in gateways:
                                 await gw.close()
-                    cells = {path: median_cell(measured) for path, measured in rounds.items()}
+                    cells = {path: measured.middle(path, lambda c: c.rate) for path in by_path}
                     for path, cell in cells.items():
                         print(
                             f"{tool:<13} {path:<26} {clients:>7} {cell.rate:>8.0f} "
@@ -295,11 +253,8 @@ async def run(
             print()
             print("\n".join(ratios))
         finally:
-            for proc, gw in gateways:
+            for gw in gateways:
                 await gw.close()
-                if proc.poll() is None:
-                    proc.terminate()
-                    proc.wait()
             await board.close()
 
 

@@ -26,18 +26,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import statistics
-import tempfile
 import time
-from pathlib import Path
+from operator import itemgetter
 
 import redis
+from _harness import Figures, embedded_redis, rounds
 
 from blackboard_mcp.store import (
     MAX_HISTORY_VERSIONS,
     Board,
     BoardLimits,
-    EmbeddedRedis,
     GetState,
     UpdateState,
     board_client,
@@ -190,9 +188,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
+    with embedded_redis(append_only=False) as server:
         url = server.url
-        redis.Redis.from_url(url).config_set("appendonly", "no")
         print(f"{args.notes} notes written {args.writes} times, bodies of {args.body_bytes} B:")
         for label, versions in (("history off", 0), (f"history on ({DEFAULT_VERSIONS})", 50)):
             _flush(url)
@@ -208,27 +205,23 @@ def main() -> None:
             f"{grown / 1024:.0f} KiB, {grown / size:.2f}x the log's size"
         )
         print(f"CAS writes, {args.writers} writers, {args.seconds:g} s a round:")
-        off: list[float] = []
-        on: list[float] = []
-        cpu_off: list[float] = []
-        cpu_on: list[float] = []
-        for round_ in range(args.rounds):
-            _flush(url)
-            rate, cpu = asyncio.run(_throughput(url, 0, args, round_))
-            off.append(rate)
-            cpu_off.append(cpu)
-            _flush(url)
-            rate, cpu = asyncio.run(_throughput(url, DEFAULT_VERSIONS, args, round_))
-            on.append(rate)
-            cpu_on.append(cpu)
+        measured: Figures[str, tuple[float, float]] = Figures()
+        for round_no, order in rounds(args.rounds, [("off", 0), ("on", DEFAULT_VERSIONS)]):
+            for history, versions in order:
+                _flush(url)
+                measured.add(history, asyncio.run(_throughput(url, versions, args, round_no - 1)))
+            (off, cpu_off), (on, cpu_on) = measured["off"][-1], measured["on"][-1]
             print(
-                f"  round {round_ + 1}: off {off[-1]:7.0f}/s ({cpu_off[-1]:4.0f} us Redis CPU)  "
-                f"on {on[-1]:7.0f}/s ({cpu_on[-1]:4.0f} us)  on/off {on[-1] / off[-1]:.3f}"
+                f"  round {round_no}: off {off:7.0f}/s ({cpu_off:4.0f} us Redis CPU)  "
+                f"on {on:7.0f}/s ({cpu_on:4.0f} us)  on/off {on / off:.3f}"
             )
+        off, cpu_off, on, cpu_on = (
+            measured.median(history, itemgetter(i)) for history in ("off", "on") for i in (0, 1)
+        )
         print(
-            f"  median: off {statistics.median(off):7.0f}/s ({statistics.median(cpu_off):4.0f} us)"
-            f"  on {statistics.median(on):7.0f}/s ({statistics.median(cpu_on):4.0f} us)"
-            f"  on/off {statistics.median(on) / statistics.median(off):.3f}"
+            f"  median: off {off:7.0f}/s ({cpu_off:4.0f} us)"
+            f"  on {on:7.0f}/s ({cpu_on:4.0f} us)"
+            f"  on/off {on / off:.3f}"
         )
 
 

@@ -38,9 +38,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -48,11 +45,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from blackboard_mcp.store import EmbeddedRedis
-from blackboard_mcp.testing import FaultProxy, LocalCluster, Workload, check_history
+from blackboard_mcp.testing import (
+    FaultProxy,
+    GatewayProcess,
+    LocalCluster,
+    Workload,
+    check_history,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _gateway_process import bench_issuer, bench_token, start_gateway
+from _harness import bench_issuer, bench_token, embedded_redis, scratch, start_bench_gateway
 
 RUNS = (
     "redis-kill-always",
@@ -78,35 +80,6 @@ class Row:
     first: str
 
 
-@dataclass
-class Gateway:
-    """A gateway process of the run, on its port."""
-
-    process: subprocess.Popen[bytes]
-    port: int
-
-    @property
-    def mcp_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp/"
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-def launch(redis_url: str, work: Path, env: dict[str, str]) -> Gateway:
-    work.mkdir(parents=True, exist_ok=True)
-    return Gateway(*start_gateway(redis_url, data_dir=work, extra_env=env))
-
-
 Fault = Callable[[int], Awaitable[None]]
 
 
@@ -116,7 +89,7 @@ async def drive(
     work: Path,
     args: argparse.Namespace,
     workspace: str,
-    make_fault: Callable[[list[Gateway], Workload], Fault],
+    make_fault: Callable[[list[GatewayProcess], Workload], Fault],
     *,
     extra_env: dict[str, str] | None = None,
     short: bool = False,
@@ -124,7 +97,10 @@ async def drive(
     env = extra_env or {}
     gateways = list(
         await asyncio.gather(
-            *(asyncio.to_thread(launch, redis_url, work / f"gw{n}", env) for n in range(2))
+            *(
+                asyncio.to_thread(start_bench_gateway, redis_url, work / f"gw{n}", extra_env=env)
+                for n in range(2)
+            )
         )
     )
     issuer = bench_issuer()
@@ -168,54 +144,53 @@ async def drive(
 
 
 async def redis_kill(mode: Literal["always", "everysec"], args: argparse.Namespace) -> Row:
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        redis = EmbeddedRedis(data_dir=work / "redis", appendfsync=mode).start()
+    with (
+        scratch("bench-history-") as work,
+        embedded_redis(work / "redis", appendfsync=mode) as redis,
+    ):
 
-        def fault(_gateways: list[Gateway], _w: Workload) -> Fault:
+        def fault(_gateways: list[GatewayProcess], _w: Workload) -> Fault:
             async def kill(_k: int) -> None:
                 await asyncio.to_thread(redis.kill)
                 await asyncio.to_thread(redis.start)
 
             return kill
 
-        try:
-            return await drive(f"redis-kill-{mode}", redis.url, work, args, "hist", fault)
-        finally:
-            redis.stop()
+        return await drive(f"redis-kill-{mode}", redis.url, work, args, "hist", fault)
 
 
 async def gateway_kill(args: argparse.Namespace) -> Row:
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        redis = EmbeddedRedis(data_dir=work / "redis", appendfsync="always").start()
+    with (
+        scratch("bench-history-") as work,
+        embedded_redis(work / "redis", appendfsync="always") as redis,
+    ):
 
-        def fault(gateways: list[Gateway], workload: Workload) -> Fault:
+        def fault(gateways: list[GatewayProcess], workload: Workload) -> Fault:
             async def kill(k: int) -> None:
                 victim = k % 2
                 gateways[victim].kill()
-                again = await asyncio.to_thread(launch, redis.url, work / f"gw{victim}-{k}", {})
+                again = await asyncio.to_thread(
+                    start_bench_gateway, redis.url, work / f"gw{victim}-{k}"
+                )
                 gateways[victim] = again
                 workload.urls[victim] = again.mcp_url
 
             return kill
 
-        try:
-            return await drive("gateway-kill", redis.url, work, args, "hist", fault)
-        finally:
-            redis.stop()
+        return await drive("gateway-kill", redis.url, work, args, "hist", fault)
 
 
 async def proxied(
     run: Literal["proxy-cut", "proxy-refuse", "proxy-delay"], args: argparse.Namespace
 ) -> Row:
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        redis = EmbeddedRedis(data_dir=work / "redis", appendfsync="always").start()
+    with (
+        scratch("bench-history-") as work,
+        embedded_redis(work / "redis", appendfsync="always") as redis,
+    ):
         proxy = FaultProxy(redis.host, redis.port)
         url = redis.url.rsplit(":", 1)[0] + f":{await proxy.start()}/0"
 
-        def fault(_gateways: list[Gateway], workload: Workload) -> Fault:
+        def fault(_gateways: list[GatewayProcess], workload: Workload) -> Fault:
             async def apply(k: int) -> None:
                 if run == "proxy-cut":
                     proxy.cut()
@@ -236,7 +211,6 @@ async def proxied(
             return await drive(run, url, work, args, "hist", fault, short=run == "proxy-delay")
         finally:
             await proxy.close()
-            redis.stop()
 
 
 async def cluster_failover(wait: int, args: argparse.Namespace) -> Row:
@@ -247,7 +221,7 @@ async def cluster_failover(wait: int, args: argparse.Namespace) -> Row:
             w for w in (f"hist-{i}" for i in range(400)) if cluster.owner_of(f"{{{w}}}") is victim
         )
 
-        def fault(_gateways: list[Gateway], _w: Workload) -> Fault:
+        def fault(_gateways: list[GatewayProcess], _w: Workload) -> Fault:
             async def kill(k: int) -> None:
                 # Once: a cluster of three primaries with one replica each survives one loss
                 # of the workspace's primary; the later repeats find it failed over already.
@@ -256,8 +230,7 @@ async def cluster_failover(wait: int, args: argparse.Namespace) -> Row:
 
             return kill
 
-        work = Path(tempfile.mkdtemp(prefix="bb-hist-gw-"))
-        try:
+        with scratch("bb-hist-gw-") as work:
             return await drive(
                 f"cluster-failover-wait{wait}",
                 cluster.url,
@@ -267,8 +240,6 @@ async def cluster_failover(wait: int, args: argparse.Namespace) -> Row:
                 fault,
                 extra_env={"BB_WAIT_REPLICAS": str(wait), "BB_REDIS_CLUSTER": "on"},
             )
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
     finally:
         cluster.wipe()
 

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import tempfile
 import time
-from pathlib import Path
 
 import orjson
+from _harness import embedded_redis, scratch
 
 from blackboard_mcp.store import (
     Board,
-    EmbeddedRedis,
     ExportFile,
     LinkState,
     UpdateState,
@@ -26,7 +24,7 @@ from blackboard_mcp.store import (
 
 
 async def run(notes: int, offloaded_every: int) -> None:
-    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
+    with scratch("bench-lifecycle-") as work, embedded_redis(work / "redis") as server:
         board = Board(client=board_client(server.url))
         await board.start()
         for i in range(notes):
@@ -54,7 +52,7 @@ async def run(notes: int, offloaded_every: int) -> None:
         records = [r async for r in board.export_notes("src")]
         exported = time.perf_counter() - started
 
-        dump = Path(data) / "export.jsonl"
+        dump = work / "export.jsonl"
         with dump.open("wb") as out:
             out.write(orjson.dumps(export_header("src", notes, "now")) + b"\n")
             out.writelines(orjson.dumps(r) + b"\n" for r in records)

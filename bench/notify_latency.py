@@ -39,9 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
-import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -52,11 +50,19 @@ import orjson
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _gateway_process import bench_issuer, bench_token, start_gateway
+from _harness import (
+    Figures,
+    bench_issuer,
+    bench_token,
+    embedded_redis,
+    median,
+    percentile,
+    revisions,
+    rounds,
+    start_bench_gateway,
+)
 from _rawhttp import RawHttpConnection, process_tree_cpu_seconds
-from cas_load import extract_revision
 
-from blackboard_mcp.store import EmbeddedRedis
 from blackboard_mcp.testing import listen_request
 
 WORKSPACE = "bench-notify"
@@ -269,11 +275,6 @@ async def _throughput(
     return done, time.perf_counter() - started
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def _run_path(
     path: str,
     counts: list[int],
@@ -290,9 +291,9 @@ def _run_path(
         return bench_token(workspace=WORKSPACE, ttl_seconds=3600, issuer=issuer)
 
     env = {"BB_DIRECT_TOOL_CALLS": "true" if path == "direct" else "false"}
-    a, port_a = start_gateway(redis_url, extra_env=env, package_root=package_root)
-    b, port_b = start_gateway(redis_url, extra_env=env, package_root=package_root)
-    ports = [port_a, port_b]
+    a = start_bench_gateway(redis_url, extra_env=env, package_root=package_root)
+    b = start_bench_gateway(redis_url, extra_env=env, package_root=package_root)
+    ports = [a.port, b.port]
     writer_token = token()
     follow = [f"bb://{WORKSPACE}/lat", f"bb://{WORKSPACE}/load"]
     base: float | None = None
@@ -313,7 +314,7 @@ def _run_path(
             base = rate if base is None else base
             base_cpu = cpu / done if base_cpu is None else base_cpu
             _sent, acked = asyncio.run(
-                _sequential_writes(port_a, writer_token, prefix, args.writes)
+                _sequential_writes(a.port, writer_token, prefix, args.writes)
             )
             time.sleep(1.0)  # the last notifications on their way
             heard = listeners.stop()
@@ -334,35 +335,35 @@ def _run_path(
                 kept = "KEPT" if not missing and not ended else f"ended {ended}, missing {missing}"
                 figures.append(
                     _Figure(
-                        count, rate / base, kept == "KEPT", _pct(lat, 0.99), cpu / done / base_cpu
+                        count,
+                        rate / base,
+                        kept == "KEPT",
+                        percentile(lat, 0.99),
+                        cpu / done / base_cpu,
                     )
                 )
                 line += (
                     f", listeners' CPU {1000 * heard_cpu / done:.2f} ms/write"
                     f", {count * (done + len(acked))} notifications, {kept}; from ack p50 "
-                    f"{statistics.median(lat):.2f} ms, p99 {_pct(lat, 0.99):.2f} ms"
+                    f"{median(lat):.2f} ms, p99 {percentile(lat, 0.99):.2f} ms"
                 )
             print(line, flush=True)
     finally:
-        for proc in (a, b):
-            proc.terminate()
-            proc.wait(10)
+        a.stop()
+        b.stop()
     return figures
 
 
-def _summary(label: str, path: str, rounds: list[list[_Figure]]) -> None:
+def _summary(label: str, path: str, by_count: Figures[int, _Figure]) -> None:
     """Each count's medians over the rounds, and whether every round kept everyone."""
-    by_count: dict[int, list[_Figure]] = {}
-    for figures in rounds:
-        for figure in figures:
-            by_count.setdefault(figure.listeners, []).append(figure)
-    for count, seen in by_count.items():
+    for count in by_count.cells():
+        seen = by_count[count]
         shares = [f.share for f in seen]
         print(
             f"{label:<14} {path:6} {count:5} listeners over {len(seen)} rounds: median "
-            f"{100 * statistics.median(shares):3.0f}% of none (from {100 * min(shares):.0f}% "
+            f"{100 * median(shares):3.0f}% of none (from {100 * min(shares):.0f}% "
             f"to {100 * max(shares):.0f}%), gateways' CPU a write "
-            f"{statistics.median(f.cpu_ratio for f in seen):.2f}x none, p99 at most "
+            f"{by_count.median(count, lambda f: f.cpu_ratio):.2f}x none, p99 at most "
             f"{max(f.p99_ms for f in seen):.0f} ms, "
             + ("every listener kept in every round" if all(f.kept for f in seen) else "NOT KEPT"),
             flush=True,
@@ -392,26 +393,18 @@ def main() -> None:
         f"{args.writes} single writes through A 10 ms apart; listeners over {args.procs} "
         "processes, half on each gateway"
     )
-    with (
-        tempfile.TemporaryDirectory() as data,
-        EmbeddedRedis(data_dir=Path(data)) as server,
-        tempfile.TemporaryDirectory() as trees_dir,
-    ):
-        trees: list[tuple[str, Path | None]] = [("this checkout", None)]
-        for rev in args.against:
-            root = Path(trees_dir) / rev
-            root.mkdir()
-            extract_revision(rev, root)
-            trees.append((rev, root))
-        runs: dict[tuple[str, str], list[list[_Figure]]] = {}
-        for round_no in range(args.rounds):
+    with embedded_redis() as server, revisions(args.against) as trees:
+        runs: dict[tuple[str, str], Figures[int, _Figure]] = {}
+        for round_no, order in rounds(args.rounds, trees):
             for path in args.paths.split(","):
-                for tree in trees:
-                    figures = _run_path(path, counts, args, server.url, tree, round_no)
-                    runs.setdefault((tree[0], path), []).append(figures)
+                for tree in order:
+                    figures = _run_path(path, counts, args, server.url, tree, round_no - 1)
+                    by_count = runs.setdefault((tree[0], path), Figures())
+                    for figure in figures:
+                        by_count.add(figure.listeners, figure)
         if args.rounds > 1:
-            for (label, path), rounds in runs.items():
-                _summary(label, path, rounds)
+            for (label, path), by_count in runs.items():
+                _summary(label, path, by_count)
 
 
 if __name__ == "__main__":

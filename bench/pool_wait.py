@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
 import uvloop
+from _harness import Figures, embedded_redis, rounds
 
-from blackboard_mcp.store import EmbeddedRedis
 from blackboard_mcp.store.connection._pool import WaitingConnectionPool
 
 POOL_SIZE = 64
@@ -59,17 +56,15 @@ async def one_round(client: Any, tasks: int, gets: int) -> tuple[float, float]:
 async def run(url: str, args: argparse.Namespace) -> None:
     for tasks in args.tasks:
         kinds = ["plain", "blocking", "waiting"] if tasks <= POOL_SIZE else ["blocking", "waiting"]
-        rates: dict[str, list[float]] = {k: [] for k in kinds}
-        worst: dict[str, float] = dict.fromkeys(kinds, 0.0)
-        for _ in range(args.rounds):
-            for kind in kinds:
+        measured: Figures[str, tuple[float, float]] = Figures()
+        for _, order in rounds(args.rounds, kinds):
+            for kind in order:
                 client = client_for(kind, url)
-                rate, longest = await one_round(client, tasks, args.gets)
+                measured.add(kind, await one_round(client, tasks, args.gets))
                 await client.aclose()
-                rates[kind].append(rate)
-                worst[kind] = max(worst[kind], longest)
         for kind in kinds:
-            rate, longest_ms = statistics.median(rates[kind]), worst[kind] * 1000
+            rate = measured.median(kind, lambda figure: figure[0])
+            longest_ms = max(longest for _, longest in measured[kind]) * 1000
             print(
                 f"{tasks:5d} tasks, {POOL_SIZE} connections, {kind:8s} pool: "
                 f"{rate:8.0f} GET/s, longest GET {longest_ms:7.0f} ms"
@@ -82,12 +77,8 @@ def main() -> None:
     parser.add_argument("--gets", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as data:
-        server = EmbeddedRedis(data_dir=Path(data)).start()
-        try:
-            uvloop.run(run(server.url, args))
-        finally:
-            server.stop()
+    with embedded_redis() as server:
+        uvloop.run(run(server.url, args))
 
 
 if __name__ == "__main__":

@@ -33,29 +33,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
 import re
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from multiprocessing.queues import Queue
-from pathlib import Path
+from operator import itemgetter
 from typing import Any
 
 import orjson
-import redis
-from _gateway_process import bench_token, start_gateway
-from _rawhttp import process_tree_cpu_seconds
-from cas_load import extract_revision
+from _harness import (
+    Figures,
+    bench_token,
+    embedded_redis,
+    revisions,
+    rounds,
+    scratch,
+    start_bench_gateway,
+    wrk,
+)
 
-from blackboard_mcp.store import Board, EmbeddedRedis, GetState, ListKeys, SearchKeys, UpdateState
+from blackboard_mcp.store import Board, GetState, ListKeys, SearchKeys, UpdateState
+from blackboard_mcp.testing import GatewayProcess
 
 WORKSPACE = "readload"
-LUA = Path(__file__).resolve().parent / "read_call.lua"
 READ_LINE = re.compile(r"READ ok=(\d+) error=(\d+) http_error=(\d+)")
 GET_URIS = [f"bb://{WORKSPACE}/notes/n{i}" for i in range(10)]
 SEARCH_WORD = "ptarmigan"
@@ -113,17 +117,10 @@ def run_gateway(
     payload = orjson.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
     ).decode()
-    command = [
-        "wrk", f"-t{clients}", f"-c{clients}", f"-d{s}s",
-        "-H", f"Authorization: Bearer {token}",
-        "-s", str(LUA), f"http://127.0.0.1:{port}/mcp/", "--", payload,
-    ]  # fmt: skip
-    cpu_before = process_tree_cpu_seconds(pid)
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    cpu = process_tree_cpu_seconds(pid) - cpu_before
-    match = READ_LINE.search(done.stdout)
-    if done.returncode != 0 or match is None:
-        raise SystemExit(f"wrk failed: {done.stderr}{done.stdout}")
+    out, cpu = wrk("read_call.lua", port, token, clients, s, payload, cpu_of=pid)
+    match = READ_LINE.search(out)
+    if match is None:
+        raise SystemExit(f"wrk printed no READ line:\n{out}")
     ok, error, http_error = map(int, match.groups())
     return {"calls": ok / s, "errors": error + http_error, "cpu_ms": 1000 * cpu / max(ok, 1)}
 
@@ -187,57 +184,54 @@ def main() -> int:
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     token = bench_token(workspace=WORKSPACE)
-    cells: dict[tuple[str, str], list[dict[str, float]]] = {}
+    cells: Figures[tuple[str, str], dict[str, float]] = Figures()
     with (
-        tempfile.TemporaryDirectory() as data,
-        tempfile.TemporaryDirectory() as old_tree,
-        EmbeddedRedis(data_dir=Path(data)) as server,
+        scratch("bench-read-") as work,
+        revisions([args.against] if args.against else []) as trees,
+        embedded_redis(work / "redis", append_only=False) as server,
+        contextlib.ExitStack() as running,
     ):
-        redis.Redis.from_url(server.url).config_set("appendonly", "no")
         asyncio.run(seed(server.url))
-        gateways = {"gateway": start_gateway(server.url)}
-        if args.against:
-            extract_revision(args.against, Path(old_tree))
-            gateways[f"gateway @{args.against}"] = start_gateway(
-                server.url, package_root=Path(old_tree)
+        gateways: dict[str, GatewayProcess] = {}
+
+        def gateway(name: str, **options: Any) -> None:
+            workdir = work / f"gw-{len(gateways)}"
+            gateways[name] = running.enter_context(
+                start_bench_gateway(server.url, workdir, **options)
             )
+
+        for label, tree in trees:
+            gateway("gateway" if tree is None else f"gateway @{label}", package_root=tree)
         if args.workers:
-            gateways[f"gateway, {args.workers} workers"] = start_gateway(
-                server.url, workers=args.workers
-            )
-        try:
-            for round_no in range(1, args.rounds + 1):
-                print(f"round {round_no}:")
-                for label, call in CALLS.items():
-                    row: dict[str, dict[str, float]] = {}
-                    for name, (proc, port) in gateways.items():
-                        row[name] = run_gateway(
-                            port, proc.pid, token, call, args.clients, args.seconds
-                        )
-                    row["store, 8 processes"] = run_store(
-                        server.url, call["name"], args.clients, args.seconds
+            gateway(f"gateway, {args.workers} workers", workers=args.workers)
+        for round_no, order in rounds(args.rounds, list(gateways.items())):
+            print(f"round {round_no}:")
+            for label, call in CALLS.items():
+                row: dict[str, dict[str, float]] = {}
+                for name, gw in order:
+                    row[name] = run_gateway(
+                        gw.port, gw.pid, token, call, args.clients, args.seconds
                     )
-                    for name, cell in row.items():
-                        cells.setdefault((label, name), []).append(cell)
-                    _print(label, row)
-        finally:
-            for proc, _ in gateways.values():
-                proc.terminate()
-                proc.wait(timeout=30)
+                row["store, 8 processes"] = run_store(
+                    server.url, call["name"], args.clients, args.seconds
+                )
+                for name, cell in row.items():
+                    cells.add((label, name), cell)
+                _print(label, row)
     print(f"median of {args.rounds} rounds, {args.clients} clients, {args.seconds} s per cell:")
     for label in CALLS:
-        names = [n for (lab, n) in cells if lab == label]
+        names = [n for (lab, n) in cells.cells() if lab == label]
         _print(
             label,
             {
                 n: {
-                    k: statistics.median(c[k] for c in cells[(label, n)])
+                    k: cells.median((label, n), itemgetter(k))
                     for k in ("calls", "errors", "cpu_ms")
                 }
                 for n in names
             },
         )
-    failed = any(c["errors"] for runs in cells.values() for c in runs)
+    failed = any(c["errors"] for cell in cells.cells() for c in cells[cell])
     return 1 if failed else 0
 
 

@@ -25,21 +25,18 @@ import functools
 import multiprocessing
 import os
 import random
-import statistics
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
+from _harness import concurrently, embedded_redis
 from redis.exceptions import RedisError
 
 from blackboard_mcp.store import (
     Board,
-    EmbeddedRedis,
     GetState,
     ListKeys,
     SearchKeys,
@@ -185,27 +182,14 @@ Op = Callable[[random.Random], Awaitable[object]]
 async def measure(op: Op, clients: int, seconds: float) -> Cell:
     # Warm-up: open every client's connection before the clock starts.
     await asyncio.gather(*(op(random.Random(-c - 1)) for c in range(clients)))
-    latencies: list[float] = []
-    stop = time.perf_counter() + seconds
-
-    async def client(cid: int) -> None:
-        rng = random.Random(cid)
-        while time.perf_counter() < stop:
-            t0 = time.perf_counter()
-            await op(rng)
-            latencies.append(time.perf_counter() - t0)
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(client(c) for c in range(clients)))
-    elapsed = time.perf_counter() - t0
-    latencies.sort()
-    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    rngs = [random.Random(c) for c in range(clients)]
+    timed = await concurrently(lambda client, _: op(rngs[client]), clients, seconds)
     return Cell(
-        calls=len(latencies),
-        rate=len(latencies) / elapsed,
-        mean=statistics.fmean(latencies) * 1000,
-        p50=statistics.median(latencies) * 1000,
-        p99=p99 * 1000,
+        calls=timed.calls,
+        rate=timed.rate,
+        mean=timed.mean_ms,
+        p50=timed.p50_ms,
+        p99=timed.ms(0.99),
     )
 
 
@@ -383,8 +367,7 @@ async def run(args: argparse.Namespace) -> None:
     sample_uri, sample_digest, sample_body = corpus.note(0)
     print(f"sample note {sample_uri}: {sample_digest[:90]}... ({len(sample_body)} B body)")
     with (
-        tempfile.TemporaryDirectory() as data,
-        EmbeddedRedis(data_dir=Path(data)) as server,
+        embedded_redis() as server,
         ProcessPoolExecutor(
             max_workers=args.load_procs, mp_context=multiprocessing.get_context("spawn")
         ) as pool,

@@ -20,20 +20,12 @@ order. Prints calls/s and CPU ms per call of each, and each revision's ratio to 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from cas_load import extract_revision
+from _harness import THIS_CHECKOUT, Figures, embedded_redis, revisions, rounds, run_in_revision
 
-from blackboard_mcp.store import EmbeddedRedis
-
-THIS_CHECKOUT = "this checkout"
 CELLS = ("10 x 300 B, full", "1 x 20 KB, full", "10 digests", "1 note, 50 links, full")
 
 # Runs inside each revision's process: writes its notes once, then loops one cell.
@@ -95,20 +87,8 @@ asyncio.run(main())
 def run_cell(
     url: str, tree: Path | None, label: str, cell: str, seconds: float
 ) -> dict[str, float]:
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
-    ws = "bench-" + "".join(c for c in label if c.isalnum())[:12]
-    out = subprocess.run(
-        [sys.executable, "-c", _WORKER, url, ws, cell, str(seconds)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tree or Path(__file__).resolve().parent.parent,
-    )
-    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    ws = "bench-" + "".join(c for c in label.lower() if c.isalnum())[:12]
+    return run_in_revision(tree, _WORKER, url, ws, cell, str(seconds))
 
 
 def main() -> int:
@@ -117,26 +97,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--against", action="append", default=[], metavar="REV")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work_dir:
-        work = Path(work_dir)
-        revisions: list[tuple[str, Path | None]] = [(THIS_CHECKOUT, None)]
-        for rev in args.against:
-            tree = work / f"tree-{rev}"
-            tree.mkdir()
-            extract_revision(rev, tree)
-            revisions.append((rev, tree))
-        redis = EmbeddedRedis(data_dir=work / "redis")
-        redis.start()
-        try:
-            measured: dict[tuple[str, str], list[dict[str, float]]] = {}
-            for round_no in range(args.rounds):
-                order = revisions if round_no % 2 == 0 else revisions[::-1]
-                for cell in CELLS:
-                    for label, tree in order:
-                        result = run_cell(redis.url, tree, label, cell, args.seconds)
-                        measured.setdefault((label, cell), []).append(result)
-        finally:
-            redis.stop()
+    measured: Figures[tuple[str, str], dict[str, float]] = Figures()
+    with revisions(args.against) as trees, embedded_redis() as redis:
+        for _, order in rounds(args.rounds, trees):
+            for cell in CELLS:
+                for label, tree in order:
+                    result = run_cell(redis.url, tree, label, cell, args.seconds)
+                    measured.add((label, cell), result)
     print(
         f"get_state through the store, one call at a time; {args.seconds:g} s per cell, "
         f"median of {args.rounds} rounds, revisions' order alternating; started "
@@ -144,10 +111,10 @@ def main() -> int:
     )
     print(f"{'cell':<24} {'revision':<14} {'calls/s':>9} {'CPU ms/call':>12} {'/ this':>8}")
     for cell in CELLS:
-        base = statistics.median(r["calls_per_s"] for r in measured[(THIS_CHECKOUT, cell)])
-        for label, _ in revisions:
-            rate = statistics.median(r["calls_per_s"] for r in measured[(label, cell)])
-            cpu = statistics.median(r["cpu_ms"] for r in measured[(label, cell)])
+        base = measured.median((THIS_CHECKOUT, cell), lambda r: r["calls_per_s"])
+        for label, _ in trees:
+            rate = measured.median((label, cell), lambda r: r["calls_per_s"])
+            cpu = measured.median((label, cell), lambda r: r["cpu_ms"])
             print(f"{cell:<24} {label:<14} {rate:>9.0f} {cpu:>12.3f} {rate / base:>8.2f}")
     return 0
 

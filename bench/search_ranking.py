@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
-from _gateway_process import bench_token, post_mcp
-from _revisions import each_revision
+from _harness import bench_token, each_revision, post_mcp
 from _search_labels import NOTES, QUERIES, precision_at_5
 
 WS = "rank"
@@ -57,8 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", action="append", default=[], metavar="REV")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-rank-"))
-    columns = {label: measure(url) for label, url in each_revision(args.against, work)}
+    columns = {label: measure(url) for label, url in each_revision(args.against)}
     labels = list(columns)
     print("| query | " + " | ".join(labels) + " |")
     print("|---|" + "---:|" * len(labels))

@@ -43,38 +43,36 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import statistics
 import string
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import redis
 import redis.asyncio as aioredis
+from _harness import embedded_redis, median, percentile
 from redis.commands.search.query import Query
 
 from blackboard_mcp.store import (
     Board,
-    EmbeddedRedis,
     ListKeys,
     SearchKeys,
     UpdateState,
     board_client,
 )
-from blackboard_mcp.store.connection._keys import (
+from blackboard_mcp.store.connection._board_client import RoutedClient
+from blackboard_mcp.store.connection._key_names import (
     INDEX_NAME,
     NOTE_PREFIX,
     by_kind,
     by_recent,
     digest_index,
 )
+from blackboard_mcp.store.connection._search_index import ensure_index
 from blackboard_mcp.store.embedded._embedded import NOTE_LISTPACK_VALUE_BYTES
 from blackboard_mcp.store.notes._notes import KINDS
-from blackboard_mcp.store.search._index import ensure_index
 from blackboard_mcp.store.search._query import query_terms
 
 # The fields of the single index of the first two releases: the digest weighted 5, the update
@@ -89,7 +87,8 @@ OLD_SCHEMA = (
 class Layout:
     name: str
     listpack_value: int
-    # The old single index's options; None: this version's indexes (store/search/_index.py).
+    # The old single index's options; None: this version's indexes
+    # (store/connection/_search_index.py).
     index_options: tuple[str, ...] | None
 
 
@@ -148,7 +147,7 @@ async def load(
     sync.config_set("hash-max-listpack-value", layout.listpack_value)
     if layout.index_options is None:
         async with aioredis.Redis.from_url(url) as client:
-            await ensure_index(client)
+            await ensure_index(RoutedClient(client, timeout_seconds=5.0))
     else:
         # An old layout's one index, under this version's name so that search finds it (the
         # probe's search then adds the digests index, after the measurement).
@@ -276,9 +275,8 @@ class Reads:
 
 
 def _ms(samples: list[float]) -> str:
-    ordered = sorted(samples)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return f"p50 {statistics.median(ordered) * 1e3:6.2f} ms  p99 {p99 * 1e3:6.2f} ms"
+    p50, p99 = median(samples), percentile(samples, 0.99)
+    return f"p50 {p50 * 1e3:6.2f} ms  p99 {p99 * 1e3:6.2f} ms"
 
 
 async def _timed(call: Callable[[], Awaitable[object]], times: int) -> list[float]:
@@ -348,8 +346,7 @@ async def run(
     topics: Topics,
     reads: Reads | None,
 ) -> None:
-    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
-        redis.Redis.from_url(server.url).config_set("appendonly", "no")
+    with embedded_redis(append_only=False) as server:
         print(f"{notes:,} notes, body {body_bytes} B, digest 80 B; Redis used_memory / payload")
         if topics.big:
             print(

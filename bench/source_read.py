@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+from _harness import Figures, median, rounds, scratch
 
 from blackboard_mcp.store.sources._source import summarize_source
 from blackboard_mcp.store.sources._source_reader import SourceReader
@@ -67,12 +67,14 @@ async def run(call: Callable[[], Awaitable[object]], reads: int, concurrency: in
     return (time.perf_counter() - started) / (per_task * concurrency) * 1e6
 
 
-async def main(reads: int, rounds: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+async def main(reads: int, rounds_count: int) -> None:
+    with scratch("bench-sources-") as root:
         sizes = make_files(root)
         reader = SourceReader(root=root, max_bytes=MAX_BYTES, timeout_seconds=10.0)
-        print(f"{reads} reads per cell, median of {rounds} interleaved rounds (microseconds/read)")
+        print(
+            f"{reads} reads per cell, median of {rounds_count} interleaved rounds "
+            "(microseconds/read)"
+        )
         print("| file | callers | on the loop | new thread per read | SourceReader | added |")
         print("|---|---:|---:|---:|---:|---:|")
         for name, size in sizes.items():
@@ -89,13 +91,13 @@ async def main(reads: int, rounds: int) -> None:
 
             for callers in (1, CONCURRENCY):
                 paths = {"direct": direct, "new": new_thread, "reader": threaded}
-                cells: dict[str, list[float]] = {key: [] for key in paths}
+                cells: Figures[str, float] = Figures()
                 for call in paths.values():  # warm caches and start the reader's threads
                     await run(call, max(n // 10, callers), callers)
-                for _ in range(rounds):
-                    for key, call in paths.items():
-                        cells[key].append(await run(call, n, callers))
-                on_loop, new, pooled = (statistics.median(cells[key]) for key in paths)
+                for _, order in rounds(rounds_count, list(paths.items())):
+                    for key, call in order:
+                        cells.add(key, await run(call, n, callers))
+                on_loop, new, pooled = (median(cells[key]) for key in paths)
                 print(
                     f"| {name} ({size}) | {callers} | {on_loop:.0f} | {new:.0f} | {pooled:.0f} "
                     f"| {pooled - on_loop:+.0f} ({(pooled / on_loop - 1) * 100:+.0f}%) |"

@@ -16,19 +16,12 @@ revision's package, extracted with ``git archive``).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from cas_load import extract_revision
-
-from blackboard_mcp.store import EmbeddedRedis
-
-THIS_CHECKOUT = "this checkout"
+from _harness import embedded_redis, median, percentile, revisions, run_in_revision
 
 _WORKER = r"""
 import asyncio, json, statistics, sys, time
@@ -74,11 +67,7 @@ async def main():
     alone = await timed(board, little, time.perf_counter() + seconds)
     until = time.perf_counter() + seconds
     beside, _ = await asyncio.gather(timed(board, little, until), timed(board, hundred, until))
-    for name, spent in (("small alone", alone), ("small beside", beside)):
-        spent.sort()
-        out[name + " p50"] = spent[len(spent) // 2]
-        out[name + " p99"] = spent[int(len(spent) * 0.99)]
-        out[name + " max"] = spent[-1]
+    out["small alone"], out["small beside"] = alone, beside
     await board.close()
     print(json.dumps(out))
 
@@ -86,21 +75,17 @@ asyncio.run(main())
 """
 
 
-def run(url: str, tree: Path | None, label: str, seconds: float) -> dict[str, float]:
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
-    ws = "bench-" + "".join(c for c in label if c.isalnum())[:12]
-    out = subprocess.run(
-        [sys.executable, "-c", _WORKER, url, ws, str(seconds)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tree or Path(__file__).resolve().parent.parent,
-    )
-    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+def run(url: str, tree: Path | None, label: str, seconds: float) -> dict[str, Any]:
+    """The medians of one part and of 100 parts (seconds), and the small note's latencies
+    alone and beside the 100 parts (seconds each)."""
+    ws = "bench-" + "".join(c for c in label.lower() if c.isalnum())[:12]
+    return run_in_revision(tree, _WORKER, url, ws, str(seconds))
+
+
+def _spread(latencies: list[float]) -> str:
+    """p50/p99/max in milliseconds."""
+    figures = (median(latencies), percentile(latencies, 0.99), max(latencies))
+    return "/".join(f"{1000 * figure:.1f}" for figure in figures)
 
 
 def main() -> int:
@@ -108,22 +93,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--against", action="append", default=[], metavar="REV")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work_dir:
-        work = Path(work_dir)
-        revisions: list[tuple[str, Path | None]] = [(THIS_CHECKOUT, None)]
-        for rev in args.against:
-            tree = work / f"tree-{rev}"
-            tree.mkdir()
-            extract_revision(rev, tree)
-            revisions.append((rev, tree))
-        redis = EmbeddedRedis(data_dir=work / "redis")
-        redis.start()
-        try:
-            measured = {
-                label: run(redis.url, tree, label, args.seconds) for label, tree in revisions
-            }
-        finally:
-            redis.stop()
+    with revisions(args.against) as trees, embedded_redis() as redis:
+        measured = {label: run(redis.url, tree, label, args.seconds) for label, tree in trees}
     print(
         f"parts of a 10,000-row, 2-column table (~1 MB, offloaded), mode fields, one column, "
         f"budget 2,000; {args.seconds:g} s per measure; started {time.strftime('%Y-%m-%d %H:%M')}"
@@ -132,10 +103,8 @@ def main() -> int:
         f"{'revision':<14} {'1 part ms':>10} {'100 parts ms':>13} {'ratio':>7} "
         f"{'small p50/p99/max alone ms':>28} {'beside 100 parts ms':>22}"
     )
-    for label, _ in revisions:
-        m = measured[label]
-        alone = "/".join(f"{1000 * m[f'small alone {q}']:.1f}" for q in ("p50", "p99", "max"))
-        beside = "/".join(f"{1000 * m[f'small beside {q}']:.1f}" for q in ("p50", "p99", "max"))
+    for label, m in measured.items():
+        alone, beside = _spread(m["small alone"]), _spread(m["small beside"])
         print(
             f"{label:<14} {1000 * m['one part']:>10.2f} {1000 * m['100 parts']:>13.2f} "
             f"{m['100 parts'] / m['one part']:>7.1f} {alone:>28} {beside:>22}"

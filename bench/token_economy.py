@@ -16,16 +16,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import orjson
+from _harness import embedded_redis
 
 from blackboard_mcp.store import (
     Board,
-    EmbeddedRedis,
     GetState,
     LinkState,
     ListKeys,
@@ -187,7 +185,7 @@ async def paged_read(
 
 async def run(notes: int, seed: int) -> None:
     counter = TiktokenCounter()
-    with tempfile.TemporaryDirectory() as data, EmbeddedRedis(data_dir=Path(data)) as server:
+    with embedded_redis() as server:
         board = Board(client=board_client(server.url))
         await board.start()
         made = await build_board(board, notes, seed)

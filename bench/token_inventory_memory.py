@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 import redis
+from _harness import embedded_redis
 
 from blackboard_mcp.auth import TokenRecord
 from blackboard_mcp.gateway import RecordedTokens
-from blackboard_mcp.store import EmbeddedRedis, RedisTokenInventory, board_client
+from blackboard_mcp.store import RedisTokenInventory, board_client
 
 WORKSPACE = "bench"
 KEYS = (f"bbtk:{{{WORKSPACE}}}", f"bbtkx:{{{WORKSPACE}}}", f"bbtku:{{{WORKSPACE}}}")
@@ -45,26 +44,21 @@ async def fill(url: str, count: int) -> None:
                 issued_by="admin",
             )
         )
-    await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+    await client.aclose()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=2000)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work:
-        server = EmbeddedRedis(data_dir=Path(work))
-        server.start()
-        try:
-            asyncio.run(fill(server.url, args.tokens))
-            plain = redis.Redis.from_url(server.url)
-            # Each token used once: its last-use entry too.
-            for token_id in plain.hkeys(KEYS[0]):
-                plain.hset(KEYS[2], token_id, int(time.time()))
-            total = sum(int(plain.memory_usage(k, samples=0) or 0) for k in KEYS)
-            plain.close()
-        finally:
-            server.stop()
+    with embedded_redis() as server:
+        asyncio.run(fill(server.url, args.tokens))
+        plain = redis.Redis.from_url(server.url)
+        # Each token used once: its last-use entry too.
+        for token_id in plain.hkeys(KEYS[0]):
+            plain.hset(KEYS[2], token_id, int(time.time()))
+        total = sum(int(plain.memory_usage(k, samples=0) or 0) for k in KEYS)
+        plain.close()
     print(f"{args.tokens} tokens recorded and used: {total / args.tokens:.0f} bytes per token")
     return 0
 

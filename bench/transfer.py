@@ -21,13 +21,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from cas_load import extract_revision
-
-from blackboard_mcp.store import EmbeddedRedis
+from _harness import embedded_redis, revisions, scratch
 
 WORKSPACE = "transfer"
 
@@ -100,7 +97,7 @@ def measure(
     """(import notes/s, its RSS, export notes/s, its RSS) of the CLI at ``pythonpath``
     (None: this checkout), against a fresh Redis."""
     cli = [sys.executable, "-m", "blackboard_mcp.cli"]
-    with EmbeddedRedis(data_dir=work / "redis") as server:
+    with embedded_redis(work / "redis") as server:
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("BB_")},
             "BB_REDIS_URL": server.url,
@@ -129,18 +126,13 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [int(n) for n in args.notes.split(",")]
     rows: list[tuple[str, int, float, float, float, float, float]] = []
-    with tempfile.TemporaryDirectory() as tree_dir:
-        trees: list[tuple[str, str | None]] = [("this checkout", None)]
-        if args.against:
-            extract_revision(args.against, Path(tree_dir))
-            trees.append((args.against, tree_dir))
+    with revisions([args.against] if args.against else []) as trees:
         for notes in sizes:
-            for label, pythonpath in trees:
-                with tempfile.TemporaryDirectory() as work_dir:
-                    work = Path(work_dir)
+            for label, tree in trees:
+                with scratch("bench-transfer-") as work:
                     dump = work / "in.jsonl"
                     write_export(dump, notes)
-                    figures = measure(notes, dump, work, pythonpath)
+                    figures = measure(notes, dump, work, None if tree is None else str(tree))
                     rows.append((label, notes, dump.stat().st_size / 2**20, *figures))
     print(
         f"{'CLI':<16}{'notes':>8}{'file MiB':>10}{'import/s':>10}{'RSS MiB':>9}"

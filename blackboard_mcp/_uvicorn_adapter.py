@@ -15,8 +15,10 @@ connection, on the event loop's own timers (no task, no thread):
 
 uvicorn documents the protocol class as a setting (``http=``) but not the class it ships,
 whose callbacks and attributes (``cycle``, ``connections``, ``transport``) this module
-overrides and reads. That coupling lives here alone, and the package caps uvicorn at the
-releases this module was tested against (``TESTED``, the same range as pyproject.toml's);
+overrides and reads; nor its supervisor of worker processes (``WorkerProcesses`` wraps it),
+which `serve --workers N` runs on a socket it has bound itself, as ``uvicorn.run`` cannot.
+That coupling lives here alone, and the package caps uvicorn at the releases this module
+was tested against (``TESTED``, the same range as pyproject.toml's);
 ``tests/test_library_ranges.py`` fails with the range it needs.
 
 It lives outside ``gateway/`` on purpose: uvicorn's worker processes are spawned, and each
@@ -31,10 +33,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any, cast
 
+from uvicorn import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from blackboard_mcp.settings import Settings
@@ -191,3 +195,25 @@ def server_options(settings: Settings) -> dict[str, Any]:
         # itself: without a bound, one open listener kept a stopping gateway up for ever.
         "timeout_graceful_shutdown": STOP_GRACE_SECONDS,
     }
+
+
+class WorkerProcesses:
+    """uvicorn's supervisor of ``config.workers`` processes serving on ``listener``.
+
+    It takes over SIGINT, SIGTERM and SIGHUP while it runs: the first two stop it (``run``
+    returns once the workers have drained), SIGHUP restarts the workers.
+    """
+
+    def __init__(self, config: Config, listener: socket.socket) -> None:
+        # Imported here: a worker process imports this module to unpickle its protocol,
+        # and needs none of the supervisor.
+        from uvicorn.supervisors import Multiprocess
+
+        self._supervisor = Multiprocess(config, sockets=[listener])
+
+    def run(self) -> None:
+        self._supervisor.run()
+
+    def stop(self) -> None:
+        """Make ``run`` return, as SIGTERM would; callable from a signal handler or a thread."""
+        self._supervisor.should_exit.set()

@@ -1,19 +1,19 @@
-"""The one settings object. Every knob is a ``BB_*`` environment variable."""
+"""The one settings object. Every knob is a ``BB_*`` environment variable.
+
+A leaf: it imports nothing of the package. What the settings become (the board, the auth
+parts, the gateway's parts) is built in one place, blackboard_mcp/_composition.py.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-
-if TYPE_CHECKING:
-    from blackboard_mcp.store import BoardLimits
-
 
 # The shortest HS256 secret accepted (256 bits).
 MIN_HS_SECRET_BYTES = 32
@@ -106,7 +106,8 @@ class Settings(BaseSettings):
     # The claim that names the agent (its subject in grants, audit and revocation): `sub`,
     # or e.g. `oid` for Entra ID, whose `sub` may start with `-` or `_`.
     oauth_subject_claim: str = Field(default="sub", min_length=1)
-    # What the metadata document advertises, so a client knows what to ask the IdP for.
+    # What the metadata document advertises, so a client knows what to ask the IdP for; each
+    # one a scope this board accepts (checked where the settings are read, _composition.py).
     oauth_scopes_supported: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["bb:read:*", "bb:write:*"]
     )
@@ -168,18 +169,6 @@ class Settings(BaseSettings):
             return [part for part in text.replace(",", " ").split() if part]
         return value
 
-    @field_validator("oauth_scopes_supported")
-    @classmethod
-    def _advertisable_scopes(cls, value: list[str]) -> list[str]:
-        # Imported here: the auth package reads this module's Settings.
-        from blackboard_mcp.auth import scope_problem
-
-        for scope in value:
-            problem = scope_problem(scope)
-            if problem is not None:
-                raise ValueError(problem)
-        return value
-
     @field_validator("jwt_secret")
     @classmethod
     def _long_enough_secret(cls, value: SecretStr | None) -> SecretStr | None:
@@ -218,29 +207,3 @@ class Settings(BaseSettings):
         if info.data.get("jwt_issuer") in value:
             raise ValueError("an external issuer cannot be the board's own (BB_JWT_ISSUER)")
         return value
-
-
-def board_limits(settings: Settings) -> BoardLimits:
-    """The store's limits as ``settings`` set them, for the gateway and the CLI alike.
-
-    Here rather than in the gateway so that a CLI command builds its board without loading
-    the HTTP edge (Starlette, the MCP SDK): about 0.4 s of every command's start.
-    """
-    # Imported here: the store does not need the settings, and the settings module stays
-    # light for every caller that only reads them.
-    from blackboard_mcp.store import BoardLimits
-
-    return BoardLimits(
-        offload_bytes=settings.offload_bytes,
-        max_body_bytes=settings.max_body_bytes,
-        changelog_maxlen=settings.changelog_maxlen,
-        cas_max_retries=settings.cas_max_retries,
-        source_root=settings.source_root,
-        source_max_bytes=settings.source_max_bytes,
-        source_read_timeout_seconds=settings.source_read_timeout_seconds,
-        source_read_threads=settings.source_read_threads,
-        wait_replicas=settings.wait_replicas,
-        wait_timeout_ms=settings.wait_replicas_timeout_ms,
-        history_versions=settings.history_versions,
-        history_max_age_seconds=settings.history_max_age_seconds,
-    )

@@ -1,7 +1,7 @@
 """The gateway in process: the real Starlette app, its lifespan run, over httpx's ASGITransport.
 
 For tests of what the gateway answers, where the HTTP server, signals and worker processes are
-not the point. The app is built exactly as `serve`'s workers build it (``build_parts`` then
+not the point. The app is built exactly as `serve`'s workers build it (``gateway_parts`` then
 ``create_app``), against the test's real Redis.
 """
 
@@ -16,11 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import orjson
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
 from starlette.applications import Starlette
 from support import TEST_JWT_SECRET
 
-from blackboard_mcp.gateway import build_parts, create_app
+from blackboard_mcp._composition import gateway_parts
+from blackboard_mcp.gateway import create_app
 from blackboard_mcp.settings import Settings
 
 BASE_URL = "http://127.0.0.1:8765"
@@ -62,6 +66,26 @@ class InProcessGateway:
         assert not is_error, body
         return body
 
+    @property
+    def mcp_url(self) -> str:
+        """The endpoint's URL as the app sees it (no socket listens there)."""
+        return BASE_URL + MCP_PATH
+
+    @contextlib.asynccontextmanager
+    async def mcp_client(self, token: str | None) -> AsyncIterator[Client]:
+        """The SDK's own client, over an ASGI transport to this app, with a bearer token."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with (
+            httpx2.AsyncClient(
+                transport=httpx2.ASGITransport(app=self.app),
+                base_url=BASE_URL,
+                headers=headers,
+                timeout=30.0,
+            ) as http,
+            Client(streamable_http_client(self.mcp_url, http_client=http)) as client,
+        ):
+            yield client
+
 
 @contextlib.asynccontextmanager
 async def in_process_gateway(
@@ -82,7 +106,7 @@ async def in_process_gateway(
         source_root=sources,
         **settings,
     )
-    app = create_app(build_parts(config))
+    app = create_app(gateway_parts(config))
     started = asyncio.Event()
     stop = asyncio.Event()
 

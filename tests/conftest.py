@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 import redis
+from app_support import InProcessGateway, in_process_gateway
 from hypothesis import Phase, settings
 from support import TEST_JWT_SECRET, GatewayProcess, start_gateway, stop_gateway
+from venv_support import finish_installs, install_in_background
 
-from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis, board_client, set_redis_timeout
-from blackboard_mcp.store.connection._redis_errors import DEFAULT_REDIS_TIMEOUT_SECONDS
+from blackboard_mcp.store import Board, BoardLimits, EmbeddedRedis, board_client
 from blackboard_mcp.testing import LocalCluster
 
 if TYPE_CHECKING:
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 # For the mutation check (tests/mutations/run.py): a failing example is all it needs, so it
 # skips shrinking, which re-runs a property dozens of times against the broken code.
 settings.register_profile("mutations", phases=[Phase.explicit, Phase.reuse, Phase.generate])
+
+# tests/test_framework_<name>.py runs the framework of tests/frameworks/<name>.
+FRAMEWORK_MODULE_PREFIX = "test_framework_"
 
 # The quick subset (`python -m pytest -m quick`, a first check of a minute or two): each room
 # once, through the real path (the store on a real Redis, one gateway through the SDK's
@@ -45,10 +49,46 @@ QUICK_MODULES = frozenset(
 )
 
 
+# The modules that take longest, started first: the workers (pytest-xdist, a module whole on
+# one) then finish together rather than one running a long module alone at the end. The order
+# is only a schedule: no test depends on another having run.
+LONG_MODULES = (
+    "test_properties",
+    "test_serve_lifecycle",
+    "test_subscriptions",
+    "test_cli_for_people",
+    "test_board_page",
+    "test_import_streaming",
+    "test_cli_failures",
+    "test_cluster",
+    "test_retention",
+    "test_cli_operator_safety",
+    "test_gateway_e2e",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.stem in QUICK_MODULES and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.quick)
+    long_first = {name: rank for rank, name in enumerate(LONG_MODULES)}
+    items.sort(key=lambda item: long_first.get(item.path.stem, len(LONG_MODULES)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The framework environments the selected tests need start installing now, while the
+    tests before theirs run (tests/venv_support.py)."""
+    if session.config.option.collectonly:
+        return
+    install_in_background(
+        item.path.stem.removeprefix(FRAMEWORK_MODULE_PREFIX)
+        for item in session.items
+        if item.path.stem.startswith(FRAMEWORK_MODULE_PREFIX)
+    )
+
+
+def pytest_sessionfinish() -> None:
+    finish_installs()
 
 
 @pytest.fixture(scope="session")
@@ -81,14 +121,6 @@ def redis_url(redis_server: EmbeddedRedis) -> Iterator[str]:
     client.flushall()
     client.close()
     yield redis_server.url
-
-
-@pytest.fixture
-def redis_timeout() -> Iterator[Callable[[float], None]]:
-    """Sets this process's BB_REDIS_TIMEOUT_SECONDS for one test (the store reads it as a
-    setting read once per process), and puts the default back after."""
-    yield set_redis_timeout
-    set_redis_timeout(DEFAULT_REDIS_TIMEOUT_SECONDS)
 
 
 @pytest.fixture
@@ -138,12 +170,20 @@ def sdk_gateway(
     stop_gateway(process)
 
 
+@pytest.fixture
+async def app_gateway(redis_url: str, tmp_path: Path) -> AsyncIterator[InProcessGateway]:
+    """The gateway's app in this process, built as `serve` builds it, its lifespan running:
+    for tests of what the gateway answers, where the HTTP server, signals and worker
+    processes are not the point."""
+    async with in_process_gateway(redis_url, tmp_path / "app-gateway") as running:
+        yield running
+
+
 @pytest.fixture(scope="session")
 def issuer() -> TokenIssuer:
-    from blackboard_mcp.auth import TokenIssuer, keys_from_settings
-    from blackboard_mcp.settings import Settings
+    from blackboard_mcp.auth import TokenIssuer, load_signing_keys
 
-    signing, _ = keys_from_settings(Settings(jwt_secret=TEST_JWT_SECRET))
+    signing, _ = load_signing_keys(secret=TEST_JWT_SECRET)
     assert signing is not None
     return TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
 

@@ -65,6 +65,9 @@ class FakeIdP:
     # that never hangs up (the defect the tests look for) is not left reading it for ever.
     stopping: threading.Event = field(default_factory=threading.Event)
     endless_for_seconds: float = 20.0
+    # Paths answered a byte of the status line at a time (never idle long enough for a read
+    # timeout), until the client hangs up, the IdP stops, or endless_for_seconds.
+    trickled_paths: set[str] = field(default_factory=set)
 
     @property
     def origin(self) -> str:
@@ -144,6 +147,9 @@ class FakeIdP:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                if self.path in idp.trickled_paths:
+                    self._trickle()
+                    return
                 if self.path == "/jwks" and idp.endless_jwks is not None:
                     idp.jwks_fetches += 1
                     self._send_endless(*idp.endless_jwks)
@@ -168,6 +174,17 @@ class FakeIdP:
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+
+            def _trickle(self) -> None:
+                until = time.monotonic() + idp.endless_for_seconds
+                try:
+                    while not idp.stopping.is_set() and time.monotonic() < until:
+                        self.wfile.write(b"H")
+                        self.wfile.flush()
+                        time.sleep(0.1)
+                except OSError:
+                    pass
+                self.close_connection = True
 
             def _send_endless(self, size: int, pause: float) -> None:
                 # A JSON object that never closes, chunk after chunk, until the client goes.

@@ -7,9 +7,16 @@ from collections.abc import Awaitable
 from typing import Any
 
 import redis
-import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Board, GetState, ListKeys, SearchKeys, UpdateState, board_client
+from blackboard_mcp.store import (
+    Board,
+    BoardClient,
+    GetState,
+    ListKeys,
+    SearchKeys,
+    UpdateState,
+    board_client,
+)
 from blackboard_mcp.store.connection._wire import WireConnection
 from blackboard_mcp.store.notes._appends import _APPEND
 
@@ -89,7 +96,7 @@ async def _done() -> None:
     return None
 
 
-def gated_client(url: str, gate: ReadGate) -> aioredis.Redis:
+def gated_client(url: str, gate: ReadGate) -> BoardClient:
     """A client whose transactions wait at ``gate`` after reading their note."""
     wire_class = type("GatedWire", (_GatedWire,), {"gate": gate})
     return board_client(url, wire_class=wire_class)
@@ -136,7 +143,7 @@ async def sweep_as_the_sweeper(
     The gateway processes other tests share the session's Redis with sweep retention now and
     then, and hold the sweeper's lease when they do: a test that sweeps frees the lease first
     (and again, a bounded number of times, should one take it in between)."""
-    from blackboard_mcp.store.connection._keys import retention_lease
+    from blackboard_mcp.store.connection._key_names import retention_lease
 
     for _ in range(5):
         client = raw(url)

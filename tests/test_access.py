@@ -34,18 +34,18 @@ from blackboard_mcp.auth import (
     WrongWorkspace,
     generate_ed25519_keypair,
     issue_for_admin,
-    keys_from_settings,
     load_board_contract,
+    load_signing_keys,
     parse_contract,
     topic_matches,
 )
-from blackboard_mcp.settings import Settings
+from blackboard_mcp.gateway._tools import TOOLS_BY_NAME, bound_manifest
 
 SECRET = "unit-secret-" + "z" * 40
 
 
 def hs_pair() -> tuple[TokenIssuer, TokenVerifier]:
-    signing, keys = keys_from_settings(Settings(jwt_secret=SECRET))
+    signing, keys = load_signing_keys(secret=SECRET)
     assert signing is not None
     issuer = TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
     verifier = TokenVerifier(
@@ -137,8 +137,7 @@ def test_alg_none_is_refused() -> None:
 
 def test_hs256_signed_with_the_public_key_is_refused(tmp_path: Path) -> None:
     private, public = generate_ed25519_keypair(tmp_path, "k1")
-    settings = Settings(jwt_private_key_file=private, jwt_public_keys_dir=tmp_path)
-    _, keys = keys_from_settings(settings)
+    _, keys = load_signing_keys(private_key_file=private, public_keys_dir=tmp_path)
     verifier = TokenVerifier(
         keys=keys,
         issuer="blackboard-mcp",
@@ -163,14 +162,14 @@ def test_ed25519_keys_rotate_by_kid_and_unknown_kids_are_refused(tmp_path: Path)
     new_private, _ = generate_ed25519_keypair(tmp_path, "new")
     tokens = []
     for private in (old_private, new_private):
-        signing, _ = keys_from_settings(Settings(jwt_private_key_file=private))
+        signing, _ = load_signing_keys(private_key_file=private)
         assert signing is not None
         tokens.append(
             token(
                 TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
             )
         )
-    _, keys = keys_from_settings(Settings(jwt_public_keys_dir=tmp_path))
+    _, keys = load_signing_keys(public_keys_dir=tmp_path)
     verifier = TokenVerifier(
         keys=keys,
         issuer="blackboard-mcp",
@@ -180,7 +179,7 @@ def test_ed25519_keys_rotate_by_kid_and_unknown_kids_are_refused(tmp_path: Path)
     )
     assert [verifier.decode(t).subject for t in tokens] == ["a", "a"]
     (tmp_path / "old.pem").unlink()
-    _, keys = keys_from_settings(Settings(jwt_public_keys_dir=tmp_path))
+    _, keys = load_signing_keys(public_keys_dir=tmp_path)
     verifier = TokenVerifier(
         keys=keys,
         issuer="blackboard-mcp",
@@ -305,6 +304,11 @@ def test_the_packaged_contract_declares_the_five_tools() -> None:
         ),
         ("    stray clause\n", ":1:"),
         ("tool T\n    takes x as Text\n    gives Text\ntool T\n", ":4: tool T is declared"),
+        # An endpoint states requirements only: what it takes and gives is its protocol's.
+        ("endpoint a/b\n    takes x as Text\n", ":2: unknown clause 'takes' in endpoint a/b"),
+        ("memory M\nendpoint a/b\n    uses memory N read\n", ":2: endpoint a/b uses undefined"),
+        ("endpoint a/b\nendpoint a/b\n", ":2: endpoint a/b is declared twice"),
+        ("endpoint Resources\n", ":1: expected module, memory, type, tool or endpoint"),
     ],
 )
 def test_malformed_contracts_name_the_line(text: str, where: str) -> None:
@@ -378,12 +382,31 @@ def test_refusals_come_in_order_and_name_what_is_missing() -> None:
 
 
 def test_a_manifest_refuses_handlers_without_contract_and_contracts_without_handler() -> None:
-    manifest = Manifest(load_board_contract())
+    manifest: Manifest[object] = Manifest(load_board_contract())
     with pytest.raises(ContractError):
         manifest.bind("delete_everything", object())
     manifest.bind("get_state", object())
     with pytest.raises(ContractError, match="update_state"):
         manifest.require_complete()
+    # An endpoint runs on what the contract states for it, or not at all.
+    assert manifest.endpoint("resources/read").capabilities_for(set()) == {"board_read"}
+    with pytest.raises(ContractError, match="resources/write has no contract"):
+        manifest.endpoint("resources/write")
+
+
+def test_each_tools_spec_is_bound_to_its_contract_and_its_request_class() -> None:
+    contract = load_board_contract()
+    manifest = bound_manifest()
+    for tool in contract.tools.values():
+        spec = manifest.handler(tool.mcp_name)
+        assert spec.requirements == tool
+    # Admitted in their first round trip to Redis: the writes and get_state; the others
+    # before they run.
+    assert {name for name, spec in TOOLS_BY_NAME.items() if spec.gated} == {
+        "update_state",
+        "get_state",
+        "link_state",
+    }
 
 
 def test_a_secret_value_never_shows_in_repr_errors_or_logs(

@@ -63,7 +63,7 @@ async def age_notes(redis_url: str, workspace: str, count: int, days: int) -> No
 
     import redis.asyncio as aioredis
 
-    from blackboard_mcp.store.connection import _keys as keys
+    from blackboard_mcp.store.connection import _key_names as keys
 
     client = aioredis.Redis.from_url(redis_url)
     try:

@@ -7,8 +7,9 @@ from typing import Any
 
 import httpx
 import pytest
+from app_support import InProcessGateway
 from store_support import raw, snapshot, uri
-from support import GatewayProcess, agent_token, call, mcp_client
+from support import agent_token, call
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, GetState, InvalidArgument, SearchKeys, TooLarge, UpdateState
@@ -179,7 +180,7 @@ async def test_append_crossing_the_offload_threshold_moves_the_body_to_a_blob(
 
 
 async def test_sixty_four_agents_appending_to_one_note_through_a_gateway_are_all_kept(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     # The seed's running entry (a shared log): an append has no version to conflict on, so
     # none may be refused however many agents append at once.
@@ -204,20 +205,18 @@ async def test_sixty_four_agents_appending_to_one_note_through_a_gateway_are_all
                     "arguments": {"uri": log, "digest": "The run's log.", "append": f"<{n}.{i}>"},
                 },
             }
-            reply = await http.post(gateway.mcp_url, json=request, headers=headers)
+            reply = await http.post(app_gateway.mcp_url, json=request, headers=headers)
             assert reply.status_code == 200, reply.text
             answers.append(reply.json()["result"])
         return answers
 
-    limits = httpx.Limits(max_connections=writers)
-    async with httpx.AsyncClient(timeout=60, limits=limits) as http:
-        results = await asyncio.gather(*(agent(n, http) for n in range(writers)))
+    results = await asyncio.gather(*(agent(n, app_gateway.http) for n in range(writers)))
     answers = [a for per_agent in results for a in per_agent]
     refused = [a["structuredContent"] for a in answers if a["isError"]]
     assert refused == []
     versions = sorted(a["structuredContent"]["version"] for a in answers)
     assert versions == list(range(1, writers * each + 1))
-    async with mcp_client(gateway.mcp_url, token) as client:
+    async with app_gateway.mcp_client(token) as client:
         err, body = await call(client, "get_state", uris=[log], mode="full", budget_tokens=100_000)
     assert not err and "cut" not in body["items"][0], body
     text = body["items"][0]["body"]

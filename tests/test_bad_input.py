@@ -139,7 +139,7 @@ CASES: list[tuple[str, dict[str, Any], type[InvalidArgument], str]] = [
 @pytest.fixture
 async def small_board(board: Board) -> Board:
     """The test board with a 4 KB body limit, so oversize cases stay small."""
-    return Board(client=board.client, limits=BoardLimits(max_body_bytes=4096))
+    return Board(placement=board.redis, limits=BoardLimits(max_body_bytes=4096))
 
 
 @pytest.mark.parametrize(("case", "changes", "error", "argument"), CASES, ids=[c[0] for c in CASES])

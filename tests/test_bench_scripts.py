@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from blackboard_mcp.testing import GatewayDidNotStart, start_gateway
+
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if not p.name.startswith("_"))
 
@@ -35,9 +37,6 @@ def test_a_gateway_started_for_another_revision_runs_that_revisions_package(
     # package must be what runs, not the checkout's (python -m puts the working directory
     # ahead of PYTHONPATH). This one's CLI leaves a mark and exits at once.
     monkeypatch.chdir(BENCH.parent)
-    monkeypatch.syspath_prepend(str(BENCH))
-    from _gateway_process import start_gateway
-
     tree = tmp_path / "other"
     shutil.copytree(
         BENCH.parent / "blackboard_mcp",
@@ -48,6 +47,6 @@ def test_a_gateway_started_for_another_revision_runs_that_revisions_package(
     (tree / "blackboard_mcp" / "cli.py").write_text(
         f"import pathlib, sys\npathlib.Path({str(mark)!r}).write_text('other')\nsys.exit(3)\n"
     )
-    with pytest.raises(SystemExit, match="exited during start"):
+    with pytest.raises(GatewayDidNotStart, match="exited during start"):
         start_gateway("redis://127.0.0.1:1/0", package_root=tree)
     assert mark.read_text() == "other"

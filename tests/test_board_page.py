@@ -20,6 +20,7 @@ import pytest
 from support import GatewayProcess, admin_token, agent_token, call, mcp_client
 
 from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.gateway._board_page import static_files
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
@@ -90,6 +91,15 @@ async def seed(url: str, token: str, ws: str) -> None:
         )
 
 
+async def run_in_page(page: Any, module: str, function: str, *args: Any) -> Any:
+    """Calls a function one of the page's modules exports: the instance the page runs, since a
+    module is evaluated once per page whoever imports it."""
+    return await page.evaluate(
+        "async ([module, name, args]) => (await import(module))[name](...args)",
+        [f"/board/static/{module}", function, list(args)],
+    )
+
+
 def screenshot_dir(tmp_path: Path) -> Path:
     target = Path(os.environ.get("BOARD_SCREENSHOTS") or tmp_path)
     target.mkdir(parents=True, exist_ok=True)
@@ -103,6 +113,15 @@ async def test_the_page_is_served_with_a_strict_content_security_policy(
         page = await http.get(gateway.url + "/board")
         script = await http.get(gateway.url + "/board/static/board.js")
         unauthenticated = await http.get(gateway.url + "/board/api/topics")
+        preloaded = re.findall(
+            r'<link rel="modulepreload" href="/board/static/([^"]+)">', page.text
+        )
+        modules = {name: await http.get(f"{gateway.url}/board/static/{name}") for name in preloaded}
+        # Only the package's scripts, styles and images: not the page's source, nothing outside.
+        not_served = [
+            (await http.get(f"{gateway.url}/board/static/{name}")).status_code
+            for name in ("index.html", "modules/missing.js", "modules/%2E%2E/board.js")
+        ]
     csp = page.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "default-src 'none'" in csp
     assert "unsafe-inline" not in csp
@@ -111,6 +130,15 @@ async def test_the_page_is_served_with_a_strict_content_security_policy(
     assert re.search(r"\son[a-z]+=", page.text) is None
     assert script.headers["content-type"].startswith("text/javascript")
     assert unauthenticated.status_code == 401
+    # The script is modules (module scripts from 'self' are all the policy allows), each
+    # preloaded so that the browser fetches them at once, not one import after another.
+    assert '<script type="module" src="/board/static/board.js"></script>' in page.text
+    in_the_package = {name for name in static_files() if name.startswith("modules/")}
+    assert set(modules) == in_the_package and len(in_the_package) >= 6
+    for name, module in modules.items():
+        assert module.status_code == 200, name
+        assert module.headers["content-type"].startswith("text/javascript"), name
+    assert not_served == [404, 404, 404]
 
 
 async def test_the_board_shows_notes_graph_feed_and_escapes_content(
@@ -214,7 +242,7 @@ async def test_a_reader_sees_only_its_topics_in_the_list_and_the_feed(
     )
     assert refused == [200, [{"uri": addr(workspace, "secret/plan"), "error": "forbidden"}]]
     # Opened by its address, the page says so without a word of the note.
-    await page.evaluate("(uri) => openNote(uri)", addr(workspace, "secret/plan"))
+    await run_in_page(page, "modules/notes.js", "openNote", addr(workspace, "secret/plan"))
     await page.wait_for_selector("#note-digest:has-text('may not read')")
     assert "Hidden" not in await page.inner_text("#note-panel")
     assert not [u for u in requested if reader in u]
@@ -542,7 +570,7 @@ async def test_an_admin_issues_revokes_and_sets_retention_from_the_page_and_a_re
             err, body = await call(c, "list_keys", topic="facts")
             assert err and "revoked" in body["error"]["message"], body
         # The helper's refused write above is among the hour's refusals an admin sees.
-        await page.evaluate("loadActivity()")
+        await run_in_page(page, "modules/activity.js", "loadActivity")
         await page.wait_for_selector("#activity-refusals:has-text('forbidden')")
         assert "1 forbidden" in await page.inner_text("#activity-refusals")
         # Retention for a topic.
@@ -884,7 +912,7 @@ async def test_the_boards_own_audit_subjects_are_never_offered_for_revocation(
             await route.fulfill(response=response, json=body)
 
         await page.route("**/board/api/audit", with_internal_subjects)
-        await page.evaluate("loadAudit()")
+        await run_in_page(page, "modules/admin.js", "loadAudit")
         await page.wait_for_selector("#audit td:text-is('cli:root')", state="attached")
         names = [
             (await b.get_attribute("aria-label") or await b.inner_text())
@@ -921,7 +949,8 @@ async def test_an_admin_token_with_partial_topics_gets_no_admin_panel(
     )
     context, page, requested, errors = await open_board(browser, gateway.url, partial)
     try:
-        await page.evaluate("start()")  # resolves once the page has done all it does at sign-in
+        # Resolves once the page has done all it does at sign-in.
+        await run_in_page(page, "board.js", "start")
         assert await page.is_hidden("#admin-panel") and await page.is_hidden("#audit-panel")
         assert await page.get_attribute("#status", "class") != "error"
         assert not [u for u in requested if "/admin/" in u or u.endswith("/board/api/audit")]

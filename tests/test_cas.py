@@ -8,7 +8,7 @@ import pytest
 from store_support import WS, ReadGate, gated_client, raw, snapshot, uri
 
 from blackboard_mcp.store import Board, Conflict, GetState, ListKeys, UpdateState, board_client
-from blackboard_mcp.store.connection._keys import INDEX_NAME
+from blackboard_mcp.store.connection._key_names import INDEX_NAME
 
 AUTHOR = "agent-1"
 

@@ -21,9 +21,12 @@ import pytest
 import redis
 from support import TEST_JWT_SECRET, GatewayProcess, start_gateway, stop_gateway
 
-from blackboard_mcp.auth import NoRevocations, TokenVerifier, generate_hs_secret_file
-from blackboard_mcp.auth import keys_from_settings as keys_of
-from blackboard_mcp.settings import Settings
+from blackboard_mcp.auth import (
+    NoRevocations,
+    TokenVerifier,
+    generate_hs_secret_file,
+    load_signing_keys,
+)
 from blackboard_mcp.store import EmbeddedRedis, free_port
 
 PASSWORD = "hunter2-not-for-logs"
@@ -125,7 +128,7 @@ def test_token_issue_signs_with_the_key_serve_created_in_the_data_dir(
         env=cli_env(home, BB_DATA_DIR=str(data_dir), BB_REDIS_URL=redis_server.url),
     )
     assert result.returncode == 0, output_of(result)
-    _, keys = keys_of(Settings(jwt_secret_file=data_dir / "jwt_secret"))
+    _, keys = load_signing_keys(secret_file=data_dir / "jwt_secret")
     verifier = TokenVerifier(
         keys=keys,
         issuer="blackboard-mcp",

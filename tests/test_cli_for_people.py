@@ -238,10 +238,9 @@ def test_token_inspect_prints_iso_times_and_says_valid(
 def test_token_inspect_says_expired_with_a_non_zero_exit(
     issuer: TokenIssuer, tmp_path: Path
 ) -> None:
-    from blackboard_mcp.auth import TokenIssuer, keys_from_settings
-    from blackboard_mcp.settings import Settings
+    from blackboard_mcp.auth import TokenIssuer, load_signing_keys
 
-    signing, _ = keys_from_settings(Settings(jwt_secret=TEST_JWT_SECRET))
+    signing, _ = load_signing_keys(secret=TEST_JWT_SECRET)
     assert signing is not None
     # Issued an hour ago for a minute: expired, with no wait for the clock.
     an_hour_ago = TokenIssuer(

@@ -35,7 +35,7 @@ from blackboard_mcp.store import (
     Unconfirmed,
     UpdateState,
 )
-from blackboard_mcp.store.connection._keys import INDEX_NAME, digest_index
+from blackboard_mcp.store.connection._key_names import INDEX_NAME, digest_index
 from blackboard_mcp.testing import LocalCluster
 
 

@@ -1,5 +1,5 @@
 """Note history: every write keeps the version it replaces, readable as ``uri@N`` and listed
-with ``list_keys(topic=<note address>)``, through the MCP client, the gateway and Redis."""
+with ``list_keys(topic=<note address>)``, through the MCP client, the gateway app and Redis."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from typing import Any
 import orjson
 import pytest
 import redis
+from app_support import InProcessGateway
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from store_support import sweep_as_the_sweeper
-from support import GatewayProcess, agent_token, call, mcp_client
+from support import agent_token, call
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import (
@@ -59,10 +60,10 @@ async def _versions(client: Any, note: str, **arguments: Any) -> list[str]:
 
 
 async def test_a_past_version_reads_in_every_mode_and_names_the_current_one(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     note = f"bb://{workspace}/plans/q3"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         await _write(client, note, digest="First plan.", body="Ship A.", expect_version=0)
         await _write(
             client, note, digest="A table.", columns=["step"], rows=[["a"], ["b"]], expect_version=1
@@ -100,10 +101,10 @@ async def test_a_past_version_reads_in_every_mode_and_names_the_current_one(
 
 
 async def test_a_note_lists_its_versions_newest_first_in_pages_within_the_budget(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     note = f"bb://{workspace}/log/run"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         for i in range(7):
             await _write(client, note, digest=f"Step {i}.", body=f"step {i}", expect_version=i)
         assert await _versions(client, note, limit=3) == [f"{note}@{v}" for v in range(7, 0, -1)]
@@ -120,15 +121,15 @@ async def test_a_note_lists_its_versions_newest_first_in_pages_within_the_budget
 
 
 async def test_history_pages_under_concurrent_writers_skip_and_repeat_no_version(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     note = f"bb://{workspace}/hot/log"
     token = agent_token(issuer, workspace)
-    async with mcp_client(gateway.mcp_url, token) as client:
+    async with app_gateway.mcp_client(token) as client:
         await _write(client, note, digest="Start.", body="0")
 
         async def writer(n: int) -> None:
-            async with mcp_client(gateway.mcp_url, token) as mine:
+            async with app_gateway.mcp_client(token) as mine:
                 for i in range(10):
                     await _write(mine, note, digest=f"W{n}.", append=f" {n}.{i}")
 
@@ -147,10 +148,10 @@ async def test_history_pages_under_concurrent_writers_skip_and_repeat_no_version
 
 
 async def test_restore_races_another_writer_and_exactly_one_wins(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     note = f"bb://{workspace}/plans/race"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         await _write(client, note, digest="Good.", body="the good plan", expect_version=0)
         await _write(client, note, digest="Bad.", body="a bad plan", expect_version=1)
         err, old = await call(client, "get_state", uris=[f"{note}@1"], mode="full")
@@ -176,10 +177,10 @@ async def test_restore_races_another_writer_and_exactly_one_wins(
 
 
 async def test_a_version_is_read_only_with_the_topic_read_and_never_written_to(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     note = f"bb://{workspace}/secret/plan"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         await _write(client, note, digest="One.", body="one", expect_version=0)
         await _write(client, note, digest="Two.", body="two", expect_version=1)
         err, body = await call(client, "update_state", uri=f"{note}@1", digest="x", body="y")
@@ -190,7 +191,7 @@ async def test_a_version_is_read_only_with_the_topic_read_and_never_written_to(
     other_reader = agent_token(issuer, workspace, sub="reader", read=["public"], write=[])
     write_only = agent_token(issuer, workspace, sub="writer", read=[], write=["secret"])
     for token in (other_reader, write_only):
-        async with mcp_client(gateway.mcp_url, token) as client:
+        async with app_gateway.mcp_client(token) as client:
             err, body = await call(client, "get_state", uris=[f"{note}@1"])
             if token is write_only:
                 # No board_read at all: refused whole, before the handler.
@@ -203,10 +204,10 @@ async def test_a_version_is_read_only_with_the_topic_read_and_never_written_to(
 
 
 async def test_a_past_version_reads_as_a_resource(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     note = f"bb://{workspace}/facts/res"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         await _write(client, note, digest="Old.", body="old text", expect_version=0)
         await _write(client, note, digest="New.", body="new text", expect_version=1)
         old = (await client.read_resource(f"{note}@1")).contents[0]

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,15 @@ import redis
 from lifecycle_support import on_redis, run_cli
 from support import child_process
 
-from blackboard_mcp.store import Board, EmbeddedRedis, ExportFile, GetState, UpdateState
-from blackboard_mcp.store.connection import _keys as keys
+from blackboard_mcp.store import (
+    Board,
+    EmbeddedRedis,
+    ExportFile,
+    GetState,
+    UpdateState,
+    board_client,
+)
+from blackboard_mcp.store.connection import _key_names as keys
 from blackboard_mcp.store.lifecycle._transfer import _BATCH, Imported, check_record
 
 # Runs the real CLI in a process of its own and reports the peak of what Python allocated
@@ -146,12 +153,12 @@ async def test_a_file_changed_during_the_import_does_not_tear_it(
 
 
 async def test_an_import_longer_than_one_operations_deadline_completes(
-    board: Board, redis_timeout: Callable[[float], None]
+    redis_url: str,
 ) -> None:
     # The deadline bounds each of the import's round trips, not the whole import: here the
     # file is read slowly (a slow disk, a pipe), so the import as a whole outlasts several
     # deadlines while every round trip to Redis stays well inside one.
-    redis_timeout(1.0)
+    board = Board(client=board_client(redis_url, timeout_seconds=1.0))
     ws = "slow-import"
     notes = 3 * _BATCH
 
@@ -161,10 +168,13 @@ async def test_an_import_longer_than_one_operations_deadline_completes(
                 time.sleep(0.6)  # the source's pause between batches, not a wait for Redis
             yield check_record(record(ws, i, f"body {i}"), source=ws, target=ws)
 
-    report = await board.import_notes(records, workspace=ws, replace=False, author="ops")
-    assert (report.imported, report.skipped) == (notes, 0)
-    assert report.links == notes - 1
-    assert await board.count_notes(ws) == notes
+    try:
+        report = await board.import_notes(records, workspace=ws, replace=False, author="ops")
+        assert (report.imported, report.skipped) == (notes, 0)
+        assert report.links == notes - 1
+        assert await board.count_notes(ws) == notes
+    finally:
+        await board.close()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

@@ -1,6 +1,6 @@
 """A board written under an earlier search index still searches after the upgrade.
 
-The index has a versioned name (store/connection/_keys.py). A release that changes its options
+The index has a versioned name (store/connection/_key_names.py). A release that changes its options
 names a new index; starting a board builds it from the notes already there and drops the old one,
 keeping the notes.
 """
@@ -12,8 +12,8 @@ import redis
 from store_support import raw
 
 from blackboard_mcp.store import Board, GetState, SearchKeys, UpdateState, board_client
-from blackboard_mcp.store.connection._keys import INDEX_NAME, NOTE_PREFIX, digest_index
-from blackboard_mcp.store.search._index import wait_until_indexed
+from blackboard_mcp.store.connection._key_names import INDEX_NAME, NOTE_PREFIX, digest_index
+from blackboard_mcp.store.connection._search_index import wait_until_indexed
 
 # The first index as its release created it: the same fields, term offsets kept.
 V1_CREATE = [
@@ -89,7 +89,7 @@ async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_ind
     board = Board(client=board_client(redis_url))
     try:
         await board.start()
-        assert await wait_until_indexed(board.client, timeout=10)
+        assert await wait_until_indexed(board.redis.routed, timeout=10)
         assert _indexes(redis_url) == CURRENT
         info = await board.client.ft(INDEX_NAME).info()  # type: ignore[no-untyped-call]
         options = {o.decode() if isinstance(o, bytes) else o for o in info["index_options"]}

@@ -16,7 +16,7 @@ WS = "up"
 
 
 def _old_recency_key(topic: str) -> str:
-    # Spelled out rather than taken from store/connection/_keys.py, which no longer names it.
+    # Spelled out rather than taken from store/connection/_key_names.py, which no longer names it.
     return f"bbt:{{{WS}}}:{topic}"
 
 

@@ -86,6 +86,17 @@ async def test_keys_are_found_through_rfc8414_or_openid_metadata(
         assert provider.jwks_fetches == 1
 
 
+async def test_a_metadata_address_that_trickles_is_given_up_at_the_timeout_for_the_next(
+    realm_idp: FakeIdP,
+) -> None:
+    # RFC 8414's address trickles; OpenID Connect's, tried after it, answers. Cut at each
+    # document's own deadline, the search goes on well within the whole fetch's bound.
+    realm_idp.trickled_paths.add("/.well-known/oauth-authorization-server/realms/fleet")
+    source = KeySource(issuer=realm_idp.issuer, timeout_seconds=1)
+    assert (await source.key("rsa-1")).key_id == "rsa-1"
+    assert realm_idp.jwks_fetches == 1
+
+
 async def test_metadata_naming_another_issuer_is_not_trusted(realm_idp: FakeIdP) -> None:
     realm_idp.announced_issuer = "https://evil.test/realms/fleet"
     source = KeySource(issuer=realm_idp.issuer)
@@ -145,7 +156,7 @@ async def test_a_hanging_idp_neither_hangs_the_call_nor_blocks_the_event_loop() 
         waited = time.monotonic() - started
         running.cancel()
         assert 0.4 < waited < 3, waited
-        # The loop kept turning while the fetch waited on its worker thread.
+        # The loop kept turning while the fetch waited.
         assert ticks >= waited / 0.01 / 3, (ticks, waited)
     finally:
         listener.close()
@@ -164,8 +175,8 @@ async def test_an_endless_jwks_is_hung_up_on_after_the_size_cap(idp: FakeIdP) ->
     source = KeySource(jwks_url=idp.origin + "/jwks", timeout_seconds=2)
     with pytest.raises(KeysUnavailable):
         await source.key("rsa-1")
-    # The fetch's thread stopped reading and closed the connection: it is not still
-    # reading (and holding) the body in the background.
+    # The fetch stopped reading and closed the connection: it is not still reading (and
+    # holding) the body in the background.
     assert await asyncio.to_thread(idp.jwks_hung_up.wait, 10)
     # Sent: the cap, plus what the two ends' socket buffers held when it hung up.
     assert idp.jwks_bytes_sent < 32 * 1024 * 1024, idp.jwks_bytes_sent
@@ -191,8 +202,7 @@ async def test_a_token_signed_with_a_key_the_idp_withdrew_stops_working_after_it
     # looked up again on each call, and the key set is refetched once it is older than its
     # cache time: a compromised key the IdP withdraws stops working within that time, not at
     # the token's expiry.
-    from blackboard_mcp.auth import ExternalTokens, NoRevocations, TokenVerifier, keys_from_settings
-    from blackboard_mcp.settings import Settings
+    from blackboard_mcp.auth import ExternalTokens, NoRevocations, TokenVerifier, load_signing_keys
 
     clock = ManualClock()
     source = KeySource(
@@ -202,7 +212,7 @@ async def test_a_token_signed_with_a_key_the_idp_withdrew_stops_working_after_it
     external = ExternalTokens(
         sources={idp.issuer: source}, audiences=[resource], leeway=0, max_ttl_seconds=3600
     )
-    _, own_keys = keys_from_settings(Settings(jwt_secret="s" * 48))
+    _, own_keys = load_signing_keys(secret="s" * 48)
     verifier = TokenVerifier(
         keys=own_keys,
         issuer="blackboard-mcp",
@@ -228,10 +238,9 @@ async def test_a_token_signed_with_a_key_the_idp_withdrew_stops_working_after_it
         await verifier.check(token)
 
 
-async def test_a_jwks_whose_headers_trickle_in_is_cut_at_the_timeout_freeing_its_thread() -> None:
-    # A byte of the status line now and then: no socket read ever times out, and before, the
-    # whole-document deadline only started once the headers were in, so the fetch's thread
-    # was held for as long as the IdP (or whoever answers for it) kept trickling.
+async def test_a_jwks_whose_headers_trickle_in_is_cut_at_the_timeout() -> None:
+    # A byte of the status line now and then: no socket read ever times out, so only a
+    # deadline for the whole exchange (headers included) ends the fetch and its connection.
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
@@ -255,8 +264,7 @@ async def test_a_jwks_whose_headers_trickle_in_is_cut_at_the_timeout_freeing_its
         started = time.monotonic()
         with pytest.raises(KeysUnavailable):
             await source.key("rsa-1")
-        # The fetch gave up at its own deadline, and its connection was closed: the thread
-        # that read it is free again.
+        # The fetch gave up at its own deadline, and its connection was closed.
         assert await asyncio.to_thread(hung_up.wait, 10)
         assert time.monotonic() - started < 10  # generous: a loaded machine is slow to wake
     finally:

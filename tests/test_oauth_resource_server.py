@@ -19,8 +19,8 @@ from idp_support import FakeIdP, serving_idp
 from pydantic import ValidationError
 from support import GatewayProcess, admin_token, call, mcp_client, start_gateway, stop_gateway
 
+from blackboard_mcp._composition import read_settings
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import EmbeddedRedis, free_port
 
 PUBLIC_URL = "https://board.test"
@@ -423,7 +423,7 @@ def test_malformed_scopes_supported_are_refused_with_the_scope_named(
 ) -> None:
     monkeypatch.setenv("BB_OAUTH_SCOPES_SUPPORTED", value)
     with pytest.raises(ValidationError) as refused:
-        Settings()
+        read_settings()
     assert "oauth_scopes_supported" in str(refused.value) and named in str(refused.value)
 
 
@@ -448,5 +448,5 @@ def test_serve_refuses_to_start_with_a_malformed_scope_supported(tmp_path: Path)
 def test_scopes_supported_may_name_other_scopes_and_every_bb_kind() -> None:
     scopes = "openid profile api://board/.default bb:ws:fleet bb:read:notes-* bb:write:* "
     scopes += "bb:file_read bb:admin"
-    settings = Settings(oauth_scopes_supported=scopes)
+    settings = read_settings(oauth_scopes_supported=scopes)
     assert settings.oauth_scopes_supported == scopes.split()

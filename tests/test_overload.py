@@ -1,8 +1,9 @@
 """A busy gateway says so: calls wait their turn for a Redis connection, and past the limits the
 answer is `overloaded` with ``retry_after``, never `unavailable` (which means Redis is down).
 
-Load goes through real gateway processes as raw concurrent POSTs (one connection each), on
-a healthy Redis; the pool itself is tested on the store against the same Redis.
+Load goes as raw concurrent POSTs, on a healthy Redis: through a real gateway process (one
+connection each) where the server takes the load, and to the app in process where the point is
+the gateway's own limits; the pool itself is tested on the store against the same Redis.
 """
 
 from __future__ import annotations
@@ -10,17 +11,18 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-from support import GatewayProcess, agent_token, start_gateway, stop_gateway
+from app_support import InProcessGateway, in_process_gateway
+from support import GatewayProcess, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, EmbeddedRedis, GetState, Overloaded, Unavailable, free_port
+from blackboard_mcp.store import Board, GetState, Overloaded, Unavailable, free_port
 
 CONCURRENT_CALLS = 1000
 
@@ -61,8 +63,14 @@ def mixed_calls(token: str, workspace: str, count: int) -> list[dict[str, Any]]:
     return calls
 
 
-async def send_all(url: str, calls: list[dict[str, Any]]) -> list[httpx.Response]:
-    """Every call at once, each on a connection of its own."""
+async def send_all(
+    target: str | InProcessGateway, calls: list[dict[str, Any]]
+) -> list[httpx.Response]:
+    """Every call at once: to a gateway process's URL each on a connection of its own, or to
+    the app in process."""
+    if isinstance(target, InProcessGateway):
+        return await asyncio.gather(*(target.http.post(target.mcp_url, **call) for call in calls))
+    url = target
     limits = httpx.Limits(max_connections=len(calls), max_keepalive_connections=len(calls))
     async with httpx.AsyncClient(limits=limits, timeout=120.0) as http:
         return await asyncio.gather(*(http.post(url, **call) for call in calls))
@@ -90,30 +98,29 @@ async def test_a_thousand_concurrent_calls_on_a_healthy_board_all_succeed(
 
 @pytest.fixture(
     params=[
-        {"BB_MAX_IN_FLIGHT": "16"},
-        {"BB_REDIS_POOL_SIZE": "2", "BB_REDIS_POOL_TIMEOUT": "0.005"},
+        {"max_in_flight": 16},
+        {"redis_pool_size": 2, "redis_pool_timeout": 0.005},
     ],
     ids=["in-flight-limit", "pool-wait"],
 )
-def busy_gateway(
-    request: pytest.FixtureRequest, redis_server: EmbeddedRedis, tmp_path: Path
-) -> Iterator[GatewayProcess]:
-    process = start_gateway(redis_server.url, tmp_path / "busy", extra_env=request.param)
-    yield process
-    stop_gateway(process)
+async def busy_gateway(
+    request: pytest.FixtureRequest, redis_url: str, tmp_path: Path
+) -> AsyncIterator[InProcessGateway]:
+    async with in_process_gateway(redis_url, tmp_path / "busy", **request.param) as app:
+        yield app
 
 
 @pytest.mark.slow
 async def test_past_a_limit_calls_are_overloaded_with_retry_after_and_never_unavailable(
-    busy_gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    busy_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace, sub="busy-" + uuid.uuid4().hex[:8])
     # One call first, alone, so the pool's connections exist: on a loaded machine, opening
     # them inside the burst can take longer than the pool-wait case's 5 ms for every call.
-    warm = results(await send_all(busy_gateway.mcp_url, [request(token, 0, "list_keys", {})]))
+    warm = results(await send_all(busy_gateway, [request(token, 0, "list_keys", {})]))
     assert outcome(warm[0]) == "ok", warm
     calls = mixed_calls(token, workspace, CONCURRENT_CALLS)
-    answers = results(await send_all(busy_gateway.mcp_url, calls))
+    answers = results(await send_all(busy_gateway, calls))
     outcomes = Counter(outcome(a) for a in answers)
     assert set(outcomes) == {"ok", "overloaded"}, outcomes
     for answer in answers:
@@ -124,11 +131,11 @@ async def test_past_a_limit_calls_are_overloaded_with_retry_after_and_never_unav
     written = {
         i: outcome(a) for i, a in enumerate(answers) if i % 3 == 0
     }  # mixed_calls writes n{i} for i % 3 == 0
-    async with httpx.AsyncClient(timeout=30.0) as http:
-        check = request(
-            token, 0, "get_state", {"uris": [f"bb://{workspace}/load/n{i}" for i in written][:100]}
-        )
-        read = (await http.post(busy_gateway.mcp_url, **check)).json()["result"]
+    check = request(
+        token, 0, "get_state", {"uris": [f"bb://{workspace}/load/n{i}" for i in written][:100]}
+    )
+    [checked] = await send_all(busy_gateway, [check])
+    read = checked.json()["result"]
     assert not read["isError"], read
     for item in read["structuredContent"]["items"]:
         i = int(item["uri"].rsplit("/n", 1)[1])
@@ -136,24 +143,22 @@ async def test_past_a_limit_calls_are_overloaded_with_retry_after_and_never_unav
 
 
 @pytest.fixture
-def limited_pair(redis_server: EmbeddedRedis, tmp_path: Path) -> Iterator[list[GatewayProcess]]:
+async def limited_pair(redis_url: str, tmp_path: Path) -> AsyncIterator[list[InProcessGateway]]:
     """Two gateways with a tiny in-flight limit: the direct path's and the SDK's."""
-    pair = [
-        start_gateway(
-            redis_server.url,
-            tmp_path / name,
-            extra_env={"BB_MAX_IN_FLIGHT": "2", "BB_DIRECT_TOOL_CALLS": direct},
-        )
-        for name, direct in (("direct", "true"), ("sdk", "false"))
-    ]
-    yield pair
-    for process in pair:
-        stop_gateway(process)
+    async with (
+        in_process_gateway(
+            redis_url, tmp_path / "direct", max_in_flight=2, direct_tool_calls=True
+        ) as direct,
+        in_process_gateway(
+            redis_url, tmp_path / "sdk", max_in_flight=2, direct_tool_calls=False
+        ) as sdk,
+    ):
+        yield [direct, sdk]
 
 
 @pytest.mark.slow
 async def test_an_overloaded_answer_is_the_same_on_the_direct_and_the_sdk_path(
-    limited_pair: list[GatewayProcess], issuer: TokenIssuer, workspace: str
+    limited_pair: list[InProcessGateway], issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace, sub="pair-" + uuid.uuid4().hex[:8])
     calls = [
@@ -161,7 +166,7 @@ async def test_an_overloaded_answer_is_the_same_on_the_direct_and_the_sdk_path(
     ]
     overloaded = []
     for gateway in limited_pair:
-        answers = [r.json() for r in await send_all(gateway.mcp_url, calls)]
+        answers = [r.json() for r in await send_all(gateway, calls)]
         busy = [a for a in answers if a["result"]["isError"]]
         assert busy, "no call was refused: the limit was never reached"
         assert all(outcome(a["result"]) == "overloaded" for a in busy)

@@ -18,8 +18,8 @@ expect_version ends where a model kept here says it must.
 Each example is one raw JSON-RPC ``tools/call`` POST (stateless mode needs no initialize), so
 the HTTP status is visible. Generation is derandomized so CI runs the same examples each time;
 ``--hypothesis-show-statistics`` shows how often each outcome came up. The board is checked
-in Redis directly (key names from blackboard_mcp.store.connection._keys): what an API read would
-show is not enough to prove that nothing else was written.
+in Redis directly (key names from blackboard_mcp.store.connection._key_names): what an API
+read would show is not enough to prove that nothing else was written.
 """
 
 from __future__ import annotations
@@ -242,14 +242,21 @@ return out
 """
 
 
+def _glob_escaped(text: str) -> str:
+    return re.sub(r"([\\*?\[\]])", r"\\\1", text)
+
+
 def snapshot(client: redis.Redis[bytes], workspaces: tuple[str, ...]) -> Snapshot:
     """Every key of these workspaces with a fingerprint of its value (the audit stream and the
     rate-limit counters, which every call changes, aside)."""
-    tags = [f"{{{ws}}}".encode() for ws in workspaces]
+    # Matched by Redis, not here: the session's Redis holds every other test's keys too.
     names = sorted(
-        key
-        for key in client.scan_iter(count=10_000)
-        if any(tag in key for tag in tags) and not key.startswith((b"bbau:", b"bbrl:"))
+        {
+            key
+            for ws in workspaces
+            for key in client.scan_iter(match=f"*{{{_glob_escaped(ws)}}}*", count=10_000)
+            if not key.startswith((b"bbau:", b"bbrl:"))
+        }
     )
     pipe = client.pipeline(transaction=False)
     pipe.eval(_FINGERPRINTS, len(names), *names)

@@ -1,7 +1,7 @@
 """A note cut to the budget names the address of its rest; reading the rests, in turn, gives
 back exactly the whole content, each answer within its budget.
 
-Through the real path (MCP client -> gateway -> Redis): notes kept in their hash and notes
+Through the real path (MCP client -> the gateway app -> Redis): notes kept in their hash and notes
 offloaded to a blob, text and tables, a chosen column set, multi-byte text.
 """
 
@@ -11,8 +11,9 @@ import json
 from typing import Any
 
 import pytest
+from app_support import InProcessGateway
 from mcp import Client
-from support import GatewayProcess, agent_token, call, mcp_client
+from support import agent_token, call
 
 from blackboard_mcp.auth import TokenIssuer
 
@@ -56,11 +57,11 @@ async def read_all(
 
 @pytest.mark.parametrize("paragraphs", [40, 600], ids=["in-the-note", "offloaded"])
 async def test_following_the_rest_gives_back_the_whole_body(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, paragraphs: int
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str, paragraphs: int
 ) -> None:
     uri = f"bb://{workspace}/logs/incident"
     body = long_text(paragraphs)
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         err, wrote = await call(client, "update_state", uri=uri, digest="the incident", body=body)
         assert not err, wrote
         whole, field, answers = await read_all(client, uri, 600, mode="full")
@@ -85,11 +86,11 @@ async def test_following_the_rest_gives_back_the_whole_body(
 
 
 async def test_a_cut_table_continues_at_a_row_with_the_same_columns(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     uri = f"bb://{workspace}/data/hosts"
     rows = [[f"host-{n:04d}", n % 7, f"zone {n % 3} Ω"] for n in range(2000)]
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         err, wrote = await call(
             client,
             "update_state",
@@ -109,10 +110,10 @@ async def test_a_cut_table_continues_at_a_row_with_the_same_columns(
 
 
 async def test_a_rest_address_is_for_reading_and_a_hostile_one_answers_cleanly(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     uri = f"bb://{workspace}/logs/short"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         err, _ = await call(client, "update_state", uri=uri, digest="d", body="Ωmega" * 10)
         assert not err
         # Past the end: nothing left. Inside a character: from that character's first byte.
@@ -144,13 +145,13 @@ async def test_a_rest_address_is_for_reading_and_a_hostile_one_answers_cleanly(
     ids=["blank-lines", "quotes-tabs-backslashes"],
 )
 async def test_a_cut_fills_its_budget_whatever_the_text_escapes_to(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, budget: int, line: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str, budget: int, line: str
 ) -> None:
     # Newlines, quotes, tabs and backslashes cost more tokens escaped in JSON than raw: a cut
     # measured on the raw text must still come out near the budget, not empty.
     uri = f"bb://{workspace}/logs/escapes"
     body = "".join(line.format(n=n % 60) for n in range(900))
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         err, _ = await call(client, "update_state", uri=uri, digest="escapes", body=body)
         assert not err
         err, read = await call(client, "get_state", uris=[uri], mode="full", budget_tokens=budget)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import redis.asyncio as aioredis
@@ -34,12 +34,11 @@ def silent_server() -> Iterator[int]:
 
 
 @pytest.fixture
-async def hung_board(
-    silent_server: int, redis_timeout: Callable[[float], None]
-) -> AsyncIterator[Board]:
+async def hung_board(silent_server: int) -> AsyncIterator[Board]:
     """A board on the hung Redis, whose operations have 0.3 s each."""
-    redis_timeout(0.3)
-    board = Board.from_url(f"redis://127.0.0.1:{silent_server}/0", pool_size=20)
+    board = Board.from_url(
+        f"redis://127.0.0.1:{silent_server}/0", pool_size=20, timeout_seconds=0.3
+    )
     try:
         yield board
     finally:
@@ -64,12 +63,11 @@ async def test_a_redis_that_stops_answering_gives_unavailable_within_the_deadlin
 
 
 async def test_a_deadline_that_runs_out_waiting_for_a_connection_is_overloaded(
-    redis_url: str, redis_timeout: Callable[[float], None]
+    redis_url: str,
 ) -> None:
     # The pool would wait 5 s; the operation's deadline (0.3 s) runs out first, while the
     # call still waits for a connection: Redis answers, so the answer is `overloaded`.
-    redis_timeout(0.3)
-    board = Board.from_url(redis_url, pool_size=1, pool_wait_seconds=5.0)
+    board = Board.from_url(redis_url, pool_size=1, pool_wait_seconds=5.0, timeout_seconds=0.3)
     try:
         holder = asyncio.create_task(board.client.blpop(["bb-test-nothing"], timeout=1))
         await asyncio.sleep(0.05)
@@ -117,15 +115,12 @@ async def test_a_caller_cancelling_an_operation_gets_its_cancellation_not_unavai
     assert await late == "done"
 
 
-async def test_a_task_whose_operation_ran_out_of_time_goes_on_uncancelled(
-    redis_timeout: Callable[[float], None],
-) -> None:
-    redis_timeout(0.2)
+async def test_a_task_whose_operation_ran_out_of_time_goes_on_uncancelled() -> None:
     started = time.monotonic()
     # An operation inside another (one store call made by another): the outer deadline is
     # the one that counts, and it fires once.
     with pytest.raises(Unavailable) as failed:
-        async with _redis_errors.mapped_redis_errors(), _redis_errors.mapped_redis_errors():
+        async with _redis_errors.mapped_redis_errors(0.2), _redis_errors.mapped_redis_errors(0.2):
             await asyncio.sleep(10)
     assert 0.19 <= time.monotonic() - started < 3.0  # fired once, not at 10 s (generous)
     assert isinstance(failed.value.__cause__, TimeoutError)
@@ -133,7 +128,7 @@ async def test_a_task_whose_operation_ran_out_of_time_goes_on_uncancelled(
     assert task is not None and task.cancelling() == 0
     # The task can await again, and a later operation has a whole deadline of its own.
     await asyncio.sleep(0.3)
-    async with _redis_errors.mapped_redis_errors():
+    async with _redis_errors.mapped_redis_errors(0.2):
         await asyncio.sleep(0.1)
 
 

@@ -9,7 +9,7 @@ import pytest
 from support import agent_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis, RedisRateLimiter
+from blackboard_mcp.store import EmbeddedRedis, RedisRateLimiter, RoutedClient
 
 
 @pytest.mark.slow
@@ -50,8 +50,8 @@ async def test_the_rate_limit_is_shared_through_redis(redis_url: str) -> None:
     first = aioredis.Redis.from_url(redis_url)
     second = aioredis.Redis.from_url(redis_url)
     try:
-        a = RedisRateLimiter(client=first, per_minute=5)
-        b = RedisRateLimiter(client=second, per_minute=5)
+        a = RedisRateLimiter(client=RoutedClient(first, timeout_seconds=5.0), per_minute=5)
+        b = RedisRateLimiter(client=RoutedClient(second, timeout_seconds=5.0), per_minute=5)
         verdicts = [await (a if i % 2 else b).hit("ws", "agent-x") for i in range(7)]
         assert verdicts[:5] == [None] * 5
         assert all(v is not None and 0 < v <= 60 for v in verdicts[5:])

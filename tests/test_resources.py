@@ -1,10 +1,11 @@
-"""Notes as MCP resources, through the SDK's client against a real gateway process."""
+"""Notes as MCP resources, through the SDK's client against the real gateway app."""
 
 from __future__ import annotations
 
 import pytest
+from app_support import InProcessGateway
 from mcp.shared.exceptions import MCPError
-from support import GatewayProcess, agent_token, call, mcp_client
+from support import agent_token, call
 
 from blackboard_mcp.auth import TokenIssuer
 
@@ -14,18 +15,18 @@ def addr(ws: str, rest: str) -> str:
 
 
 async def test_the_note_template_is_offered(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         templates = (await client.list_resource_templates()).resource_templates
     assert [t.uri_template for t in templates] == ["bb://{workspace}/{topic}/{+key}"]
 
 
 async def test_reading_a_note_gives_its_whole_content(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     big = "".join(f"line {i} of a long finding\n" for i in range(2000))  # offloaded (>10 KB)
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         await call(
             client, "update_state", uri=addr(workspace, "facts/a"), digest="A.", body="hello"
         )
@@ -52,12 +53,12 @@ async def test_reading_a_note_gives_its_whole_content(
 
 
 async def test_an_unreadable_topic_is_refused_as_get_state_refuses_it(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as writer:
         await call(writer, "update_state", uri=addr(workspace, "secret/x"), digest="S.", body="s")
     reader = agent_token(issuer, workspace, read=["facts"], write=[], caps=["board_read"])
-    async with mcp_client(gateway.mcp_url, reader) as client:
+    async with app_gateway.mcp_client(reader) as client:
         is_error, body = await call(client, "get_state", uris=[addr(workspace, "secret/x")])
         with pytest.raises(MCPError) as refused:
             await client.read_resource(addr(workspace, "secret/x"))
@@ -77,13 +78,13 @@ async def test_an_unreadable_topic_is_refused_as_get_state_refuses_it(
 
 
 async def test_the_list_offers_the_catch_up_note_and_readable_topics_only(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as writer:
         for rest in ("facts/a", "facts/b", "secret/x", "run/state/current"):
             await call(writer, "update_state", uri=addr(workspace, rest), digest="D.", body="b")
     reader = agent_token(issuer, workspace, read=["facts", "run"], write=[], caps=["board_read"])
-    async with mcp_client(gateway.mcp_url, reader) as client:
+    async with app_gateway.mcp_client(reader) as client:
         listed = (await client.list_resources()).resources
         topic = (await client.read_resource(addr(workspace, "facts"))).contents[0]
     assert [(r.uri, r.description) for r in listed] == [
@@ -96,10 +97,10 @@ async def test_the_list_offers_the_catch_up_note_and_readable_topics_only(
 
 
 async def test_another_workspaces_topic_address_is_refused_not_answered_with_ones_own(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace)
-    async with mcp_client(gateway.mcp_url, token) as client:
+    async with app_gateway.mcp_client(token) as client:
         await call(client, "update_state", uri=addr(workspace, "pub/n"), digest="Mine.", body="m")
         with pytest.raises(MCPError) as foreign:
             await client.read_resource("bb://other-ws/pub")
@@ -111,10 +112,10 @@ async def test_another_workspaces_topic_address_is_refused_not_answered_with_one
 
 
 async def test_the_list_offers_only_what_can_be_read(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace)
-    async with mcp_client(gateway.mcp_url, token) as client:
+    async with app_gateway.mcp_client(token) as client:
         # A fresh board has no catch-up note yet: it is not offered (its template is).
         assert (await client.list_resources()).resources == []
         await call(client, "update_state", uri=addr(workspace, "facts/a"), digest="D.", body="b")
@@ -132,10 +133,10 @@ async def test_the_list_offers_only_what_can_be_read(
 
 
 async def test_a_missing_note_is_not_found_as_2026_07_28_says_with_its_uri(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     missing = addr(workspace, "facts/none")
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         with pytest.raises(MCPError) as refused:
             await client.read_resource(missing)
     # The 2026-07-28 protocol answers an unknown resource as invalid params (-32602), and

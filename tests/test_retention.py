@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from app_support import InProcessGateway, in_process_gateway
 from lifecycle_support import on_redis, run_cli, tool, write
 from store_support import sweep_as_the_sweeper
 from support import GatewayProcess, admin_token, agent_token, start_gateway, stop_gateway
@@ -20,7 +20,8 @@ from support import GatewayProcess, admin_token, agent_token, start_gateway, sto
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, EmbeddedRedis, GetState, UpdateState
 
-SWEEP = {"BB_RETENTION_SWEEP_SECONDS": "0.3"}
+SWEEP_SECONDS = 0.3
+SWEEP = {"BB_RETENTION_SWEEP_SECONDS": str(SWEEP_SECONDS)}
 
 
 @pytest.fixture
@@ -41,6 +42,16 @@ def gateways(own_redis: EmbeddedRedis, tmp_path: Path) -> Iterator[list[GatewayP
         stop_gateway(gateway)
 
 
+@pytest.fixture
+async def sweeping_app(own_redis: EmbeddedRedis, tmp_path: Path) -> AsyncIterator[InProcessGateway]:
+    """The gateway's app in process on this test's Redis, its sweeper running: for what a
+    sweep does, where the processes that share the sweeper's lease are not the point."""
+    async with in_process_gateway(
+        own_redis.url, tmp_path / "app", retention_sweep_seconds=SWEEP_SECONDS
+    ) as app:
+        yield app
+
+
 def sweeps(env: dict[str, str], workspace: str) -> list[dict[str, Any]]:
     tail = run_cli("audit", "tail", "--workspace", workspace, "--json", env=env)
     assert tail.returncode == 0, tail.stderr
@@ -48,10 +59,16 @@ def sweeps(env: dict[str, str], workspace: str) -> list[dict[str, Any]]:
     return [r for r in records if r["tool"] == "retention.sweep"]
 
 
-async def wait_gone(url: str, token: str, uri: str, timeout: float = 10.0) -> None:
+async def wait_gone(
+    gateway: str | InProcessGateway, token: str, uri: str, timeout: float = 10.0
+) -> None:
+    """Polls ``uri`` through a gateway process (its MCP URL) or the app in process."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        read = await tool(url, token, "get_state", uris=[uri])
+        if isinstance(gateway, InProcessGateway):
+            read = await gateway.ok(token, "get_state", uris=[uri])
+        else:
+            read = await tool(gateway, token, "get_state", uris=[uri])
         if read["items"][0].get("error") == "not_found":
             return
         await asyncio.sleep(0.2)
@@ -181,29 +198,25 @@ async def test_retention_refuses_an_age_without_a_unit_and_is_off_by_default(
     assert "add the unit" in refused.stderr
 
 
-def test_an_admin_sets_and_reads_retention_over_http(
-    gateways: list[GatewayProcess], issuer: TokenIssuer, own_redis: EmbeddedRedis, tmp_path: Path
+async def test_an_admin_sets_and_reads_retention_over_http(
+    sweeping_app: InProcessGateway,
+    issuer: TokenIssuer,
+    own_redis: EmbeddedRedis,
+    tmp_path: Path,
 ) -> None:
-    base = gateways[0].url
+    http = sweeping_app.http
     admin = {"Authorization": f"Bearer {admin_token(issuer, 'httpws', sub='ops-bob')}"}
-    answer = httpx.post(
-        base + "/admin/retention", headers=admin, json={"max_age_seconds": 86400}, timeout=10
-    )
+    answer = await http.post("/admin/retention", headers=admin, json={"max_age_seconds": 86400})
     assert answer.status_code == 200, answer.text
-    answer = httpx.post(
-        base + "/admin/retention",
-        headers=admin,
-        json={"topic": "keep", "max_age_seconds": 0},
-        timeout=10,
+    answer = await http.post(
+        "/admin/retention", headers=admin, json={"topic": "keep", "max_age_seconds": 0}
     )
     assert answer.json() == {"workspace": "httpws", "max_age_seconds": 86400, "topics": {"keep": 0}}
-    assert httpx.get(base + "/admin/retention", headers=admin, timeout=10).json() == answer.json()
-    bad = httpx.post(
-        base + "/admin/retention", headers=admin, json={"max_age_seconds": "1d"}, timeout=10
-    )
+    assert (await http.get("/admin/retention", headers=admin)).json() == answer.json()
+    bad = await http.post("/admin/retention", headers=admin, json={"max_age_seconds": "1d"})
     assert bad.status_code == 400 and bad.json()["error"]["hint"]
     agent = {"Authorization": f"Bearer {agent_token(issuer, 'httpws')}"}
-    assert httpx.get(base + "/admin/retention", headers=agent, timeout=10).status_code == 403
+    assert (await http.get("/admin/retention", headers=agent)).status_code == 403
     records = [
         r
         for r in map(
@@ -222,17 +235,20 @@ def test_an_admin_sets_and_reads_retention_over_http(
 
 
 async def test_imported_old_notes_behind_fresh_ones_are_swept_by_their_own_write_time(
-    gateways: list[GatewayProcess],
+    sweeping_app: InProcessGateway,
     own_redis: EmbeddedRedis,
     issuer: TokenIssuer,
     tmp_path: Path,
 ) -> None:
     ws, scratch = "imported", "scratch"
     token = agent_token(issuer, ws)
-    url = gateways[0].mcp_url
     env = on_redis(tmp_path, own_redis.url)
-    await write(
-        url, agent_token(issuer, scratch), uri=f"bb://{scratch}/runs/n", digest="d", body="o"
+    await sweeping_app.ok(
+        agent_token(issuer, scratch),
+        "update_state",
+        uri=f"bb://{scratch}/runs/n",
+        digest="d",
+        body="o",
     )
     exported = run_cli("export", "--workspace", scratch, env=env)
     assert exported.returncode == 0, exported.stderr
@@ -258,7 +274,7 @@ async def test_imported_old_notes_behind_fresh_ones_are_swept_by_their_own_write
         == 0
     )
     for name in old:
-        await wait_gone(url, token, f"bb://{ws}/runs/{name}")
+        await wait_gone(sweeping_app, token, f"bb://{ws}/runs/{name}")
     health = run_cli("health", env=env)
     assert json.loads(health.stdout)["notes"][ws] == len(fresh)  # every fresh note is kept
     assert [r["outcome"] for r in sweeps(env, ws)] == ["deleted 3"]

@@ -20,7 +20,7 @@ from blackboard_mcp.store import (
     TooLarge,
     UpdateState,
 )
-from blackboard_mcp.store.connection._keys import INDEX_NAME, digest_index
+from blackboard_mcp.store.connection._key_names import INDEX_NAME, digest_index
 from blackboard_mcp.store.search._query import build_query, parse_q
 
 AUTHOR = "agent"

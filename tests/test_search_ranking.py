@@ -3,7 +3,7 @@
 The board and the judged queries are bench/_search_labels.py; bench/search_ranking.py prints
 the same figure side by side with other revisions (bench/RESULTS.md: 0.74 before notes
 holding every word ranked first and prefixes, exclusions and phrases were read as such).
-Through the real path: MCP client -> gateway -> Redis.
+Through the real path: MCP client -> the gateway app -> Redis.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from support import GatewayProcess, agent_token, call, mcp_client
+from app_support import InProcessGateway
+from support import agent_token, call
 
 from blackboard_mcp.auth import TokenIssuer
 
@@ -23,10 +24,10 @@ EACH_AT_LEAST = 0.5
 
 
 async def test_precision_at_5_on_the_labelled_board(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     prefix = f"bb://{workspace}/"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         for name, (digest, body) in NOTES.items():
             err, wrote = await call(
                 client, "update_state", uri=prefix + name, digest=digest, body=body

@@ -19,14 +19,11 @@ from app_support import in_process_gateway
 from support import admin_token, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, set_redis_timeout
-from blackboard_mcp.store.connection._redis_errors import redis_timeout
+from blackboard_mcp.store import Board
 
 
 async def test_an_idle_feed_answers_empty_before_the_deadline(redis_url: str) -> None:
-    board = Board.from_url(redis_url)
-    before = redis_timeout()
-    set_redis_timeout(1.0)
+    board = Board.from_url(redis_url, timeout_seconds=1.0)
     try:
         feed = await board.open_feed("quiet")
         try:
@@ -40,7 +37,6 @@ async def test_an_idle_feed_answers_empty_before_the_deadline(redis_url: str) ->
         finally:
             await feed.close()
     finally:
-        set_redis_timeout(before)
         await board.close()
 
 

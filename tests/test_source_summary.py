@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from blackboard_mcp.store._errors import InvalidArgument, NotFound, TooLarge
+from blackboard_mcp.store.requests import UpdateState
 from blackboard_mcp.store.sources._source import SourceSummary, summarize_source
 
 LIMIT = 100_000
@@ -29,7 +30,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def summarize(root: Path, name: object, max_bytes: int = LIMIT) -> SourceSummary:
+def summarize(root: Path, name: str, max_bytes: int = LIMIT) -> SourceSummary:
     return summarize_source(name, root=root, max_bytes=max_bytes)
 
 
@@ -49,11 +50,20 @@ def test_disabled_without_root_and_the_hint_names_the_operator() -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["", "   ", 3, None, ["a.txt"]])
-def test_source_path_must_be_a_non_empty_string(root: Path, name: object) -> None:
+@pytest.mark.parametrize("name", ["", "   "])
+def test_source_path_must_be_a_non_empty_string(root: Path, name: str) -> None:
     with pytest.raises(InvalidArgument) as info:
         summarize(root, name)
     assert info.value.message == "source_path must be a non-empty string"
+
+
+@pytest.mark.parametrize("name", ["", "   ", 3, ["a.txt"], {"path": "a.txt"}])
+def test_a_request_whose_source_path_is_not_a_non_empty_string_is_refused(name: object) -> None:
+    # The tool's arguments are checked where they arrive; the summary takes a string.
+    with pytest.raises(InvalidArgument) as info:
+        UpdateState.parse({"uri": "bb://w/t/k", "digest": "d", "source_path": name})
+    assert info.value.message == "source_path must be a non-empty string"
+    assert info.value.details["argument"] == "source_path"
 
 
 def test_dotdot_escape_refused_whether_or_not_the_target_exists(root: Path) -> None:

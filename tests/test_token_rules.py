@@ -16,7 +16,8 @@ from pathlib import Path
 
 import jwt
 import pytest
-from support import TEST_JWT_SECRET, GatewayProcess, agent_token, call, mcp_client
+from app_support import InProcessGateway
+from support import TEST_JWT_SECRET, agent_token, call
 
 from blackboard_mcp.auth import (
     AuditRecord,
@@ -25,7 +26,7 @@ from blackboard_mcp.auth import (
     TokenInvalid,
     TokenIssuer,
     TokenVerifier,
-    keys_from_settings,
+    load_signing_keys,
 )
 from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog, SingleRedis, board_client
@@ -35,7 +36,7 @@ HOUR = 3600
 
 
 def pair(max_ttl: int = HOUR) -> tuple[TokenIssuer, TokenVerifier]:
-    signing, keys = keys_from_settings(Settings(jwt_secret=SECRET))
+    signing, keys = load_signing_keys(secret=SECRET)
     assert signing is not None
     issuer = TokenIssuer(signing_key=signing, issuer="bb", audience="bb", max_ttl_seconds=max_ttl)
     verifier = TokenVerifier(
@@ -171,7 +172,7 @@ def test_the_cli_refuses_a_lifetime_over_the_maximum_and_a_forged_subject(
 
 
 async def test_the_admin_token_the_cli_issues_is_accepted_by_the_gateway(
-    gateway: GatewayProcess, redis_server: EmbeddedRedis, workspace: str, tmp_path: Path
+    app_gateway: InProcessGateway, redis_server: EmbeddedRedis, workspace: str, tmp_path: Path
 ) -> None:
     env = {
         "BB_JWT_SECRET": TEST_JWT_SECRET,
@@ -183,7 +184,7 @@ async def test_the_admin_token_the_cli_issues_is_accepted_by_the_gateway(
     token = made.stdout.strip()
     claims = jwt.decode(token, options={"verify_signature": False})
     assert claims["exp"] - claims["iat"] <= Settings().max_token_ttl
-    async with mcp_client(gateway.mcp_url, token) as client:
+    async with app_gateway.mcp_client(token) as client:
         err, body = await call(client, "list_keys")
         assert not err, body
 
@@ -229,7 +230,7 @@ async def test_audit_tail_prints_one_escaped_line_per_record(
 
 
 async def test_the_cli_revokes_within_one_workspace(
-    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
 ) -> None:
     other = workspace + "-other"
     mine = agent_token(issuer, workspace, sub="cli-agent")
@@ -241,13 +242,13 @@ async def test_the_cli_revokes_within_one_workspace(
     )  # fmt: skip
     assert revoked.returncode == 0, revoked.stderr
     for token, ws, expected in ((mine, workspace, "unauthenticated"), (theirs, other, "ok")):
-        async with mcp_client(gateway.mcp_url, token) as client:
+        async with app_gateway.mcp_client(token) as client:
             err, body = await call(client, "get_state", uris=[f"bb://{ws}/t/a"])
             assert (body["error"]["code"] if err else "ok") == expected
 
 
 async def test_the_cli_revokes_a_presented_token_until_it_expires(
-    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace, sub="cli-presented", ttl=600)
     env = {"BB_REDIS_URL": redis_server.url, "BB_JWT_SECRET": TEST_JWT_SECRET}
@@ -256,6 +257,6 @@ async def test_the_cli_revokes_a_presented_token_until_it_expires(
     revoked = cli("token", "revoke", "--token", token, env=env)
     assert revoked.returncode == 0, revoked.stderr
     assert workspace in revoked.stdout
-    async with mcp_client(gateway.mcp_url, token) as client:
+    async with app_gateway.mcp_client(token) as client:
         err, body = await call(client, "get_state", uris=[f"bb://{workspace}/t/a"])
         assert err and body["error"]["code"] == "unauthenticated"

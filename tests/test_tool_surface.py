@@ -11,15 +11,15 @@ import json
 import re
 from pathlib import Path
 
-import httpx
 import orjson
 import pytest
 import tiktoken
+from app_support import InProcessGateway
 from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
-from support import GatewayProcess, agent_token
+from support import agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import REQUESTS
+from blackboard_mcp.gateway._tools import TOOLS_BY_NAME
 
 BUDGET = 540
 CEILING = 600
@@ -70,7 +70,7 @@ SEED_DEFAULTS = {
 }
 
 
-def raw_tools_list(gateway: GatewayProcess, token: str, version: str) -> bytes:
+async def raw_tools_list(gateway: InProcessGateway, token: str, version: str) -> bytes:
     params: dict[str, object] = {}
     headers = {
         "Authorization": f"Bearer {token}",
@@ -85,7 +85,7 @@ def raw_tools_list(gateway: GatewayProcess, token: str, version: str) -> bytes:
             INFO_KEY: {"name": "budget-test", "version": "1"},
         }
         headers |= {"Mcp-Method": "tools/list"}
-    response = httpx.post(
+    response = await gateway.http.post(
         gateway.mcp_url,
         headers=headers,
         content=orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}),
@@ -96,8 +96,9 @@ def raw_tools_list(gateway: GatewayProcess, token: str, version: str) -> bytes:
 
 
 @pytest.fixture
-def tools_list(gateway: GatewayProcess, issuer: TokenIssuer, workspace: str) -> dict:
-    body: dict = orjson.loads(raw_tools_list(gateway, agent_token(issuer, workspace), MODERN))
+async def tools_list(app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str) -> dict:
+    token = agent_token(issuer, workspace)
+    body: dict = orjson.loads(await raw_tools_list(app_gateway, token, MODERN))
     return body
 
 
@@ -124,21 +125,21 @@ def surface_tokens(raw: bytes) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("version", SUPPORTED_PROTOCOL_VERSIONS)
-def test_tools_list_as_received_fits_the_budget_in_every_protocol_version(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, version: str
+async def test_tools_list_as_received_fits_the_budget_in_every_protocol_version(
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str, version: str
 ) -> None:
-    raw = raw_tools_list(gateway, agent_token(issuer, workspace), version)
+    raw = await raw_tools_list(app_gateway, agent_token(issuer, workspace), version)
     tools, result = surface_tokens(raw)
     print(f"{version}: tools {tools} tokens (budget {BUDGET}), whole result {result}")
     assert tools <= BUDGET
     assert result <= CEILING
 
 
-def test_the_readme_states_the_measured_surface(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+async def test_the_readme_states_the_measured_surface(
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     measured = [
-        surface_tokens(raw_tools_list(gateway, agent_token(issuer, workspace), version))
+        surface_tokens(await raw_tools_list(app_gateway, agent_token(issuer, workspace), version))
         for version in SUPPORTED_PROTOCOL_VERSIONS
     ]
     readme = (Path(__file__).parent.parent / "README.md").read_text()
@@ -160,7 +161,7 @@ def test_there_are_exactly_the_five_tools_with_the_seed_arguments(tools_list: di
     # The contract's defaults hold for an argument left out; the schema does not repeat them
     # (they would cost every turn, gateway/_schemas.py).
     for (tool, argument), default in SEED_DEFAULTS.items():
-        assert getattr(REQUESTS[tool].parse(MINIMAL[tool]), argument) == default
+        assert getattr(TOOLS_BY_NAME[tool].parse(MINIMAL[tool]).request, argument) == default
         assert "default" not in tools[tool]["inputSchema"]["properties"][argument]
 
 

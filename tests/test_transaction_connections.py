@@ -15,6 +15,7 @@ import redis.asyncio as aioredis
 
 from blackboard_mcp.store import (
     Board,
+    BoardClient,
     GetState,
     LinkState,
     ListKeys,
@@ -23,7 +24,7 @@ from blackboard_mcp.store import (
     board_client,
     every_topic,
 )
-from blackboard_mcp.store.connection._tx import Transaction, run_transaction
+from blackboard_mcp.store.connection._tx import Transaction
 
 
 def writes(key: str, value: bytes) -> Callable[[Transaction, list[Any]], Any]:
@@ -35,10 +36,10 @@ def writes(key: str, value: bytes) -> Callable[[Transaction, list[Any]], Any]:
     return body
 
 
-async def set_on_a_wire(client: aioredis.Redis, value: bytes) -> tuple[int, list[Any]]:
+async def set_on_a_wire(client: BoardClient, value: bytes) -> tuple[int, list[Any]]:
     """SET k ``value`` in a transaction; the id Redis gives its connection, and EXEC's replies."""
-    (first, replies) = await run_transaction(
-        client, ["k"], writes("k", value), max_retries=0, first_reads=[("CLIENT", "ID")]
+    (first, replies) = await client.transaction(
+        ["k"], writes("k", value), max_retries=0, first_reads=[("CLIENT", "ID")]
     )
     return first[0], replies
 
@@ -49,7 +50,7 @@ def with_db(url: str, db: int) -> str:
 
 
 @pytest.fixture
-async def one_connection(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+async def one_connection(redis_url: str) -> AsyncIterator[BoardClient]:
     """A board client of one connection: a kept connection would be the next caller's."""
     client = board_client(redis_url, pool_size=1)
     try:
@@ -69,7 +70,7 @@ def plain(redis_url: str) -> Iterator[redis.Redis]:
 
 
 async def test_a_connection_redis_closed_while_idle_is_replaced_without_an_error(
-    one_connection: aioredis.Redis, plain: redis.Redis
+    one_connection: BoardClient, plain: redis.Redis
 ) -> None:
     killed, _ = await set_on_a_wire(one_connection, b"1")
     assert plain.client_kill_filter(_id=killed) == 1
@@ -79,10 +80,9 @@ async def test_a_connection_redis_closed_while_idle_is_replaced_without_an_error
 
 
 async def test_a_transaction_cancelled_mid_round_trip_leaves_no_reply_for_the_next(
-    one_connection: aioredis.Redis, plain: redis.Redis
+    one_connection: BoardClient, plain: redis.Redis
 ) -> None:
-    waiting = run_transaction(
-        one_connection,
+    waiting = one_connection.transaction(
         ["k"],
         writes("k", b"late"),
         max_retries=0,
@@ -99,8 +99,8 @@ async def test_a_transaction_cancelled_mid_round_trip_leaves_no_reply_for_the_ne
         await asyncio.sleep(0.02)
     assert blocked == []
     plain.rpush("q", b"now the blocked read answers")
-    (first, replies) = await run_transaction(
-        one_connection, ["k"], writes("k", b"next"), max_retries=0, first_reads=[("PING",)]
+    (first, replies) = await one_connection.transaction(
+        ["k"], writes("k", b"next"), max_retries=0, first_reads=[("PING",)]
     )
     assert (first, replies) == ([b"PONG"], [b"OK"])
     assert plain.get("k") == b"next"
@@ -111,7 +111,7 @@ async def test_transactions_run_in_the_database_the_url_names(redis_url: str) ->
     direct = redis.Redis.from_url(with_db(redis_url, 3))
     default = redis.Redis.from_url(with_db(redis_url, 0))
     try:
-        await run_transaction(client, ["k"], writes("k", b"in three"), max_retries=0)
+        await client.transaction(["k"], writes("k", b"in three"), max_retries=0)
         assert direct.get("k") == b"in three"
         assert default.get("k") is None
     finally:
@@ -127,9 +127,7 @@ async def test_a_wrong_password_answers_unavailable_at_once(redis_url: str) -> N
     client = board_client(wrong)
     try:
         with pytest.raises(Unavailable):
-            await asyncio.wait_for(
-                run_transaction(client, ["k"], writes("k", b"x"), max_retries=0), 3
-            )
+            await asyncio.wait_for(client.transaction(["k"], writes("k", b"x"), max_retries=0), 3)
     finally:
         await client.aclose()
 
@@ -153,12 +151,9 @@ async def test_transaction_connections_count_against_the_pool_bound(redis_url: s
 
     try:
         await asyncio.gather(
-            *(
-                run_transaction(client, [f"k{i}"], holding(f"k{i}"), max_retries=0)
-                for i in range(6)
-            ),
+            *(client.transaction([f"k{i}"], holding(f"k{i}"), max_retries=0) for i in range(6)),
             # A plain command waits for a slot too, and gets one.
-            client.set("plain", b"1"),
+            client.redis.set("plain", b"1"),
         )
         assert most == 2
     finally:
@@ -228,7 +223,7 @@ async def test_closing_the_client_closes_a_lent_connection_and_its_call_fails_cl
         tx.queue("SET", "k", b"after close")
         return lambda replies: replies
 
-    running = asyncio.create_task(run_transaction(client, ["k"], slow, max_retries=0))
+    running = asyncio.create_task(client.transaction(["k"], slow, max_retries=0))
     await read.wait()
     await client.aclose()
     with pytest.raises(Unavailable):

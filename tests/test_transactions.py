@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from blackboard_mcp.store import Contended, Unavailable
-from blackboard_mcp.store.connection._pool import WaitingConnectionPool
-from blackboard_mcp.store.connection._tx import Gate, Transaction, run_transaction
+from blackboard_mcp.store import BoardClient, Contended, Unavailable, board_client
+from blackboard_mcp.store.connection._tx import Gate, Transaction
 
 
 class Refused(Exception):
@@ -19,11 +18,10 @@ class Refused(Exception):
 
 
 @pytest.fixture
-async def one_connection(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+async def one_connection(redis_url: str) -> AsyncIterator[BoardClient]:
     """A client whose pool lends one connection at a time, as the board's pool does: every
     transaction reuses the last one's connection."""
-    pool = WaitingConnectionPool.from_url(redis_url, max_connections=1, wait_seconds=1.0)
-    client = aioredis.Redis.from_pool(pool)
+    client = board_client(redis_url, pool_size=1, pool_wait_seconds=1.0)
     yield client
     await client.aclose()
 
@@ -47,7 +45,7 @@ def set_to(value: bytes) -> Callable[[Transaction, list[Any]], Any]:
 
 
 async def test_a_gate_runs_once_though_the_transaction_is_retried_after_a_lost_race(
-    one_connection: aioredis.Redis, redis_url: str
+    one_connection: BoardClient, redis_url: str
 ) -> None:
     other = aioredis.Redis.from_url(redis_url)
     attempts = 0
@@ -63,8 +61,7 @@ async def test_a_gate_runs_once_though_the_transaction_is_retried_after_a_lost_r
 
     verdicts: list[int] = []
     try:
-        replies = await run_transaction(
-            one_connection,
+        replies = await one_connection.transaction(
             ["k"],
             body,
             max_retries=3,
@@ -76,27 +73,26 @@ async def test_a_gate_runs_once_though_the_transaction_is_retried_after_a_lost_r
     assert attempts == 2
     assert verdicts == [1]
     assert replies == [b"OK"]
-    assert await one_connection.get("gate-runs") == b"1"
-    assert await one_connection.get("k") == b"ours"
+    assert await one_connection.redis.get("gate-runs") == b"1"
+    assert await one_connection.redis.get("k") == b"ours"
 
 
 @pytest.mark.parametrize("refused_by", ["gate", "body"])
 async def test_a_refused_transaction_leaves_its_connection_watching_nothing(
-    one_connection: aioredis.Redis, redis_url: str, refused_by: str
+    one_connection: BoardClient, redis_url: str, refused_by: str
 ) -> None:
     async def refusing_body(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], Any]:
         raise Refused
 
     with pytest.raises(Refused):
-        await run_transaction(
-            one_connection,
+        await one_connection.transaction(
             ["k"],
             refusing_body if refused_by == "body" else set_to(b"never"),
             max_retries=0,
             first_reads=[("GET", "k")],
             gate=counting_gate([], refuse=refused_by == "gate"),
         )
-    assert await one_connection.get("k") is None
+    assert await one_connection.redis.get("k") is None
     # Another client changes "k"; the next transaction on the same pooled connection watches
     # "j" only. A WATCH on "k" left over from the refusal would fail its EXEC, and with no
     # retry allowed, raise Contended.
@@ -105,15 +101,15 @@ async def test_a_refused_transaction_leaves_its_connection_watching_nothing(
         await other.set("k", b"theirs")
     finally:
         await other.aclose()
-    first, replies = await run_transaction(
-        one_connection, ["j"], set_to(b"mine"), max_retries=0, first_reads=[("GET", "j")]
+    first, replies = await one_connection.transaction(
+        ["j"], set_to(b"mine"), max_retries=0, first_reads=[("GET", "j")]
     )
     assert (first, replies) == ([None], [b"OK"])
-    assert await one_connection.get("k") == b"mine"
+    assert await one_connection.redis.get("k") == b"mine"
 
 
 async def test_exhausted_retries_raise_contended_and_write_nothing(
-    one_connection: aioredis.Redis, redis_url: str
+    one_connection: BoardClient, redis_url: str
 ) -> None:
     other = aioredis.Redis.from_url(redis_url)
 
@@ -125,15 +121,15 @@ async def test_exhausted_retries_raise_contended_and_write_nothing(
 
     try:
         with pytest.raises(Contended):
-            await run_transaction(one_connection, ["k"], always_loses, max_retries=2)
+            await one_connection.transaction(["k"], always_loses, max_retries=2)
     finally:
         await other.aclose()
-    assert await one_connection.get("k") == b"3"
-    assert await one_connection.get("mine") is None
+    assert await one_connection.redis.get("k") == b"3"
+    assert await one_connection.redis.get("mine") is None
 
 
 async def test_a_command_refused_in_the_queue_aborts_the_whole_transaction(
-    one_connection: aioredis.Redis,
+    one_connection: BoardClient,
 ) -> None:
     async def body(tx: Transaction, first: list[Any]) -> Callable[[list[Any]], Any]:
         tx.multi()
@@ -142,10 +138,10 @@ async def test_a_command_refused_in_the_queue_aborts_the_whole_transaction(
         return lambda replies: replies
 
     with pytest.raises(Unavailable, match=r"EXECABORT|wrong number of arguments"):
-        await run_transaction(one_connection, ["k"], body, max_retries=0)
-    assert await one_connection.get("k") is None
+        await one_connection.transaction(["k"], body, max_retries=0)
+    assert await one_connection.redis.get("k") is None
     # The connection is in step: the next transaction on it reads its own replies.
-    first, replies = await run_transaction(
-        one_connection, ["k"], set_to(b"after"), max_retries=0, first_reads=[("PING",)]
+    first, replies = await one_connection.transaction(
+        ["k"], set_to(b"after"), max_retries=0, first_reads=[("PING",)]
     )
     assert (first, replies) == ([b"PONG"], [b"OK"])

@@ -7,7 +7,8 @@ whether a note it may not read exists or not.
 
 from __future__ import annotations
 
-from support import GatewayProcess, agent_token, call, mcp_client
+from app_support import InProcessGateway
+from support import agent_token, call
 
 from blackboard_mcp.auth import TokenIssuer
 
@@ -15,9 +16,9 @@ SECRET_DIGEST = "the merger closes on friday at 9"
 SECRET_BODY = "the price is 41 per share; " * 8
 
 
-async def seed(gateway: GatewayProcess, issuer: TokenIssuer, workspace: str) -> None:
+async def seed(app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str) -> None:
     owner = agent_token(issuer, workspace, sub="owner")
-    async with mcp_client(gateway.mcp_url, owner) as client:
+    async with app_gateway.mcp_client(owner) as client:
         for uri, kwargs in (
             (f"bb://{workspace}/beta/plan", {"body": SECRET_BODY}),
             (f"bb://{workspace}/beta/grid", {"columns": ["a", "b"], "rows": [["1", "2"]]}),
@@ -35,11 +36,11 @@ def leaks(body: dict[str, object], workspace: str) -> list[str]:
 
 
 async def test_a_write_only_conflict_carries_the_version_but_never_the_digest(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    await seed(gateway, issuer, workspace)
+    await seed(app_gateway, issuer, workspace)
     writer = agent_token(issuer, workspace, sub="writer", read=["alpha"], write=["beta"])
-    async with mcp_client(gateway.mcp_url, writer) as client:
+    async with app_gateway.mcp_client(writer) as client:
         for expect_version in (0, 7):
             err, body = await call(
                 client,
@@ -55,7 +56,7 @@ async def test_a_write_only_conflict_carries_the_version_but_never_the_digest(
             assert leaks(body, workspace) == []
     # A caller that may read the topic still gets the digest it needs to merge.
     reader = agent_token(issuer, workspace, sub="reader", read=["beta"], write=["beta"])
-    async with mcp_client(gateway.mcp_url, reader) as client:
+    async with app_gateway.mcp_client(reader) as client:
         err, body = await call(
             client,
             "update_state",
@@ -68,11 +69,11 @@ async def test_a_write_only_conflict_carries_the_version_but_never_the_digest(
 
 
 async def test_a_write_only_append_error_tells_nothing_of_the_note(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    await seed(gateway, issuer, workspace)
+    await seed(app_gateway, issuer, workspace)
     writer = agent_token(issuer, workspace, sub="writer", read=[], write=["beta"])
-    async with mcp_client(gateway.mcp_url, writer) as client:
+    async with app_gateway.mcp_client(writer) as client:
         # Too long only with the stored text: the size of the stored text must not show.
         err, body = await call(
             client,
@@ -93,12 +94,12 @@ async def test_a_write_only_append_error_tells_nothing_of_the_note(
 
 
 async def test_a_link_to_an_unreadable_note_is_forbidden_whether_it_exists_or_not(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    await seed(gateway, issuer, workspace)
+    await seed(app_gateway, issuer, workspace)
     writer = agent_token(issuer, workspace, sub="writer", read=["alpha"], write=["beta"])
     answers = []
-    async with mcp_client(gateway.mcp_url, writer) as client:
+    async with app_gateway.mcp_client(writer) as client:
         for target in ("gamma/x", "gamma/missing"):
             err, body = await call(
                 client,
@@ -114,21 +115,21 @@ async def test_a_link_to_an_unreadable_note_is_forbidden_whether_it_exists_or_no
 
 
 async def test_a_write_only_link_does_not_tell_which_links_existed(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    await seed(gateway, issuer, workspace)
+    await seed(app_gateway, issuer, workspace)
     link = {
         "src": f"bb://{workspace}/beta/plan",
         "rel": "cites",
         "dst": [f"bb://{workspace}/alpha/mine"],
     }
     owner = agent_token(issuer, workspace, sub="owner")
-    async with mcp_client(gateway.mcp_url, owner) as client:
+    async with app_gateway.mcp_client(owner) as client:
         err, body = await call(client, "link_state", **link)
         assert not err and body["warnings"] == []
         err, body = await call(client, "link_state", **link)
         assert not err and body["warnings"] == ["1 of these links already existed"]
     writer = agent_token(issuer, workspace, sub="writer", read=["alpha"], write=["beta"])
-    async with mcp_client(gateway.mcp_url, writer) as client:
+    async with app_gateway.mcp_client(writer) as client:
         err, body = await call(client, "link_state", **link)
         assert not err and body["warnings"] == []

@@ -3,8 +3,10 @@
 An agent framework's MCP client may need another ``mcp`` than the server's (LangChain's adapters
 still speak mcp 1.x), so each framework runs in a virtualenv of its own under
 ``tests/frameworks/<name>/.venv``, made from ``tests/frameworks/<name>/requirements.txt`` (exact
-pins). It is reinstalled only when the pins change: a stamp beside it holds their digest. As with
-the npm clients, a failed install fails the test on CI and skips it elsewhere.
+pins). It is reinstalled only when the pins change: a stamp beside it holds their digest. The
+run starts the installs its framework tests need in the background as soon as it has collected
+them (tests/conftest.py), so they overlap the other tests. As with the npm clients, a failed
+install fails the test on CI and skips it elsewhere.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import NoReturn
 
@@ -49,7 +54,50 @@ def pinned_versions(name: str) -> dict[str, str]:
 
 
 def framework_python(name: str) -> Path:
-    """The interpreter of ``tests/frameworks/<name>/.venv``, installed if its pins changed."""
+    """The interpreter of ``tests/frameworks/<name>/.venv``, installed if its pins changed
+    (or waited for, when ``install_in_background`` started its install)."""
+    pending = _installs.get(name)
+    failure = pending.result() if pending is not None else _install(name)
+    if failure is not None:
+        _install_failed(name, failure)
+    return FRAMEWORKS_DIR / name / ".venv" / "bin" / "python"
+
+
+def install_in_background(names: Iterable[str]) -> None:
+    """Start installing the environments of ``names`` now, a few at a time, so that they are
+    ready (or their failure known) when a test first asks ``framework_python`` for one."""
+    for name in sorted(set(names) - _installs.keys()):
+        if (FRAMEWORKS_DIR / name / "requirements.txt").is_file():
+            pending: Future[str | None] = Future()
+            _installs[name] = pending
+            threading.Thread(
+                target=_install_into, args=(name, pending), name=f"install-{name}"
+            ).start()
+
+
+def finish_installs() -> None:
+    """Wait for the installs started here: a process that ends first (a worker out of tests,
+    a run stopped by -x) would otherwise leave one half made, its lock freed for another."""
+    for pending in _installs.values():
+        pending.exception()
+
+
+_installs: dict[str, Future[str | None]] = {}
+# Installs at once: each is mostly download and unpacking, two cores are shared with the tests.
+_install_slots = threading.Semaphore(3)
+
+
+def _install_into(name: str, pending: Future[str | None]) -> None:
+    with _install_slots:
+        try:
+            pending.set_result(_install(name))
+        except BaseException as exc:
+            pending.set_exception(exc)
+
+
+def _install(name: str) -> str | None:
+    """Install ``tests/frameworks/<name>/.venv`` unless its stamp matches the pins; None when
+    it is ready, else why it could not be made."""
     folder = FRAMEWORKS_DIR / name
     requirements = folder / "requirements.txt"
     venv = folder / ".venv"
@@ -60,7 +108,7 @@ def framework_python(name: str) -> Path:
         # Two pytest processes on one checkout must not build the same environment at once.
         fcntl.flock(lock, fcntl.LOCK_EX)
         if python.is_file() and stamp.is_file() and stamp.read_text() == digest:
-            return python
+            return None
         shutil.rmtree(venv, ignore_errors=True)
         steps = [
             [sys.executable, "-m", "venv", str(venv)],
@@ -77,11 +125,11 @@ def framework_python(name: str) -> Path:
                     check=False,
                 )
             except subprocess.TimeoutExpired:
-                _install_failed(name, f"no result after {INSTALL_TIMEOUT_SECONDS} s")
+                return f"no result after {INSTALL_TIMEOUT_SECONDS} s"
             if done.returncode != 0:
-                _install_failed(name, done.stderr[-2000:] or f"exit {done.returncode}")
+                return done.stderr[-2000:] or f"exit {done.returncode}"
         stamp.write_text(digest)
-    return python
+    return None
 
 
 def installed_versions(python: Path, names: list[str]) -> dict[str, str]:

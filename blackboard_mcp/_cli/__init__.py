@@ -7,7 +7,7 @@ from ._durations import FORMAT as DURATION_FORMAT
 from ._durations import parse_duration
 from ._errors import CliError, ConfigurationError, RedisUnreachable, run_command
 from ._health import add_health_command, probe_gateway
-from ._keys import DEFAULT_SECRET_FILE, with_signing_key
+from ._key_files import DEFAULT_SECRET_FILE, with_signing_key
 from ._redis import (
     EMBEDDED_URL_FILE,
     check_redis_reachable,

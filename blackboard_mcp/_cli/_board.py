@@ -9,8 +9,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
+from blackboard_mcp import _composition
 from blackboard_mcp.auth import AuditRecord
-from blackboard_mcp.settings import Settings, board_limits
+from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import Board, RedisAuditLog
 
 from ._errors import CliError
@@ -30,9 +31,7 @@ def operator() -> str:
 
 @contextlib.asynccontextmanager
 async def open_board(settings: Settings) -> AsyncIterator[Board]:
-    board = Board.from_url(
-        redis_url(settings), limits=board_limits(settings), cluster=settings.redis_cluster
-    )
+    board = _composition.open_board(settings, url=redis_url(settings))
     try:
         yield board
     finally:

@@ -18,9 +18,10 @@ from typing import ClassVar, NoReturn
 
 from pydantic import ValidationError
 
+from blackboard_mcp._composition import read_settings
 from blackboard_mcp.errors import BoardError, StartupError
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import failure_reason, set_redis_timeout
+from blackboard_mcp.store import failure_reason
 
 PROG = "blackboard-mcp"
 RUNTIME_FAILURE = 1
@@ -119,8 +120,7 @@ def run_command(
     """Read the settings, then run one command with them; a failure (a malformed setting
     included) prints two lines on stderr, a traceback only when debugging."""
     try:
-        settings = Settings()
-        set_redis_timeout(settings.redis_timeout_seconds)
+        settings = read_settings()
         return func(args, settings)
     except KeyboardInterrupt:
         return 130

@@ -78,9 +78,9 @@ def cmd_health(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _board_health(url: str, settings: Settings) -> dict[str, object]:
-    from blackboard_mcp.store import Board
+    from blackboard_mcp._composition import open_board
 
-    board = Board.from_url(url, cluster=settings.redis_cluster)
+    board = open_board(settings, url=url)
     try:
         return await board.health()
     finally:

@@ -9,7 +9,7 @@ import sys
 from blackboard_mcp.settings import Settings, default_data_dir
 
 from ._errors import ConfigurationError
-from ._keys import DEFAULT_SECRET_FILE, with_signing_key
+from ._key_files import DEFAULT_SECRET_FILE, with_signing_key
 from ._redis import check_redis_reachable, require_embedded_binaries
 from ._tokens import issue_admin
 

@@ -50,16 +50,17 @@ def cmd_token_list(args: argparse.Namespace, settings: Settings) -> int:
 async def _listing(
     url: str, settings: Settings, workspace: str, subject: str | None
 ) -> list[ListedToken]:
+    from blackboard_mcp._composition import open_key_client
     from blackboard_mcp.gateway import RecordedTokens
-    from blackboard_mcp.store import RedisTokenInventory, open_client
+    from blackboard_mcp.store import RedisTokenInventory
 
-    client = open_client(url, cluster=settings.redis_cluster)
+    client = open_key_client(settings, url=url)
     try:
         return await RecordedTokens(RedisTokenInventory(client=client)).listing(
             workspace, subject=subject
         )
     finally:
-        await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+        await client.aclose()
 
 
 def _table(rows: list[dict[str, object]]) -> str:
@@ -84,11 +85,12 @@ def _table(rows: list[dict[str, object]]) -> str:
 
 
 def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
-    from blackboard_mcp.auth import AuthError, Revoker
+    from blackboard_mcp._composition import open_key_client, token_revoker
+    from blackboard_mcp.auth import AuthError
     from blackboard_mcp.gateway import RecordedTokens
-    from blackboard_mcp.store import RedisRevocationList, RedisTokenInventory, open_client
+    from blackboard_mcp.store import RedisRevocationList, RedisTokenInventory
 
-    from ._tokens import offline_verifier
+    from ._key_files import offline_verifier
 
     presented = None
     if args.token:
@@ -106,12 +108,11 @@ def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
         return 2
 
     async def run() -> str:
-        client = open_client(url, cluster=settings.redis_cluster)
-        revoker = Revoker(
+        client = open_key_client(settings, url=url)
+        revoker = token_revoker(
+            settings,
             revocations=RedisRevocationList(client=client),
             inventory=RecordedTokens(RedisTokenInventory(client=client)),
-            max_ttl_seconds=settings.max_token_ttl,
-            leeway=settings.jwt_leeway_seconds,
         )
         try:
             if presented is not None:
@@ -120,7 +121,7 @@ def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
                 return await revoker.revoke_token_id(args.workspace, args.id, force=args.force)
             return await revoker.revoke_subject(args.workspace, args.sub, force=args.force)
         finally:
-            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+            await client.aclose()
 
     url = redis_url(settings)
     try:

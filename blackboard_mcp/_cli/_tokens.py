@@ -16,12 +16,12 @@ from ._delegate import add_delegate_command
 from ._durations import FORMAT as DURATION_FORMAT
 from ._durations import parse_duration
 from ._errors import ConfigurationError, RedisUnreachable
-from ._keys import with_signing_key
+from ._key_files import key_issuer, offline_verifier, with_signing_key
 from ._redis import redis_failures, redis_url
 from ._token_admin import add_token_admin_commands
 
 if TYPE_CHECKING:
-    from blackboard_mcp.auth import Grant, TokenIssuer, TokenVerifier
+    from blackboard_mcp.auth import Grant
 
 DEFAULT_AGENT_TTL = 24 * 3600
 # Who the inventory says issued a token the CLI made: whoever holds the signing key here.
@@ -43,23 +43,6 @@ def _capabilities(text: str) -> list[str]:
     return names
 
 
-def _issuer(settings: Settings) -> TokenIssuer:
-    from blackboard_mcp.auth import TokenIssuer, keys_from_settings
-
-    signing, _ = keys_from_settings(settings)
-    if signing is None:
-        raise ConfigurationError(
-            "no signing key is configured here, only keys to verify with",
-            hint="set BB_JWT_SECRET_FILE or BB_JWT_PRIVATE_KEY_FILE to the server's signing key",
-        )
-    return TokenIssuer(
-        signing_key=signing,
-        issuer=settings.jwt_issuer,
-        audience=settings.jwt_audience,
-        max_ttl_seconds=settings.max_token_ttl,
-    )
-
-
 ADMIN_CAPABILITIES = ["admin", "board_read", "board_write", "file_read"]
 
 
@@ -77,14 +60,15 @@ def issue_on_record(
     issued_by: str,
 ) -> str:
     """Sign a token and record it in the board's token inventory (its Redis at ``url``)."""
+    from blackboard_mcp._composition import open_key_client
     from blackboard_mcp.auth import issue_recorded
     from blackboard_mcp.gateway import RecordedTokens
-    from blackboard_mcp.store import RedisTokenInventory, open_client
+    from blackboard_mcp.store import RedisTokenInventory
 
-    issuer = _issuer(settings)
+    issuer = key_issuer(settings)
 
     async def run() -> str:
-        client = open_client(url, cluster=settings.redis_cluster)
+        client = open_key_client(settings, url=url)
         try:
             token, _ = await issue_recorded(
                 issuer,
@@ -100,7 +84,7 @@ def issue_on_record(
             )
             return token
         finally:
-            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+            await client.aclose()
 
     with redis_failures(url):
         return asyncio.run(run())
@@ -147,7 +131,7 @@ def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
         (["*"], ["*"], ADMIN_CAPABILITIES) if args.admin else (args.read, args.write, args.cap)
     )
     subject = args.sub or "admin"
-    issuer = _issuer(keyed)
+    issuer = key_issuer(keyed)
     try:
         issuer.check_request(
             subject=subject, workspace=args.workspace, read=read, write=write, ttl_seconds=ttl
@@ -190,24 +174,6 @@ def _unusable(args: argparse.Namespace) -> str | None:
     return None
 
 
-def offline_verifier(settings: Settings, *, leeway: int | None = None) -> TokenVerifier:
-    """A verifier with this data dir's keys that checks signature and claims, not revocation.
-
-    ``leeway`` past the configured one lets `token inspect` read an expired token's claims.
-    """
-    from blackboard_mcp.auth import NoRevocations, TokenVerifier, keys_from_settings
-
-    keyed, _ = with_signing_key(settings, create=False)
-    return TokenVerifier(
-        keys=keys_from_settings(keyed)[1],
-        issuer=settings.jwt_issuer,
-        audience=settings.jwt_audience,
-        leeway=settings.jwt_leeway_seconds if leeway is None else leeway,
-        revocations=NoRevocations(),
-        max_ttl_seconds=settings.max_token_ttl,
-    )
-
-
 def cmd_token_inspect(args: argparse.Namespace, settings: Settings) -> int:
     """The token's claims with ISO times and its status; exit 1 unless it is valid now."""
     from blackboard_mcp.auth import AuthError, TokenExpired
@@ -238,7 +204,8 @@ def cmd_token_inspect(args: argparse.Namespace, settings: Settings) -> int:
 def _revocation(settings: Settings, grant: Grant) -> str:
     """``revoked``, ``not revoked``, or why it could not be checked (the board is elsewhere)."""
 
-    from blackboard_mcp.store import RedisRevocationList, open_client
+    from blackboard_mcp._composition import open_key_client
+    from blackboard_mcp.store import RedisRevocationList
 
     try:
         url = redis_url(settings)
@@ -246,11 +213,11 @@ def _revocation(settings: Settings, grant: Grant) -> str:
         return "not checked: no BB_REDIS_URL and no running `serve` on BB_DATA_DIR"
 
     async def run() -> bool:
-        client = open_client(url, cluster=settings.redis_cluster)
+        client = open_key_client(settings, url=url)
         try:
             return await RedisRevocationList(client=client).is_revoked(grant)
         finally:
-            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+            await client.aclose()
 
     try:
         with redis_failures(url):

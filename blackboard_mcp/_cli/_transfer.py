@@ -11,6 +11,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
+from types import FrameType, TracebackType
 from typing import IO
 
 from blackboard_mcp.settings import Settings
@@ -121,7 +122,12 @@ class _output:
         self._file = os.fdopen(fd, "w", encoding="utf-8")
         return self._file
 
-    def __exit__(self, kind: object, *_rest: object) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        _exc: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> None:
         if self._file is None or self._temp is None or self._path is None:
             sys.stdout.flush()
             return
@@ -240,7 +246,7 @@ class ImportStopped(CliError):
     """An import that failed part-way: running it again completes it."""
 
 
-def _interrupt(_signum: int, _frame: object) -> None:
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
     # SIGTERM stops an import as Ctrl-C does, so that it says how far it got.
     raise KeyboardInterrupt
 

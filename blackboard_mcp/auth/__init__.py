@@ -35,18 +35,11 @@ from ._errors import (
     UnknownKey,
     WrongWorkspace,
 )
-from ._external import ExternalTokens, external_tokens_from_settings
+from ._external import ExternalTokens
 from ._grants import Grant
 from ._inventory import ListedToken, Status, TokenInventory, TokenRecord
 from ._issuing import issue_recorded, record_of
 from ._jwks import KeySource
-from ._keys import (
-    SigningKey,
-    VerificationKeys,
-    generate_ed25519_keypair,
-    generate_hs_secret_file,
-    keys_from_settings,
-)
 from ._names import (
     CAPABILITIES,
     SUBJECT_PATTERN,
@@ -66,7 +59,20 @@ from ._scopes import (
     topic_matches,
 )
 from ._secrets import SecretResolver, SecretValue
-from ._tb import Contract, ToolRequirements, load_board_contract, parse_contract
+from ._signing_keys import (
+    SigningKey,
+    VerificationKeys,
+    generate_ed25519_keypair,
+    generate_hs_secret_file,
+    load_signing_keys,
+)
+from ._tb import (
+    Contract,
+    Requirements,
+    ToolRequirements,
+    load_board_contract,
+    parse_contract,
+)
 from ._tokens import (
     DEFAULT_MAX_TOKEN_TTL,
     MAX_DELEGATION_DEPTH,
@@ -116,6 +122,7 @@ __all__ = [
     "NotAdmin",
     "NotIssued",
     "PartialAdmin",
+    "Requirements",
     "RevocationList",
     "Revoker",
     "SecretResolver",
@@ -143,7 +150,6 @@ __all__ = [
     "check_pattern",
     "check_usable",
     "delegated_ttl",
-    "external_tokens_from_settings",
     "generate_ed25519_keypair",
     "generate_hs_secret_file",
     "grant_of",
@@ -152,8 +158,8 @@ __all__ = [
     "is_workspace",
     "issue_for_admin",
     "issue_recorded",
-    "keys_from_settings",
     "load_board_contract",
+    "load_signing_keys",
     "parse_contract",
     "parse_scope",
     "pattern_covers",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import Generic, TypeVar
 
 from ._errors import (
     ContractError,
@@ -16,19 +16,24 @@ from ._errors import (
     WrongWorkspace,
 )
 from ._grants import Grant
-from ._tb import Contract, ToolRequirements
+from ._tb import Contract, Requirements, ToolRequirements
+
+# What a tool is bound to: its handler, or whatever the host keeps to run it.
+H = TypeVar("H")
 
 
-class Manifest:
-    """A handler per contract tool: no contract, no registration; no binding, no call."""
+class Manifest(Generic[H]):
+    """A handler per contract tool: no contract, no registration; no binding, no call.
+
+    An endpoint (a way in that is not a tool) runs only on what the contract states for it."""
 
     def __init__(self, contract: Contract) -> None:
         self._contract = contract
-        self._handlers: dict[str, Any] = {}
+        self._handlers: dict[str, H] = {}
         # Looked up on every call: index by MCP name once rather than derive names each time.
         self._requirements = {t.mcp_name: t for t in contract.tools.values()}
 
-    def bind(self, mcp_name: str, handler: Any) -> None:
+    def bind(self, mcp_name: str, handler: H) -> None:
         if mcp_name not in self._requirements:
             raise ContractError(f"{mcp_name} has no contract; declare it in the .tb file first")
         self._handlers[mcp_name] = handler
@@ -46,10 +51,20 @@ class Manifest:
             raise ContractError(f"{mcp_name} has no contract")
         return tool
 
-    def handler(self, mcp_name: str) -> Any:
+    def handler(self, mcp_name: str) -> H:
         if mcp_name not in self._handlers:
             raise ContractError(f"{mcp_name} has no handler bound")
         return self._handlers[mcp_name]
+
+    def bound(self, mcp_name: str) -> H | None:
+        """The handler bound to ``mcp_name``, or None for a name that is no bound tool."""
+        return self._handlers.get(mcp_name)
+
+    def endpoint(self, name: str) -> Requirements:
+        endpoint = self._contract.endpoints.get(name)
+        if endpoint is None:
+            raise ContractError(f"{name} has no contract; declare it in the .tb file first")
+        return endpoint
 
 
 class Authorizer:
@@ -58,7 +73,7 @@ class Authorizer:
     def authorize(
         self,
         grant: Grant | None,
-        tool: ToolRequirements,
+        tool: Requirements,
         *,
         arguments_present: AbstractSet[str],
         workspace: str,
@@ -85,12 +100,14 @@ class Authorizer:
         for capability in sorted(tool.capabilities_for(arguments_present)):
             if not grant.has_capability(capability):
                 raise MissingCapability(
-                    f"{tool.mcp_name} requires capability {capability!r}", capability=capability
+                    f"{tool.audit_name} requires capability {capability!r}", capability=capability
                 )
         if tool.memory_reads and not grant.read_topics and not reads_catch_up_only:
-            raise MissingMemoryGrant(f"{tool.mcp_name} reads the board; the token reads nothing")
+            raise MissingMemoryGrant(f"{tool.audit_name} reads the board; the token reads nothing")
         if tool.memory_writes and not grant.write_topics:
-            raise MissingMemoryGrant(f"{tool.mcp_name} writes the board; the token writes nothing")
+            raise MissingMemoryGrant(
+                f"{tool.audit_name} writes the board; the token writes nothing"
+            )
         for topic in sorted(read_topics):
             if not grant.can_read(topic):
                 raise TopicNotReadable(f"the token may not read topic {topic!r}", topic=topic)
@@ -99,4 +116,6 @@ class Authorizer:
                 raise TopicNotWritable(f"the token may not write topic {topic!r}", topic=topic)
         for handle in sorted(tool.secrets):
             if handle not in grant.secrets:
-                raise MissingSecret(f"{tool.mcp_name} needs secret handle {handle}", handle=handle)
+                raise MissingSecret(
+                    f"{tool.audit_name} needs secret handle {handle}", handle=handle
+                )

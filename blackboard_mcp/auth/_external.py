@@ -15,15 +15,13 @@ from typing import Any
 
 import jwt
 
-from blackboard_mcp.settings import Settings
-
 from ._decoding import check_lifetime, decode_claims
 from ._errors import TokenInvalid
 from ._grants import Grant
-from ._jwks import KeySource, algorithms_for
+from ._jwks import KeySource
 from ._oauth_scopes import grant_from_scopes
 
-# With the subject claim (BB_OAUTH_SUBJECT_CLAIM), checked when the grant is made.
+# With the subject claim (``subject_claim``), checked when the grant is made.
 REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud"]
 
 
@@ -78,7 +76,7 @@ class ExternalTokens:
         claims = decode_claims(
             token,
             key.key,
-            algorithms=algorithms_for(key),
+            algorithms=list(key.algorithms),
             audience=self._audiences,
             issuer=issuer,
             leeway=self._leeway,
@@ -101,38 +99,3 @@ def token_id_of(claims: Mapping[str, Any], token: str) -> str:
         if isinstance(value, str) and value:
             return value
     return "sha256-" + hashlib.sha256(token.encode()).hexdigest()[:40]
-
-
-def external_tokens_from_settings(settings: Settings, *, resource: str) -> ExternalTokens | None:
-    """The external issuers of the settings, or None when there are none.
-
-    ``resource`` is this board's resource identifier, the audience every external token
-    must name (besides any ``BB_OAUTH_AUDIENCE``).
-    """
-    if not settings.oauth_issuer:
-        return None
-    shared = (
-        _source(settings, jwks_url=settings.oauth_jwks_url) if settings.oauth_jwks_url else None
-    )
-    sources = {
-        issuer: shared or _source(settings, issuer=issuer) for issuer in settings.oauth_issuer
-    }
-    return ExternalTokens(
-        sources=sources,
-        audiences=[resource, *settings.oauth_audience],
-        leeway=settings.jwt_leeway_seconds,
-        max_ttl_seconds=settings.max_token_ttl,
-        subject_claim=settings.oauth_subject_claim,
-    )
-
-
-def _source(
-    settings: Settings, *, jwks_url: str | None = None, issuer: str | None = None
-) -> KeySource:
-    return KeySource(
-        jwks_url=jwks_url,
-        issuer=issuer,
-        timeout_seconds=settings.oauth_fetch_timeout_seconds,
-        cache_seconds=settings.oauth_jwks_cache_seconds,
-        refetch_seconds=settings.oauth_refetch_seconds,
-    )

@@ -13,6 +13,12 @@ Grammar (indentation marks a block's clauses)::
         requires cap when argument   # needed only when the call gives that argument
         secrets HANDLE, HANDLE
         uses memory Name read|write
+    endpoint name/part           # a way in that is not a tool (a resource, a listen, a page's API)
+        requires cap, cap
+        uses memory Name read|write
+
+An endpoint takes and gives no contract type: what it reads is the board's, through its own
+path. It states what a token needs for it to run, and the audit names it as written.
 """
 
 from __future__ import annotations
@@ -22,18 +28,21 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import TypedDict
 
 from ._errors import ContractError
 
 _BUILTINS = {"Text", "Int", "Float", "Bool", "Json"}
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+# An endpoint's name: lower-case words joined by slashes ("resources/read", "board/topics").
+_ENDPOINT = r"[a-z][a-z_]*(?:/[a-z][a-z_]*)+"
 
 
-@dataclass(frozen=True)
-class ToolRequirements:
+@dataclass(frozen=True, kw_only=True)
+class Requirements:
+    """What a token must hold for one way into the board to run, as the contract states it."""
+
     name: str
-    input_type: str
-    output_type: str
     capabilities: frozenset[str]
     conditional_capabilities: Mapping[str, frozenset[str]]  # argument -> capabilities
     secrets: frozenset[str]
@@ -41,8 +50,9 @@ class ToolRequirements:
     memory_writes: frozenset[str]
 
     @property
-    def mcp_name(self) -> str:
-        return re.sub(r"(?<!^)(?=[A-Z])", "_", self.name).lower()
+    def audit_name(self) -> str:
+        """The name its refusals, its audit records and its metrics give it."""
+        return self.name
 
     def capabilities_for(self, arguments_present: AbstractSet[str]) -> frozenset[str]:
         extra = [
@@ -51,12 +61,28 @@ class ToolRequirements:
         return self.capabilities.union(*extra)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ToolRequirements(Requirements):
+    input_type: str
+    output_type: str
+
+    @property
+    def mcp_name(self) -> str:
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", self.name).lower()
+
+    @property
+    def audit_name(self) -> str:
+        return self.mcp_name
+
+
 @dataclass(frozen=True)
 class Contract:
     module: str
     types: Mapping[str, Mapping[str, str]]
     memories: frozenset[str]
     tools: Mapping[str, ToolRequirements]
+    # By name as written, which is also the MCP method or the page's path it stands for.
+    endpoints: Mapping[str, Requirements] = field(default_factory=dict)
 
     def by_mcp_name(self, name: str) -> ToolRequirements | None:
         for tool in self.tools.values():
@@ -89,6 +115,7 @@ def parse_contract(text: str, filename: str = "<contract>") -> Contract:
     types: dict[str, dict[str, str]] = {}
     memories: set[str] = set()
     drafts: dict[str, _ToolDraft] = {}
+    endpoint_drafts: dict[str, _ToolDraft] = {}
     block: tuple[str, str] | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         where = f"{filename}:{number}"
@@ -112,8 +139,13 @@ def parse_contract(text: str, filename: str = "<contract>") -> Contract:
                     raise ContractError(f"{where}: tool {words[1]} is declared twice")
                 drafts[words[1]] = _ToolDraft(number)
                 block = ("tool", words[1])
+            elif head == "endpoint" and len(words) == 2 and re.fullmatch(_ENDPOINT, words[1]):
+                if words[1] in endpoint_drafts:
+                    raise ContractError(f"{where}: endpoint {words[1]} is declared twice")
+                endpoint_drafts[words[1]] = _ToolDraft(number)
+                block = ("endpoint", words[1])
             else:
-                raise ContractError(f"{where}: expected module, memory, type or tool")
+                raise ContractError(f"{where}: expected module, memory, type, tool or endpoint")
             continue
         if block is None:
             raise ContractError(f"{where}: an indented clause outside a type or tool")
@@ -124,9 +156,12 @@ def parse_contract(text: str, filename: str = "<contract>") -> Contract:
                 raise ContractError(f"{where}: expected `field is Type`")
             types[name][match.group(1)] = match.group(2).strip()
             continue
-        draft = drafts[name]
+        draft = drafts[name] if kind == "tool" else endpoint_drafts[name]
         clause = words[0]
         rest = line.strip()[len(clause) :].strip()
+        if kind == "endpoint" and clause not in ("requires", "uses"):
+            # What an endpoint takes and gives is its protocol's, not the contract's.
+            raise ContractError(f"{where}: unknown clause {clause!r} in endpoint {name}")
         if clause == "takes":
             match = re.fullmatch(rf"({_IDENT})\s+as\s+({_IDENT})", rest)
             if not match:
@@ -148,7 +183,7 @@ def parse_contract(text: str, filename: str = "<contract>") -> Contract:
                 raise ContractError(f"{where}: expected `uses memory Name read|write`")
             (draft.reads if match.group(2) == "read" else draft.writes).add(match.group(1))
         else:
-            raise ContractError(f"{where}: unknown clause {clause!r} in tool {name}")
+            raise ContractError(f"{where}: unknown clause {clause!r} in {kind} {name}")
     known = set(types) | _BUILTINS
     for type_name, fields in types.items():
         for field_name, field_type in fields.items():
@@ -165,20 +200,42 @@ def parse_contract(text: str, filename: str = "<contract>") -> Contract:
         for used in (draft.takes, draft.gives):
             if used not in known:
                 raise ContractError(f"{where}: tool {name} uses undefined type {used}")
-        for memory in draft.reads | draft.writes:
-            if memory not in memories:
-                raise ContractError(f"{where}: tool {name} uses undefined memory {memory}")
+        _check_memories(draft, f"{where}: tool {name}", memories)
         tools[name] = ToolRequirements(
             name=name,
             input_type=draft.takes,
             output_type=draft.gives,
-            capabilities=frozenset(draft.caps),
-            conditional_capabilities={k: frozenset(v) for k, v in draft.conditional.items()},
-            secrets=frozenset(draft.secrets),
-            memory_reads=frozenset(draft.reads),
-            memory_writes=frozenset(draft.writes),
+            **_requirements(draft),
         )
-    return Contract(module, types, frozenset(memories), tools)
+    endpoints: dict[str, Requirements] = {}
+    for name, draft in endpoint_drafts.items():
+        _check_memories(draft, f"{filename}:{draft.line}: endpoint {name}", memories)
+        endpoints[name] = Requirements(name=name, **_requirements(draft))
+    return Contract(module, types, frozenset(memories), tools, endpoints)
+
+
+def _check_memories(draft: _ToolDraft, where: str, memories: AbstractSet[str]) -> None:
+    for memory in sorted(draft.reads | draft.writes):
+        if memory not in memories:
+            raise ContractError(f"{where} uses undefined memory {memory}")
+
+
+class _RequirementFields(TypedDict):
+    capabilities: frozenset[str]
+    conditional_capabilities: Mapping[str, frozenset[str]]
+    secrets: frozenset[str]
+    memory_reads: frozenset[str]
+    memory_writes: frozenset[str]
+
+
+def _requirements(draft: _ToolDraft) -> _RequirementFields:
+    return {
+        "capabilities": frozenset(draft.caps),
+        "conditional_capabilities": {k: frozenset(v) for k, v in draft.conditional.items()},
+        "secrets": frozenset(draft.secrets),
+        "memory_reads": frozenset(draft.reads),
+        "memory_writes": frozenset(draft.writes),
+    }
 
 
 def load_board_contract() -> Contract:

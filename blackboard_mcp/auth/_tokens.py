@@ -21,10 +21,10 @@ from ._errors import (
 )
 from ._external import ExternalTokens
 from ._grants import Grant
-from ._keys import SigningKey, VerificationKeys
 from ._names import is_subject, is_token_id, is_workspace
 from ._revocations import RevocationList
 from ._scopes import check_pattern, pattern_covers
+from ._signing_keys import SigningKey, VerificationKeys
 
 REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud", "sub", "jti"]
 MAX_TOKEN_CHARS = 8192
@@ -57,11 +57,11 @@ class TokenIssuer:
     def check_request(
         self,
         *,
-        subject: object,
-        workspace: object,
+        subject: str,
+        workspace: str,
         read: Sequence[str],
         write: Sequence[str],
-        ttl_seconds: object,
+        ttl_seconds: int,
     ) -> None:
         """Refuse a token nobody could use safely: raises BadTokenRequest or InvalidScope."""
         if not is_subject(subject):

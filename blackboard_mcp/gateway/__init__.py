@@ -3,12 +3,13 @@
 from ._app import GatewayParts, create_app
 from ._errors import ERROR_CODES, GatewayError, RateLimited, UnknownArgument, UnknownTool
 from ._logs import JsonFormatter, configure_logging
+from ._oauth_metadata import MCP_PATH
 from ._schemas import TOOL_NAMES, TOOLS
 from ._token_inventory import RecordedTokens
-from ._wiring import app_from_env, build_parts
 
 __all__ = [
     "ERROR_CODES",
+    "MCP_PATH",
     "TOOLS",
     "TOOL_NAMES",
     "GatewayError",
@@ -18,8 +19,6 @@ __all__ = [
     "RecordedTokens",
     "UnknownArgument",
     "UnknownTool",
-    "app_from_env",
-    "build_parts",
     "configure_logging",
     "create_app",
 ]

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -20,16 +20,14 @@ from starlette.types import ASGIApp
 from blackboard_mcp.auth import (
     Authorizer,
     BatchAuditSink,
-    Manifest,
     RevocationList,
     Revoker,
     TokenInventory,
     TokenIssuer,
     TokenVerifier,
-    load_board_contract,
 )
 from blackboard_mcp.settings import Settings
-from blackboard_mcp.store import Board, RedisCallAdmission, RedisRateLimiter, failure_reason
+from blackboard_mcp.store import Board, RedisCallAdmission, failure_reason
 
 from ._admin import admin_routes
 from ._audit_buffer import BufferedAudit
@@ -47,7 +45,7 @@ from ._oauth_metadata import ProtectedResource
 from ._retention import retention_sweeper
 from ._subscriptions import Listens
 from ._token_exchange import token_exchange_routes
-from ._tools import HANDLERS
+from ._tools import bound_manifest
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +54,7 @@ _CLOSE = {"connection": "close"}
 
 @dataclass(frozen=True)
 class GatewayParts:
-    """Everything the app needs, built by the caller (tests build them around a test Redis)."""
+    """Everything the app needs, built from the settings by blackboard_mcp/_composition.py."""
 
     settings: Settings
     board: Board
@@ -64,6 +62,8 @@ class GatewayParts:
     revocations: RevocationList
     audit: BatchAuditSink
     inventory: TokenInventory
+    admission: RedisCallAdmission
+    revoker: Revoker
     issuer: TokenIssuer | None = None
     # Where the workers of one `serve` count their metrics together (gateway/_metrics.py).
     metrics_dir: Path | None = None
@@ -106,18 +106,10 @@ def protected_resource(
 
 def create_app(parts: GatewayParts) -> Starlette:
     settings = parts.settings
-    manifest = Manifest(load_board_contract())
-    for name, handler in HANDLERS.items():
-        manifest.bind(name, handler)
-    manifest.require_complete()
+    manifest = bound_manifest()
     metrics = GatewayMetrics(multiprocess_dir=parts.metrics_dir)
     audit = BufferedAudit(sink=parts.audit, linger_seconds=settings.audit_linger_seconds)
-    admission = RedisCallAdmission(
-        redis=parts.board.redis,
-        limiter=RedisRateLimiter(
-            client=parts.board.client, per_minute=settings.rate_limit_per_minute
-        ),
-    )
+    admission = parts.admission
     caller = ToolCaller(
         board=parts.board,
         manifest=manifest,
@@ -146,7 +138,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         security_settings=security,
         max_request_body_size=settings.max_request_bytes,
     )
-    protocol_app: ASGIApp = StreamableHTTPASGIApp(sessions)
+    protocol_app: ASGIApp = sessions.handle_request
     if settings.direct_tool_calls:
         protocol_app = DirectToolCalls(
             protocol_app,
@@ -218,12 +210,7 @@ def create_app(parts: GatewayParts) -> Starlette:
         *admin_routes(
             verifier=parts.verifier,
             revocations=parts.revocations,
-            revoker=Revoker(
-                revocations=parts.revocations,
-                inventory=parts.inventory,
-                max_ttl_seconds=settings.max_token_ttl,
-                leeway=settings.jwt_leeway_seconds,
-            ),
+            revoker=parts.revoker,
             issuer=parts.issuer,
             inventory=parts.inventory,
             audit=parts.audit,

@@ -1,9 +1,11 @@
 """``/board``: a page for the people who run a fleet, and the small API behind it.
 
-The page is static (HTML, CSS, one script, all served from the package; nothing external).
+The page is static (HTML, CSS, script modules, all served from the package; nothing external).
 It sends the token it was given as a bearer header on every request; the token never
 appears in a URL. The API answers through the same ToolCaller as MCP, so a person sees
-exactly what their token lets an agent see, and every read is audited:
+exactly what their token lets an agent see, and every read is audited: a tool call as that
+tool, each other endpoint under its name in contracts/board.tb (``board/topics``,
+``board/activity``, ``board/events``), admitted on what the contract states for it:
 
 - ``POST /board/api/call`` ``{tool, arguments}``: one of the three read tools, or
   ``link_state`` with ``remove: true`` (withdrawing a link, for a token that may);
@@ -20,6 +22,8 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import PurePosixPath
 from typing import Any, Protocol, runtime_checkable
 
 import orjson
@@ -27,7 +31,15 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route, Router
 
-from blackboard_mcp.auth import AuditRecord, Grant, TokenRevoked, TokenVerifier, require_admin
+from blackboard_mcp.auth import (
+    AuditRecord,
+    AuditSink,
+    Grant,
+    TokenRevoked,
+    TokenVerifier,
+    require_admin,
+)
+from blackboard_mcp.store import Board
 
 from ._calls import CallOutcome, ToolCaller
 from ._context import current_grant, current_request_id
@@ -35,8 +47,12 @@ from ._edge import BearerAuth, BodyLimit
 from ._errors import ERROR_CODES, GatewayError, tool_error
 from ._live import IDLE, ChangeHub
 from ._oauth_metadata import ProtectedResource
+from ._tools import READ_TOOLS
 
-READ_TOOLS = frozenset({"get_state", "list_keys", "search_keys"})
+# The endpoints' names in contracts/board.tb and in the audit.
+TOPICS = "board/topics"
+ACTIVITY = "board/activity"
+EVENTS = "board/events"
 KEEP_ALIVE_SECONDS = 15.0
 AUDIT_TAIL = 50
 _API_BODY_BYTES = 64 * 1024
@@ -65,10 +81,11 @@ _SECURITY_HEADERS = {
 }
 # The API's answers hold notes and audit records: never kept by a cache, never sniffed.
 _API_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
-_ASSETS = {
-    "board.js": "text/javascript; charset=utf-8",
-    "board.css": "text/css; charset=utf-8",
-    "icon.svg": "image/svg+xml",
+# A module script must come with a JavaScript type: the browser runs no other.
+_MEDIA_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
 }
 
 
@@ -83,8 +100,30 @@ class NotAReadTool(GatewayError):
     hint = "use get_state, list_keys or search_keys (or link_state with remove: true)"
 
 
+def _board_folder() -> Traversable:
+    return resources.files("blackboard_mcp.gateway") / "board"
+
+
 def _asset(name: str) -> bytes:
-    return (resources.files("blackboard_mcp.gateway") / "board" / name).read_bytes()
+    return (_board_folder() / name).read_bytes()
+
+
+def static_files() -> dict[str, tuple[bytes, str]]:
+    """The page's scripts, style sheet and icon, by the path under /board/static/ they are
+    served at (``board.js``, ``modules/notes.js``), with their media types: every file of a
+    known type in the package's board folder, so that a module added there is served, and
+    nothing else is."""
+    found: dict[str, tuple[bytes, str]] = {}
+
+    def gather(folder: Traversable, prefix: str) -> None:
+        for entry in folder.iterdir():
+            if entry.is_dir():
+                gather(entry, f"{prefix}{entry.name}/")
+            elif (media := _MEDIA_TYPES.get(PurePosixPath(entry.name).suffix)) is not None:
+                found[prefix + entry.name] = (entry.read_bytes(), media)
+
+    gather(_board_folder(), "")
+    return found
 
 
 def _json(body: Mapping[str, Any], status: int = 200) -> Response:
@@ -184,7 +223,7 @@ def writes_per_minute(
     }
 
 
-async def _admitted(_board: Any, _grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
+async def _admitted(_board: Board, _grant: Grant) -> dict[str, Any]:
     return {}
 
 
@@ -199,19 +238,21 @@ def board_routes(
     caller: ToolCaller,
     hub: ChangeHub,
     verifier: TokenVerifier,
-    audit: object,
+    audit: AuditSink,
     resource: ProtectedResource,
 ) -> Sequence[BaseRoute]:
     page = _asset("index.html")
+    files = static_files()
 
     async def index(_request: Request) -> Response:
         return Response(page, media_type="text/html; charset=utf-8", headers=_SECURITY_HEADERS)
 
     async def asset(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in _ASSETS:
+        served = files.get(request.path_params["name"])
+        if served is None:
             return Response(status_code=404, headers=_SECURITY_HEADERS)
-        return Response(_asset(name), media_type=_ASSETS[name], headers=_SECURITY_HEADERS)
+        content, media_type = served
+        return Response(content, media_type=media_type, headers=_SECURITY_HEADERS)
 
     async def call(request: Request) -> Response:
         try:
@@ -232,7 +273,7 @@ def board_routes(
         return _answer(outcome)
 
     async def topics(_request: Request) -> Response:
-        async def readable(board: Any, grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
+        async def readable(board: Board, grant: Grant) -> dict[str, Any]:
             found = await board.topics(workspace=grant.workspace, readable=grant.can_read)
             return {
                 "workspace": grant.workspace,
@@ -250,21 +291,19 @@ def board_routes(
                 },
             }
 
-        outcome = await caller.call(
-            "list_keys", {}, current_grant.get(), current_request_id.get(), run=readable
+        outcome = await caller.serve(
+            TOPICS, current_grant.get(), current_request_id.get(), readable
         )
         return _answer(outcome)
 
     async def activity(_request: Request) -> Response:
-        async def per_minute(board: Any, grant: Grant, _args: Any) -> dict[str, Any]:
+        async def per_minute(board: Board, grant: Grant) -> dict[str, Any]:
             return writes_per_minute(
                 await board.changes(grant.workspace, ACTIVITY_CHANGES), grant.can_read, time.time()
             )
 
         grant = current_grant.get()
-        outcome = await caller.call(
-            "list_keys", {}, grant, current_request_id.get(), run=per_minute
-        )
+        outcome = await caller.serve(ACTIVITY, grant, current_request_id.get(), per_minute)
         if outcome.is_error or grant is None or not _is_admin(grant):
             return _answer(outcome)
         # An admin also sees the calls refused or failed in the last hour, by code, from the
@@ -305,7 +344,7 @@ def board_routes(
 
     async def events(_request: Request) -> Response:
         grant = current_grant.get()
-        outcome = await caller.call("list_keys", {}, grant, current_request_id.get(), run=_admitted)
+        outcome = await caller.serve(EVENTS, grant, current_request_id.get(), _admitted)
         if outcome.is_error:
             return _answer(outcome)
         assert grant is not None
@@ -361,7 +400,7 @@ def board_routes(
     )
     return [
         Route("/board", index, methods=["GET"]),
-        Route("/board/static/{name}", asset, methods=["GET"]),
+        Route("/board/static/{name:path}", asset, methods=["GET"]),
         Mount("/board/api", app=api),
     ]
 

@@ -1,10 +1,17 @@
-"""One tool call from grant to result: refuse early, run the handler, audit and measure."""
+"""One call from grant to result: admit it, run it, audit and measure it.
+
+Admission is one step, whatever the call: the token (verified at the edge), the workspace
+and topics of what the call names, the requirements contracts/board.tb states for it,
+revocation and the rate limit. A tool call and an endpoint (a resource, a listen, the board
+page's API) each run on their own once admitted, and each is audited under its own name.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,15 +23,16 @@ from blackboard_mcp.auth import (
     Authorizer,
     Grant,
     Manifest,
+    Requirements,
     TokenRevoked,
     Unauthenticated,
 )
-from blackboard_mcp.store import Admission, Board, RedisCallAdmission, parse_request
+from blackboard_mcp.store import Admission, Board, Gate, GetState, RedisCallAdmission
 
 from ._errors import RateLimited, TooManyInFlight, UnknownArgument, UnknownTool, tool_error
 from ._metrics import GatewayMetrics
 from ._schemas import ARGUMENTS
-from ._tools import GATED, HANDLERS, CallScope, Handler, scope_of
+from ._tools import AnyToolSpec, CallScope, scope_of
 
 log = logging.getLogger(__name__)
 
@@ -45,14 +53,6 @@ class CallOutcome:
             "structuredContent": body,
             "isError": self.is_error,
         }
-
-
-@dataclass(frozen=True)
-class AuditedAs:
-    """The operation and addresses a call's audit record and metrics name instead of its own."""
-
-    tool: str
-    addresses: tuple[str, ...]
 
 
 _ADMISSION_REFUSALS = (TokenRevoked, RateLimited)
@@ -76,19 +76,72 @@ def _refuse_unless_admitted(admission: Admission, grant: Grant) -> None:
     _refuse_if_limited(admission, grant)
 
 
-class ToolCaller:
-    """Runs tool calls for the MCP server.
+class Admitter:
+    """The one admission step of every call: a refusal here comes before anything runs."""
 
-    Every refusal happens before the handler, except the admission of the calls in GATED
-    (revocation, rate limit): their handler sends it in its first round trip to Redis, and
-    it is judged there before anything is written or anything read is used.
+    def __init__(self, *, authorizer: Authorizer, admission: RedisCallAdmission) -> None:
+        self._authorizer = authorizer
+        self._admission = admission
+
+    async def admit(
+        self,
+        grant: Grant,
+        requirements: Requirements,
+        scope: CallScope,
+        *,
+        arguments_present: AbstractSet[str] = frozenset(),
+        deferred: bool = False,
+    ) -> Gate | None:
+        """Refuse the call unless ``grant`` may make it. ``deferred``: revocation and the rate
+        limit are not asked here but returned as the gate the call's first round trip to
+        Redis carries (a write's, or get_state's), judged there before anything is written
+        or anything read is used; otherwise they are asked in a round trip of their own."""
+        admission = None if deferred else await self._admission.admit(grant)
+        if admission is not None:
+            _refuse_if_revoked(admission)
+        self._authorizer.authorize(
+            grant,
+            requirements,
+            arguments_present=arguments_present,
+            workspace=scope.workspace,
+            read_topics=scope.read_topics,
+            write_topics=scope.write_topics,
+            corrected=scope.corrected,
+            reads_catch_up_only=scope.reads_catch_up_only,
+        )
+        if admission is not None:
+            _refuse_if_limited(admission, grant)
+            return None
+        return self._admission.gate(grant, lambda verdict: _refuse_unless_admitted(verdict, grant))
+
+
+@dataclass
+class _Attempt:
+    """What one call got to: the addresses its audit record names, whether it ran, and
+    whether its answer refuses some of what it asked."""
+
+    addresses: tuple[str, ...] = ()
+    ran: bool = False
+    partly_refused: bool = False
+
+
+Work = Callable[[Grant, _Attempt], Awaitable[Mapping[str, Any]]]
+Run = Callable[[Board, Grant], Awaitable[Mapping[str, Any]]]
+
+
+class ToolCaller:
+    """Runs the five tools' calls and the endpoints' for the MCP server and the board page.
+
+    Every refusal happens before the call runs, except the admission of a gated tool
+    (revocation, rate limit): its handler sends it in its first round trip to Redis, and it
+    is judged there before anything is written or anything read is used.
     """
 
     def __init__(
         self,
         *,
         board: Board,
-        manifest: Manifest,
+        manifest: Manifest[AnyToolSpec],
         authorizer: Authorizer,
         admission: RedisCallAdmission,
         audit: AuditSink,
@@ -97,47 +150,21 @@ class ToolCaller:
     ) -> None:
         self._board = board
         self._manifest = manifest
-        self._authorizer = authorizer
-        self._admission = admission
+        self._admitter = Admitter(authorizer=authorizer, admission=admission)
         self._audit = audit
         self._metrics = metrics
         self._max_in_flight = max_in_flight
         self._in_flight = 0
 
     async def call(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any],
-        grant: Grant | None,
-        request_id: str,
-        *,
-        run: Handler | None = None,
-        audited_as: AuditedAs | None = None,
+        self, tool: str, arguments: Mapping[str, Any], grant: Grant | None, request_id: str
     ) -> CallOutcome:
-        """Run ``tool``; ``run`` stands in for its handler where the same call is answered in
-        another shape (resources/read is get_state's call: same checks, same refusals).
+        """Run one of the five tools, audited under its name."""
+        spec = self._manifest.bound(tool)
 
-        ``audited_as`` names the operation in the audit record and the metrics where the
-        call only lends its checks to another (a listen is admitted by get_state's)."""
-        started = time.perf_counter()
-        scope: CallScope | None = None
-        outcome = "ok"
-        handler_ran = False
-        admitted = False
-        try:
-            # Counted here, on the one path both the direct and the SDK requests take. Past
-            # the limit a call is refused at once: queued, it would wait behind the others
-            # for a Redis connection and be answered late or not at all.
-            if self._in_flight >= self._max_in_flight:
-                raise TooManyInFlight(
-                    f"this gateway process has {self._max_in_flight} calls in hand",
-                    retry_after=OVERLOADED_RETRY_AFTER_SECONDS,
-                )
-            self._in_flight += 1
-            admitted = True
-            if grant is None:
-                raise Unauthenticated("no access token")
-            requirements = self._requirements(tool)
+        async def work(grant: Grant, attempt: _Attempt) -> Mapping[str, Any]:
+            if spec is None:
+                raise UnknownTool(f"there is no tool {tool!r}")
             if not ARGUMENTS[tool].issuperset(arguments):
                 unknown = sorted(set(arguments) - ARGUMENTS[tool])
                 raise UnknownArgument(
@@ -145,37 +172,81 @@ class ToolCaller:
                 )
             # Present means given with a value: a null is the same as leaving it out.
             args = {k: v for k, v in arguments.items() if v is not None}
-            present = args.keys()
-            request = parse_request(tool, args)
-            scope = scope_of(request, grant, per_item=run is None and tool == "get_state")
-            gated = run is None and tool in GATED
-            admission = None if gated else await self._admission.admit(grant)
-            if admission is not None:
-                _refuse_if_revoked(admission)
-            self._authorizer.authorize(
+            call = spec.parse(args)
+            scope = scope_of(call.request, grant, per_item=True)
+            attempt.addresses = scope.addresses
+            gate = await self._admitter.admit(
                 grant,
-                requirements,
-                arguments_present=present,
-                workspace=scope.workspace,
-                read_topics=scope.read_topics,
-                write_topics=scope.write_topics,
-                corrected=scope.corrected,
-                reads_catch_up_only=scope.reads_catch_up_only,
+                spec.requirements,
+                scope,
+                arguments_present=args.keys(),
+                deferred=spec.gated,
             )
-            if admission is not None:
-                _refuse_if_limited(admission, grant)
-            handler_ran = True
-            if gated:
-                # The same admission, judged in the write's first round trip: refused
-                # there, nothing is written and nothing read is answered.
-                gate = self._admission.gate(grant, lambda v: _refuse_unless_admitted(v, grant))
-                result = await self._manifest.handler(tool)(self._board, grant, request, gate)
-            else:
-                handler = run or self._manifest.handler(tool)
-                result = await handler(self._board, grant, request)
-            if scope.refused:
-                # Answered, but the call asked for what the token may not read: the audit
-                # and the metrics count it as a refusal.
+            attempt.ran = True
+            result = await call.run(self._board, grant, gate)
+            # Answered, but the call asked for what the token may not read: the audit and
+            # the metrics count it as a refusal.
+            attempt.partly_refused = bool(scope.refused)
+            return result
+
+        # The client names the tool: a name that is none of ours would add a series to
+        # /metrics per name sent, so every such call counts under one.
+        series = tool if spec is not None else UNKNOWN_TOOL_SERIES
+        return await self._attempt(tool, series, grant, request_id, work)
+
+    async def serve(
+        self,
+        endpoint: str,
+        grant: Grant | None,
+        request_id: str,
+        run: Run,
+        *,
+        reads: Sequence[str] = (),
+        audited: Sequence[str] | None = None,
+    ) -> CallOutcome:
+        """Run ``endpoint`` (declared in contracts/board.tb) once admitted on what the contract
+        states for it, audited under its name with ``audited`` (else ``reads``).
+
+        ``reads``: the notes it reads, whose topics the token must read (a topic read whole
+        is named by a note address in it); the catch-up note needs none."""
+        requirements = self._manifest.endpoint(endpoint)
+
+        async def work(grant: Grant, attempt: _Attempt) -> Mapping[str, Any]:
+            attempt.addresses = tuple(reads if audited is None else audited)
+            scope = (
+                scope_of(GetState.parse({"uris": list(reads)}), grant)
+                if reads
+                else CallScope(grant.workspace)
+            )
+            await self._admitter.admit(grant, requirements, scope)
+            attempt.ran = True
+            return await run(self._board, grant)
+
+        return await self._attempt(endpoint, endpoint, grant, request_id, work)
+
+    async def _attempt(
+        self, name: str, series: str, grant: Grant | None, request_id: str, work: Work
+    ) -> CallOutcome:
+        """``work`` within this process's bound of calls in hand; measured, logged, audited."""
+        started = time.perf_counter()
+        attempt = _Attempt()
+        outcome = "ok"
+        counted = False
+        try:
+            # Counted here, on the one path every call takes. Past the limit a call is
+            # refused at once: queued, it would wait behind the others for a Redis
+            # connection and be answered late or not at all.
+            if self._in_flight >= self._max_in_flight:
+                raise TooManyInFlight(
+                    f"this gateway process has {self._max_in_flight} calls in hand",
+                    retry_after=OVERLOADED_RETRY_AFTER_SECONDS,
+                )
+            self._in_flight += 1
+            counted = True
+            if grant is None:
+                raise Unauthenticated("no access token")
+            result = await work(grant, attempt)
+            if attempt.partly_refused:
                 outcome = "forbidden"
                 self._metrics.refused.labels(outcome).inc()
             return CallOutcome(result, False)
@@ -184,19 +255,13 @@ class ToolCaller:
             outcome = body["error"]["code"]
             if outcome == "conflict":
                 self._metrics.conflicts.inc()
-            if not handler_ran or isinstance(exc, _ADMISSION_REFUSALS):
+            if not attempt.ran or isinstance(exc, _ADMISSION_REFUSALS):
                 self._metrics.refused.labels(outcome).inc()
             return CallOutcome(body, True)
         finally:
-            if admitted:
+            if counted:
                 self._in_flight -= 1
             elapsed = time.perf_counter() - started
-            # The client names the tool: a name that is none of ours would add a series to
-            # /metrics per name sent, so every such call counts under one.
-            if audited_as is not None:
-                series = audited_as.tool
-            else:
-                series = tool if tool in HANDLERS else UNKNOWN_TOOL_SERIES
             self._metrics.calls.labels(series, outcome).inc()
             self._metrics.latency.labels(series).observe(elapsed)
             # Refusals and errors at INFO, the rest at DEBUG: the audit stream has every call,
@@ -206,26 +271,18 @@ class ToolCaller:
                 log.log(
                     level,
                     "tool call %s %s",
-                    tool,
+                    name,
                     outcome,
                     extra={
                         "request_id": request_id,
                         "sub": grant.subject if grant else None,
                         "ws": grant.workspace if grant else None,
-                        "tool": tool,
+                        "tool": name,
                         "outcome": outcome,
                         "ms": round(elapsed * 1000, 3),
                     },
                 )
-            addresses = scope.addresses if scope else ()
-            if audited_as is not None:
-                tool, addresses = audited_as.tool, audited_as.addresses
-            await self._record(grant, tool, addresses, outcome, elapsed, request_id)
-
-    def _requirements(self, tool: str) -> Any:
-        if tool not in HANDLERS:
-            raise UnknownTool(f"there is no tool {tool!r}")
-        return self._manifest.requirements_for(tool)
+            await self._record(grant, name, attempt.addresses, outcome, elapsed, request_id)
 
     async def _record(
         self,

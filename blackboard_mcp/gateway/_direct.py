@@ -47,12 +47,13 @@ from ._mcp_sdk_adapter import (
     check_accept_headers,
     classify_inbound_request,
     find_duplicated_routing_header,
+    is_sdk_tracing,
     protocol_methods,
     validate_mcp_param_headers,
 )
 from ._metrics import GatewayMetrics
 from ._schemas import HEADER_SCHEMAS
-from ._tools import HANDLERS
+from ._tools import TOOLS_BY_NAME as TOOLS
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ class DirectToolCalls:
         if not isinstance(params, dict) or not params.keys() <= _PARAM_KEYS:
             return None
         tool, arguments = params.get("name"), params.get("arguments", {})
-        if not isinstance(tool, str) or not isinstance(arguments, dict) or tool not in HANDLERS:
+        if not isinstance(tool, str) or not isinstance(arguments, dict) or tool not in TOOLS:
             # An unknown tool is a JSON-RPC error (-32602), as the SDK path answers it.
             return None
         header = found.get(_VERSION_HEADER)
@@ -302,7 +303,7 @@ def _server_is_plain(server: Server[Any]) -> bool:
     A server middleware other than the SDK's own tracing one, or a cache hint on
     tools/call, would change what the SDK answers; then every call goes through the SDK.
     """
-    plain = all(type(m).__name__ == "OpenTelemetryMiddleware" for m in server.middleware)
+    plain = all(is_sdk_tracing(m) for m in server.middleware)
     if not plain or server.cache_hints.get("tools/call") is not None:
         log.warning("tool calls go through the SDK: the server has middleware or cache hints")
         return False

@@ -19,7 +19,7 @@ from ._context import current_grant, current_request_id
 from ._resources import BoardResources, rpc_error
 from ._schemas import HEADER_SCHEMAS, TOOLS
 from ._subscriptions import BoardListen, Listens
-from ._tools import HANDLERS
+from ._tools import TOOLS_BY_NAME
 
 # Sent once, at the handshake, where the tools' descriptions are sent every turn: what
 # holds for the whole board goes here.
@@ -37,7 +37,7 @@ def build_mcp_server(caller: ToolCaller, listens: Listens) -> Server[Any]:
         outcome = await caller.call(
             params.name, params.arguments or {}, current_grant.get(), current_request_id.get()
         )
-        if outcome.is_error and params.name not in HANDLERS:
+        if outcome.is_error and params.name not in TOOLS_BY_NAME:
             # The spec answers a call of an unknown tool with a JSON-RPC error (invalid
             # params), not a tool result; it is still audited and counted, by the caller.
             raise rpc_error(outcome.body["error"])

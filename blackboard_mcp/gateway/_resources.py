@@ -1,10 +1,11 @@
 """Notes as MCP resources: ``bb://{workspace}/{topic}/{+key}``, read in full.
 
-A resources/read is get_state's call in another shape: it goes through the ToolCaller under
-get_state's name, so it is refused for exactly what get_state is refused for (scopes,
-revocation, rate limit), with the same code, message and hint in the JSON-RPC error's data,
-and it is audited like it. resources/list is list_keys' call: the catch-up note and the
-topics the token may read, from the topic set (never a scan of the notes).
+Each is an endpoint of contracts/board.tb, admitted by the ToolCaller on what the contract
+states for it (the token's workspace, the topics of what it names, its capabilities,
+revocation, rate limit) and audited under its own name: ``resources/read`` with the address
+read, ``resources/list``. A refusal's code, message and hint are the JSON-RPC error's data.
+resources/list offers the catch-up note and the topics the token may read, from the topic
+set (never a scan of the notes).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from blackboard_mcp.store import (
     Board,
     GetState,
     InvalidArgument,
+    ListKeys,
     catch_up_address,
     parse_address,
     parse_topic_address,
@@ -41,6 +43,9 @@ from ._calls import CallOutcome, ToolCaller
 from ._context import current_grant, current_request_id
 from ._errors import tool_error
 
+# Their names in contracts/board.tb and in the audit: the MCP methods.
+LIST = "resources/list"
+READ = "resources/read"
 NOTE_TEMPLATE = "bb://{workspace}/{topic}/{+key}"
 # The code for an unknown resource before 2026-07-28; from that version on it is invalid
 # params. Other refusals are bad parameters or our fault.
@@ -94,7 +99,7 @@ class BoardResources:
     async def list_resources(self, _ctx: Any, _params: Any) -> ListResourcesResult:
         grant = current_grant.get()
 
-        async def topics(board: Board, grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
+        async def topics(board: Board, grant: Grant) -> dict[str, Any]:
             found = await board.topics(workspace=grant.workspace, readable=grant.can_read)
             # Offered only once it exists: a listed resource must be one a read can read.
             catch_up = await board.get_state(
@@ -102,9 +107,7 @@ class BoardResources:
             )
             return {"topics": found, "catch_up": "error" not in catch_up["items"][0]}
 
-        outcome = await self._caller.call(
-            "list_keys", {}, grant, current_request_id.get(), run=topics
-        )
+        outcome = await self._caller.serve(LIST, grant, current_request_id.get(), topics)
         raise_refusal(outcome)
         assert grant is not None  # a call without a grant is refused above
         ws = grant.workspace
@@ -154,7 +157,22 @@ class BoardResources:
                     hint=f"use bb://{grant.workspace}/{name}",
                 )
                 raise rpc_error(tool_error(refused, request_id)["error"])
-            outcome = await self._caller.call("list_keys", {"topic": name}, grant, request_id)
+
+            async def listing(board: Board, grant: Grant) -> Mapping[str, Any]:
+                request = ListKeys.parse({"topic": name})
+                return await board.list_keys(
+                    request, workspace=grant.workspace, readable=grant.can_read
+                )
+
+            # Its topic is checked as any note of it would be.
+            outcome = await self._caller.serve(
+                READ,
+                grant,
+                request_id,
+                listing,
+                reads=[f"bb://{workspace}/{name}/_"],
+                audited=[uri],
+            )
             raise_refusal(outcome, protocol_version=version, uri=uri)
             return ReadResourceResult(
                 contents=[
@@ -166,13 +184,11 @@ class BoardResources:
                 ]
             )
 
-        async def whole(board: Board, _grant: Grant, request: GetState) -> dict[str, Any]:
-            note = await board.read_note(request.uris[0])
+        async def whole(board: Board, _grant: Grant) -> dict[str, Any]:
+            note = await board.read_note(parse_address(uri))
             return {"kind": note.kind, "text": note.text, "version": note.version}
 
-        outcome = await self._caller.call(
-            "get_state", {"uris": [uri]}, grant, request_id, run=whole
-        )
+        outcome = await self._caller.serve(READ, grant, request_id, whole, reads=[uri])
         raise_refusal(outcome, protocol_version=version, uri=uri)
         body = outcome.body
         return ReadResourceResult(

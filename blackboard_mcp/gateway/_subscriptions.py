@@ -2,11 +2,11 @@
 and, when it asks, ``notifications/resources/list_changed``.
 
 A subscription names notes (``bb://ws/topic/key``) and topics (``bb://ws/topic``, any note in
-it). The listen is get_state's call on those addresses (a topic's address checked as a note
-of that topic would be): in the token's workspace, topics the token may read, token not
-revoked, within its rate; a refusal comes before the acknowledgement, with get_state's
-error (code, message, hint) as the JSON-RPC error's data. Its audit record is a
-``subscriptions/listen`` of the addresses named, not a get_state (``_audit_as.py``).
+it). The listen is admitted on what contracts/board.tb states for ``subscriptions/listen``
+and on those addresses (a topic's address checked as a note of that topic would be): in the
+token's workspace, topics the token may read, token not revoked, within its rate; a refusal
+comes before the acknowledgement, with its error (code, message, hint) as the JSON-RPC
+error's data. Its audit record is a ``subscriptions/listen`` of the addresses named.
 Keep-alives are the transport's SSE comments, after every 15 s of silence.
 
 A listen asking ``resourcesListChanged`` hears when what resources/list offers its token
@@ -17,7 +17,7 @@ comes or goes (_live.py ``Listing``). It may name no resource at all.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ from mcp_types import (
 from blackboard_mcp.auth import Grant, TokenRevoked
 from blackboard_mcp.store import Board, InvalidArgument, parse_address, parse_topic_address
 
-from ._calls import AuditedAs, ToolCaller
+from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
 from ._errors import tool_error
 from ._live import IDLE, ChangeHub, Listener, ListenerDropped, Notice
@@ -84,7 +84,7 @@ def _follows(
     return frozenset(notes), frozenset(topics), checked, followed
 
 
-async def _admitted(_board: Board, _grant: Grant, _args: Mapping[str, Any]) -> dict[str, Any]:
+async def _admitted(_board: Board, _grant: Grant) -> dict[str, Any]:
     return {}
 
 
@@ -144,24 +144,17 @@ class Listens:
         tools_list_changed: bool = False,
         resources_list_changed: bool = False,
     ) -> AdmittedListen:
-        """Check the listen as get_state's call (list_keys's, when it names no resource)
-        and join its listener; an MCPError (with the tool error as its data) if refused."""
+        """Admit the listen and join its listener; an MCPError (with the tool error as its
+        data) if refused."""
         grant = current_grant.get()
         request_id = current_request_id.get()
         try:
             notes, topics, checked, followed = _follows(uris)
         except InvalidArgument as exc:
             raise rpc_error(tool_error(exc, request_id)["error"]) from None
-        # Admitted by a read's checks (revocation, rate limit, scopes), audited as what it
-        # is: a listen of what it names.
-        tool, arguments = ("get_state", {"uris": checked}) if checked else ("list_keys", {})
-        outcome = await self._caller.call(
-            tool,
-            arguments,
-            grant,
-            request_id,
-            run=_admitted,
-            audited_as=AuditedAs(LISTEN, tuple(followed)),
+        # Once admitted, the listen's work is joining the hub, which answers for itself.
+        outcome = await self._caller.serve(
+            LISTEN, grant, request_id, _admitted, reads=checked, audited=followed
         )
         raise_refusal(outcome)
         assert grant is not None  # refused above otherwise

@@ -141,9 +141,8 @@ class Serving:
         if self._signalled is not None or self._exit_code != ExitCode.STOPPED:
             return int(self._exit_code)
         import uvicorn
-        from uvicorn.supervisors import Multiprocess
 
-        from blackboard_mcp._uvicorn_adapter import server_options
+        from blackboard_mcp._uvicorn_adapter import WorkerProcesses, server_options
 
         assert self._listener is not None
         gateway_settings = (settings or self._settings).model_copy(
@@ -167,9 +166,9 @@ class Serving:
             **server_options(gateway_settings),
         )
         if self._workers > 1:
-            supervisor = Multiprocess(config, sockets=[self._listener])
-            # Multiprocess takes over SIGINT, SIGTERM and SIGHUP and returns on the first two.
-            self._request_stop = supervisor.should_exit.set
+            supervisor = WorkerProcesses(config, self._listener)
+            # It takes over SIGINT, SIGTERM and SIGHUP and returns on the first two.
+            self._request_stop = supervisor.stop
             if self._exit_code != ExitCode.STOPPED:
                 return int(self._exit_code)
             supervisor.run()

@@ -39,10 +39,11 @@ def gateway_app(
             os._exit(0)
     if metrics_dir is not None:
         os.environ[MULTIPROCESS_DIR_ENV] = str(metrics_dir)
-    from blackboard_mcp.gateway import build_parts, configure_logging, create_app
+    from blackboard_mcp._composition import gateway_parts
+    from blackboard_mcp.gateway import configure_logging, create_app
 
     configure_logging(settings.log_level, settings.log_format)
-    return create_app(build_parts(settings, metrics_dir=metrics_dir))
+    return create_app(gateway_parts(settings, metrics_dir=metrics_dir))
 
 
 def app_factory(

@@ -4,9 +4,10 @@
 Its parts, one subpackage each: ``notes`` (addresses, notes, the compare-and-swap write,
 appends, links), ``reads`` (get_state and list_keys under the token budget, the change
 feed), ``search``, ``sources`` (server-side files), ``lifecycle`` (retention, delete,
-export and import), ``access`` (the Redis side of auth's checks), ``connection`` (placement,
-pool, the store's own connection, transactions, key names, Redis errors mapped once) and
-``embedded`` (the embedded Redis process). Only what this module exports is for callers.
+restore, export and import), ``access`` (the Redis side of auth's checks), ``connection``
+(placement, pool, the store's own connection, transactions, key names, the search index a
+node needs, Redis errors mapped once) and ``embedded`` (the embedded Redis process). Only
+what this module exports is for callers.
 """
 
 from ._board import Board, BoardLimits
@@ -27,16 +28,15 @@ from .access._audit_log import RedisAuditLog
 from .access._inventory import RedisTokenInventory
 from .access._ratelimit import RedisRateLimiter
 from .access._revocations import RedisRevocationList
-from .connection._location import client_location, failure_reason, redacted_url
+from .connection._board_client import BoardClient, RedisCommands, RoutedClient, board_client
+from .connection._location import failure_reason, redacted_url
 from .connection._nodes import NodeReport
 from .connection._placement import (
     ClusterMode,
     Placement,
     SingleRedis,
-    board_client,
     open_client,
 )
-from .connection._redis_errors import redis_timeout, set_redis_timeout
 from .connection._tx import Gate
 from .embedded._embedded import (
     EmbeddedBinaries,
@@ -77,14 +77,12 @@ from .notes._tokencount import TiktokenCounter, TokenCounter
 from .reads._live import Change, ChangeFeed, NoteContent
 from .reads._views import Readable, every_topic
 from .requests import (
-    REQUESTS,
     GetState,
     LinkState,
     ListKeys,
     SearchKeys,
     ToolRequest,
     UpdateState,
-    parse_request,
 )
 
 __all__ = [
@@ -95,10 +93,10 @@ __all__ = [
     "NAME_PATTERN",
     "NOTE_ADDRESS_PATTERN",
     "RELATIONS",
-    "REQUESTS",
     "Address",
     "Admission",
     "Board",
+    "BoardClient",
     "BoardLimits",
     "Change",
     "ChangeFeed",
@@ -126,10 +124,12 @@ __all__ = [
     "Readable",
     "RedisAuditLog",
     "RedisCallAdmission",
+    "RedisCommands",
     "RedisRateLimiter",
     "RedisRevocationList",
     "RedisTokenInventory",
     "RetentionPolicy",
+    "RoutedClient",
     "SearchKeys",
     "SingleRedis",
     "StoreError",
@@ -145,7 +145,6 @@ __all__ = [
     "catch_up_address",
     "check_header",
     "check_record",
-    "client_location",
     "every_topic",
     "export_header",
     "failure_reason",
@@ -155,12 +154,9 @@ __all__ = [
     "make_private_dir",
     "open_client",
     "parse_address",
-    "parse_request",
     "parse_topic_address",
     "redacted_url",
-    "redis_timeout",
     "set_parent_death_signal",
-    "set_redis_timeout",
     "validate_workspace",
     "write_private",
 ]

@@ -18,12 +18,13 @@ from typing import Any, TypeVar
 import redis.asyncio as aioredis
 
 from ._errors import InvalidArgument, StoreError
-from .connection import _keys as keys
+from .connection import _key_names as keys
+from .connection._board_client import BoardClient
 from .connection._location import failure_reason
 from .connection._nodes import NodeReport
 from .connection._placement import ClusterMode, Placement, SingleRedis, open_placement
-from .connection._redis_errors import mapped_redis_errors
-from .connection._tx import Gate, ReplicaWait, pass_gate
+from .connection._redis_errors import DEFAULT_REDIS_TIMEOUT_SECONDS
+from .connection._tx import Gate, ReplicaWait
 from .lifecycle._delete import (
     DeleteReport,
     delete_notes,
@@ -31,6 +32,7 @@ from .lifecycle._delete import (
     forget_workspace,
     plan_delete,
 )
+from .lifecycle._restore import restore_request
 from .lifecycle._retention import (
     RetentionPolicy,
     Swept,
@@ -55,7 +57,6 @@ from .notes._appends import append_note
 from .notes._history import MAX_HISTORY_VERSIONS, HistoryLimits
 from .notes._links import LinkResult, write_links
 from .notes._notes import MAX_AUTHOR_CHARS, NoteWrite, check_sizes
-from .notes._restore import restore_request
 from .notes._tokencount import TiktokenCounter, TokenCounter
 from .notes._writes import WriteLimits, WriteResult, write_note
 from .reads._live import ChangeFeed, NoteContent, note_content, open_feed, readable_topics
@@ -110,7 +111,7 @@ class Board:
     def __init__(
         self,
         *,
-        client: aioredis.Redis[bytes] | None = None,
+        client: BoardClient | None = None,
         placement: Placement | None = None,
         limits: BoardLimits | None = None,
         counter: TokenCounter | None = None,
@@ -154,22 +155,26 @@ class Board:
         limits: BoardLimits | None = None,
         pool_size: int = 64,
         pool_wait_seconds: float = 5.0,
+        timeout_seconds: float = DEFAULT_REDIS_TIMEOUT_SECONDS,
         cluster: ClusterMode = "auto",
     ) -> Board:
         """A board on the Redis at ``url``: ``pool_size`` connections, waited for in turn.
 
         A call that finds every connection busy waits up to ``pool_wait_seconds`` for one,
-        then gets ``Overloaded`` (never ``Unavailable``: Redis is answering). ``url`` may name
+        then gets ``Overloaded`` (never ``Unavailable``: Redis is answering); one that waits
+        longer than ``timeout_seconds`` for Redis gets ``Unavailable``. ``url`` may name
         any node of a Redis Cluster (``cluster="auto"`` asks it; see ``_placement``).
         """
         placement = open_placement(
-            url, cluster=cluster, pool_size=pool_size, pool_wait_seconds=pool_wait_seconds
+            url,
+            cluster=cluster,
+            pool_size=pool_size,
+            pool_wait_seconds=pool_wait_seconds,
+            timeout_seconds=timeout_seconds,
         )
         return cls(placement=placement, limits=limits)
 
-    async def _at_home(
-        self, workspace: str, op: Callable[[aioredis.Redis[bytes]], Awaitable[T]]
-    ) -> T:
+    async def _at_home(self, workspace: str, op: Callable[[BoardClient], Awaitable[T]]) -> T:
         return await self._placement.at_home(workspace, op)
 
     @property
@@ -236,7 +241,7 @@ class Board:
         # the note's first version), and a failure here must not turn a committed write
         # into an error.
         try:
-            async with mapped_redis_errors():
+            async with self._placement.operation():
                 await self._client.sadd(keys.workspaces(), workspace)
         except StoreError as exc:
             log.warning("workspace %s not added to the registry: %s", workspace, exc)
@@ -269,7 +274,7 @@ class Board:
                 kind="table" if request.table is not None else "text",
             )
         if gate is not None:
-            await self._at_home(request.uri.workspace, lambda client: pass_gate(client, gate))
+            await self._at_home(request.uri.workspace, lambda client: client.pass_gate(gate))
         summary = await self._sources.summarize(request.source_path)
         return dataclasses.replace(
             base,
@@ -303,7 +308,7 @@ class Board:
     async def search_keys(
         self, request: SearchKeys, *, workspace: str, readable: Readable = every_topic
     ) -> dict[str, Any]:
-        async def search(_home: aioredis.Redis[bytes]) -> dict[str, Any]:
+        async def search(home: BoardClient) -> dict[str, Any]:
             client, index = await self._placement.search_index(workspace)
             return await search_keys(
                 client,
@@ -311,6 +316,7 @@ class Board:
                 request,
                 workspace=workspace,
                 readable=readable,
+                home=home,
                 index=index,
             )
 
@@ -348,7 +354,7 @@ class Board:
 
     async def restore(self, address: Address, *, author: str) -> WriteResult:
         """Write the past version ``address`` names (``...@N``) as the note's newest, by
-        compare-and-swap against the version it reads now (store/notes/_restore.py)."""
+        compare-and-swap against the version it reads now (store/lifecycle/_restore.py)."""
         request = await self._at_home(
             address.workspace, lambda client: restore_request(client, address)
         )
@@ -368,7 +374,7 @@ class Board:
         if target.topic is None and target.member is None:
             # The registry has no hash tag: on a cluster it lives in another slot than the
             # workspace, so it is updated here, through the client that routes each key.
-            await forget_workspace(self._client, target.workspace)
+            await forget_workspace(self._placement.routed, target.workspace)
         return report
 
     async def plan_delete(
@@ -387,9 +393,10 @@ class Board:
     ) -> RetentionPolicy:
         """Set the workspace's maximum note age, or a topic's; ``None`` clears it."""
         ws = validate_workspace(workspace)
+        name = None if topic is None else validate_name(topic, "topic")
         return await self._at_home(
             ws,
-            lambda client: write_policy(client, ws, topic=topic, max_age_seconds=max_age_seconds),
+            lambda client: write_policy(client, ws, topic=name, max_age_seconds=max_age_seconds),
         )
 
     async def plan_retention(
@@ -406,7 +413,7 @@ class Board:
         current = await self._at_home(ws, lambda home: read_policy(home, ws))
         planned = with_max_age(current, topic=topic, max_age_seconds=max_age_seconds)
         label = f"bb://{ws}/" + (f"{topic}/" if topic else "")
-        async with mapped_redis_errors():
+        async with self._placement.operation():
             return await plan_expiry(client, index, ws, planned, report=DeleteReport(label))
 
     async def plan_history_bounds(
@@ -423,7 +430,7 @@ class Board:
         name = "*" if topic is None else validate_name(topic, "topic")
         limits = self._limits
 
-        async def plan(client: aioredis.Redis[bytes]) -> DeleteReport:
+        async def plan(client: BoardClient) -> DeleteReport:
             before = await read_policy(client, ws)
             after = dataclasses.replace(
                 before, versions=dict(before.versions), version_ages=dict(before.version_ages)
@@ -477,7 +484,7 @@ class Board:
         workspace's expired notes are found and deleted on its home primary, in its index.
         """
         return await sweep(
-            self._client,
+            self._placement.routed,
             locate=self._placement.search_index,
             owner=owner,
             lease_seconds=lease_seconds,
@@ -525,7 +532,7 @@ class Board:
 
     async def workspace_exists(self, workspace: str) -> bool:
         """``workspace`` was written to and not deleted whole since."""
-        async with mapped_redis_errors():
+        async with self._placement.operation():
             return bool(await self._client.sismember(keys.workspaces(), workspace))
 
     async def open_feed(self, workspace: str) -> ChangeFeed:
@@ -555,9 +562,9 @@ class Board:
     async def changes(self, workspace: str, count: int = 100) -> list[dict[str, str]]:
         """The newest entries of the workspace's change log, newest first."""
 
-        async def read(client: aioredis.Redis[bytes]) -> Any:
-            async with mapped_redis_errors():
-                return await client.xrevrange(keys.changelog(workspace), count=count)
+        async def read(client: BoardClient) -> Any:
+            async with client.operation():
+                return await client.redis.xrevrange(keys.changelog(workspace), count=count)
 
         entries = await self._at_home(workspace, read)
         return [{k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries]
@@ -571,7 +578,7 @@ class Board:
             "used_memory_bytes": sum(n.used_memory_bytes for n in nodes if n.role == "primary"),
         }
         report.update(self._placement.topology(nodes))
-        async with mapped_redis_errors():
+        async with self._placement.operation():
             workspaces = sorted(w.decode() for w in await self._client.smembers(keys.workspaces()))
             pipe = self._client.pipeline(transaction=False)
             for ws in workspaces:

@@ -75,7 +75,7 @@ class ClusterNode:
     def client(self, timeout: float = 2.0) -> redis.Redis[bytes]:
         return redis.Redis(host=HOST, port=self.port, socket_timeout=timeout)
 
-    def command(self, *args: object) -> Any:
+    def command(self, *args: str | int) -> Any:
         client = self.client()
         try:
             return client.execute_command(*args)

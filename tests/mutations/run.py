@@ -106,6 +106,10 @@ def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[int |
         "-q",
         "-p",
         "no:cacheprovider",
+        # In one process: a handful of tests gains nothing from the suite's workers, and would
+        # pay for starting them once per mutation.
+        "-n",
+        "0",
         "--hypothesis-profile=mutations",
         *tests,
     ]

@@ -13,9 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..connection import _keys as keys
+from ..connection import _key_names as keys
 from ..connection._placement import Placement
-from ..connection._redis_errors import mapped_redis_errors
 from ..connection._tx import Gate
 from ._ratelimit import COUNT_LUA, WINDOW_SECONDS, RedisRateLimiter
 from ._revocations import TokenIdentity, revocation_keys
@@ -76,7 +75,7 @@ class RedisCallAdmission:
     async def admit(self, token: TokenIdentity) -> Admission:
         """Check revocation, then count the call against its subject's budget."""
         keys, args = self._arguments(token)
-        async with mapped_redis_errors():
+        async with self._redis.operation():
             (reply,) = await self._redis.send([("EVAL", _ADMIT, len(keys), *keys, *args)])
         return self._verdict(int(reply))
 

@@ -10,7 +10,6 @@ import orjson
 from blackboard_mcp.audit import AuditRecord
 
 from ..connection._placement import Placement
-from ..connection._redis_errors import mapped_redis_errors
 
 
 def _key(workspace: str) -> str:
@@ -41,7 +40,7 @@ class RedisAuditLog:
     async def record_many(self, records: Sequence[AuditRecord]) -> None:
         if not records:
             return
-        async with mapped_redis_errors():
+        async with self._redis.operation():
             # Each workspace's stream on the node of its slot; one round trip on one Redis.
             await self._redis.send([self._xadd(record) for record in records], repeatable=False)
 
@@ -55,7 +54,7 @@ class RedisAuditLog:
 
     async def newest(self, workspace: str, count: int) -> list[tuple[str, AuditRecord]]:
         """The newest ``count`` records with their stream ids, newest first."""
-        async with mapped_redis_errors():
+        async with self._redis.operation():
             entries = await self._client.xrevrange(_key(workspace), count=count)
         return [(i.decode(), _record(workspace, fields)) for i, fields in entries]
 
@@ -64,7 +63,7 @@ class RedisAuditLog:
     ) -> list[tuple[str, AuditRecord]]:
         """Records added after ``last_id`` (``$``: from now), oldest first, waiting up to
         ``block_ms`` for the first."""
-        async with mapped_redis_errors():
+        async with self._redis.operation():
             replies = await self._client.xread({_key(workspace): last_id}, block=block_ms)
         return [
             (i.decode(), _record(workspace, fields))

@@ -15,10 +15,9 @@ import time
 from collections.abc import Callable
 
 import orjson
-import redis.asyncio as aioredis
 
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection import _key_names as keys
+from ..connection._board_client import RedisCommands
 
 # How long a record outlives its token: a listing shows lately expired tokens as such.
 KEPT_AFTER_EXPIRY_SECONDS = 3600
@@ -39,37 +38,35 @@ return #gone
 class RedisTokenInventory:
     """``auth.TokenInventory`` on Redis. Records are auth's JSON; the store only keeps them."""
 
-    def __init__(
-        self, *, client: aioredis.Redis[bytes], clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, *, client: RedisCommands, clock: Callable[[], float] = time.time) -> None:
         self._client = client
         self._clock = clock
 
     async def record_json(
         self, workspace: str, token_id: str, expires_at: float, record: dict[str, object]
     ) -> None:
-        async with mapped_redis_errors():
-            pipe = self._client.pipeline(transaction=True)
+        async with self._client.operation():
+            pipe = self._client.redis.pipeline(transaction=True)
             pipe.hset(keys.issued_tokens(workspace), token_id, orjson.dumps(record))
             pipe.zadd(keys.issued_expiry(workspace), {token_id: expires_at})
             await pipe.execute()
             await self._prune(workspace)
 
     async def find_json(self, workspace: str, token_id: str) -> dict[str, object] | None:
-        async with mapped_redis_errors():
-            raw = await self._client.hget(keys.issued_tokens(workspace), token_id)
+        async with self._client.operation():
+            raw = await self._client.redis.hget(keys.issued_tokens(workspace), token_id)
         return _decoded(raw)
 
     async def all_json(self, workspace: str) -> list[tuple[dict[str, object], float | None, bool]]:
         """Every kept record with its last use and whether its token (or an ancestor) is
         marked revoked, oldest first."""
-        async with mapped_redis_errors():
+        async with self._client.operation():
             await self._prune(workspace)
             records, used = await self._pipeline_get(workspace)
             decoded = [r for r in (_decoded(v) for v in records.values()) if r is not None]
             marks: list[bool] = []
             if decoded:
-                pipe = self._client.pipeline(transaction=False)
+                pipe = self._client.redis.pipeline(transaction=False)
                 for record in decoded:
                     chain = [str(record.get("id")), *_strings(record.get("ancestors"))]
                     pipe.exists(*(keys.revoked_token(workspace, t) for t in chain))
@@ -82,14 +79,14 @@ class RedisTokenInventory:
         return out
 
     async def _pipeline_get(self, workspace: str) -> tuple[dict[bytes, bytes], dict[bytes, bytes]]:
-        pipe = self._client.pipeline(transaction=False)
+        pipe = self._client.redis.pipeline(transaction=False)
         pipe.hgetall(keys.issued_tokens(workspace))
         pipe.hgetall(keys.token_last_used(workspace))
         records, used = await pipe.execute()
         return records, used
 
     async def _prune(self, workspace: str) -> None:
-        await self._client.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+        await self._client.redis.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
             _PRUNE,
             3,
             keys.issued_expiry(workspace),

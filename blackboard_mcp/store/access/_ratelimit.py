@@ -11,10 +11,8 @@ refused call is told is the window's remaining time to the millisecond.
 
 from __future__ import annotations
 
-import redis.asyncio as aioredis
-
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection import _key_names as keys
+from ..connection._board_client import RedisCommands
 
 WINDOW_SECONDS = 60
 
@@ -39,10 +37,10 @@ _COUNT = "local window_key, limit, window_ms = KEYS[1], ARGV[1], ARGV[2]" + COUN
 class RedisRateLimiter:
     """At most ``per_minute`` calls per subject in a window of WINDOW_SECONDS."""
 
-    def __init__(self, *, client: aioredis.Redis[bytes], per_minute: int) -> None:
+    def __init__(self, *, client: RedisCommands, per_minute: int) -> None:
         self._client = client
         self._per_minute = per_minute
-        self._count = client.register_script(_COUNT)
+        self._count = client.redis.register_script(_COUNT)
 
     @property
     def enabled(self) -> bool:
@@ -68,6 +66,6 @@ class RedisRateLimiter:
         if not self.enabled:
             return None
         key = self.window_key(workspace, subject)
-        async with mapped_redis_errors():
+        async with self._client.operation():
             reply = await self._count(keys=[key], args=[self._per_minute, WINDOW_SECONDS * 1000])
         return self.retry_after(int(reply))

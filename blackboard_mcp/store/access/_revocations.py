@@ -12,10 +12,8 @@ import math
 import time
 from typing import Protocol
 
-import redis.asyncio as aioredis
-
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection import _key_names as keys
+from ..connection._board_client import RedisCommands
 
 
 class TokenIdentity(Protocol):
@@ -68,23 +66,23 @@ def _seconds_until(until: float) -> int:
 
 
 class RedisRevocationList:
-    def __init__(self, *, client: aioredis.Redis[bytes]) -> None:
+    def __init__(self, *, client: RedisCommands) -> None:
         self._client = client
 
     async def is_revoked(self, grant: TokenIdentity) -> bool:
         found = revocation_keys(grant)
         script = REVOKED_LUA + "\nreturn 0"
-        async with mapped_redis_errors():
-            reply = await self._client.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+        async with self._client.operation():
+            reply = await self._client.redis.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
                 script, len(found), *found, grant.token_id, int(grant.issued_at)
             )
         return int(reply) < 0
 
     async def revoke_token(self, workspace: str, token_id: str, *, until: float) -> None:
         key = keys.revoked_token(workspace, token_id)
-        async with mapped_redis_errors():
+        async with self._client.operation():
             # GT: a second revocation of the same token may lengthen its mark, never shorten it.
-            pipe = self._client.pipeline(transaction=True)
+            pipe = self._client.redis.pipeline(transaction=True)
             pipe.set(key, "1", nx=True, ex=_seconds_until(until))
             pipe.expire(key, _seconds_until(until), gt=True)
             await pipe.execute()
@@ -94,8 +92,8 @@ class RedisRevocationList:
     ) -> None:
         # Tokens issued in this same second count as revoked too (iat has 1 s resolution).
         # A later revocation moves the mark forward, which still covers every earlier token.
-        async with mapped_redis_errors():
-            await self._client.set(
+        async with self._client.operation():
+            await self._client.redis.set(
                 keys.revoked_subject(workspace, subject),
                 str(math.floor(issued_before)),
                 ex=_seconds_until(until),

@@ -29,24 +29,23 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
-import redis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.backoff import ExponentialBackoff
 from redis.connection import parse_url
-from redis.crc import key_slot
 from redis.exceptions import MovedError
 
 from .._errors import StoreError, Unavailable
-from ..search._index import ensure_index, retire_old_indexes
-from ..search._upgrade import drop_retired_keys
-from . import _keys as keys
+from . import _key_names as keys
+from ._board_client import BoardClient, RedisCommands, RoutedClient, pool_options
 from ._location import failure_reason, redacted_url
 from ._nodes import NodeReport, node_report
 from ._pool import WaitingConnectionPool
-from ._redis_errors import mapped_redis_errors
+from ._redis_errors import DEFAULT_REDIS_TIMEOUT_SECONDS, RedisOperation
 from ._redis_py_adapter import reload_slot_map, slot_owner
+from ._retired_keys import drop_retired_keys
+from ._search_index import ensure_index, retire_old_indexes
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -73,11 +72,13 @@ class ClusterRedis:
         url: str,
         pool_size: int,
         pool_wait_seconds: float,
+        timeout_seconds: float = DEFAULT_REDIS_TIMEOUT_SECONDS,
         socket_timeout: float = 5.0,
     ) -> None:
         self._url = url
         self._pool_size = pool_size
         self._pool_wait_seconds = pool_wait_seconds
+        self._timeout_seconds = timeout_seconds
         self._socket_timeout = socket_timeout
         self._cluster: RedisCluster[bytes] = RedisCluster.from_url(
             url,
@@ -89,7 +90,8 @@ class ClusterRedis:
             # failover instead of waiting out redis-py's default back-off.
             retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 2),  # type: ignore[arg-type]  # types-redis 4.6 stubs lag redis-py 8
         )
-        self._node_clients: dict[str, aioredis.Redis[bytes]] = {}
+        self._routed = RoutedClient(self.client, timeout_seconds)
+        self._node_clients: dict[str, BoardClient] = {}
         # Each primary's index name ("host:port" -> name), for the topology it was made from.
         self._index_names: dict[str, str] = {}
         self._coordinator: bool | None = None
@@ -104,34 +106,41 @@ class ClusterRedis:
         return cast("aioredis.Redis[bytes]", self._cluster)
 
     @property
+    def routed(self) -> RedisCommands:
+        """The cluster's client for commands that cross workspaces (it follows MOVED and
+        ASK), with the operation deadline."""
+        return self._routed
+
+    @property
+    def timeout_seconds(self) -> float:
+        return self._timeout_seconds
+
+    def operation(self) -> RedisOperation:
+        """``async with``: one operation's deadline, redis-py's errors mapped to the store's."""
+        return RedisOperation(self._timeout_seconds)
+
+    @property
     def location(self) -> str:
         return f"{redacted_url(self._url)} (cluster)"
 
     async def _ready(self) -> None:
         if not self._started:
-            async with mapped_redis_errors():
+            async with self.operation():
                 await self._cluster.initialize()
             self._started = True
 
-    def _node_client(self, node: ClusterNode) -> aioredis.Redis[bytes]:
+    def _node_client(self, node: ClusterNode) -> BoardClient:
         client = self._node_clients.get(node.name)
         if client is None:
             pool = WaitingConnectionPool(
                 host=node.host,
                 port=node.port,
-                wait_seconds=self._pool_wait_seconds,
-                max_connections=self._pool_size,
-                # No socket timeout: each store operation has one deadline instead
-                # (store/connection/_redis_errors.py), where redis-py put a timer around every
-                # command.
-                socket_timeout=None,
-                socket_connect_timeout=2.0,
-                health_check_interval=15,
-                # As for a single Redis (Board.from_url): one retry on a fresh connection.
-                retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+                # As for a single Redis (board_client): no socket timeout, one retry on a
+                # fresh connection.
+                **pool_options(self._pool_size, self._pool_wait_seconds),
                 **_node_pool_kwargs(self._url),
             )
-            client = aioredis.Redis.from_pool(pool)  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+            client = BoardClient(pool, timeout_seconds=self._timeout_seconds)
             self._node_clients[node.name] = client
         return client
 
@@ -141,14 +150,12 @@ class ClusterRedis:
             raise Unavailable(f"no node of the cluster serves workspace {workspace!r}'s slot")
         return node
 
-    async def home(self, workspace: str) -> aioredis.Redis[bytes]:
+    async def home(self, workspace: str) -> BoardClient:
         """A plain client for the primary that owns ``workspace``'s slot (as last known)."""
         await self._ready()
         return self._node_client(self._owner(workspace))
 
-    async def at_home(
-        self, workspace: str, op: Callable[[aioredis.Redis[bytes]], Awaitable[T]]
-    ) -> T:
+    async def at_home(self, workspace: str, op: Callable[[BoardClient], Awaitable[T]]) -> T:
         """Run ``op`` on the primary that holds ``workspace``, following a slot that moved
         once."""
         client = await self.home(workspace)
@@ -168,7 +175,7 @@ class ClusterRedis:
 
     async def send(self, commands: Sequence[Command], *, repeatable: bool = True) -> list[Any]:
         """Independent commands, each routed by redis-py to the node of its key (it follows
-        MOVED and ASK). Inside ``mapped_redis_errors()``. ``repeatable`` is for the single
+        MOVED and ASK). Inside ``operation()``. ``repeatable`` is for the single
         Redis's own wires; redis-py's cluster pipeline resends only on a MOVED or ASK, where
         the command did not run."""
         pipe = self._cluster.pipeline(transaction=False)
@@ -180,10 +187,10 @@ class ClusterRedis:
         """What ``health`` says of the nodes beyond their memory and index."""
         return {"cluster": True, "nodes": [n.as_dict() for n in nodes]}
 
-    async def search_index(self, workspace: str) -> tuple[aioredis.Redis[bytes], str]:
+    async def search_index(self, workspace: str) -> tuple[RedisCommands, str]:
         await self._ready()
         if await self._has_coordinator():
-            return self.client, keys.INDEX_NAME
+            return self._routed, keys.INDEX_NAME
         owner = self._owner(workspace)
         name = self._index_names.get(owner.name)
         if name is None:
@@ -196,7 +203,7 @@ class ClusterRedis:
     async def start(self) -> None:
         await self._ready()
         await self._ensure_indexes()
-        await drop_retired_keys(self.client)
+        await drop_retired_keys(self._routed)
 
     async def refresh(self, *, force: bool = False) -> None:
         """Read the slot map again; a primary not seen before gets its index.
@@ -207,7 +214,7 @@ class ClusterRedis:
         async with self._refresh_lock:
             if not force and time.monotonic() - self._refreshed_at < _REFRESH_INTERVAL_SECONDS:
                 return
-            async with mapped_redis_errors():
+            async with self.operation():
                 await reload_slot_map(self._cluster)
             self._refreshed_at = time.monotonic()
             self._started = True
@@ -216,7 +223,7 @@ class ClusterRedis:
 
     async def _has_coordinator(self) -> bool:
         if self._coordinator is None:
-            async with mapped_redis_errors():
+            async with self.operation():
                 # The coordinator registers the shard-local halves of its commands as _FT.*.
                 names = await self._cluster.execute_command(
                     "COMMAND LIST", "FILTERBY", "PATTERN", "_ft.*", target_nodes=RedisCluster.RANDOM
@@ -236,23 +243,24 @@ class ClusterRedis:
             if len(names) == len(primaries) or i > 1_000_000:
                 break
             tag = str(i)
-            owner = slot_owner(self._cluster, key_slot(tag.encode()))
+            owner = slot_owner(self._cluster, self._cluster.keyslot(tag))
             if owner and owner.name in primaries and owner.name not in names:
                 names[owner.name] = f"{keys.INDEX_NAME}{{{tag}}}"
         return names
 
     async def _ensure_indexes(self) -> None:
         if await self._has_coordinator():
-            await ensure_index(self.client)
-            await retire_old_indexes(self.client)
+            await ensure_index(self._routed)
+            await retire_old_indexes(self._routed)
             return
         names = self._name_indexes()
         self._index_names = names
         nodes = {node.name: node for node in self._cluster.get_primaries()}
         for node_name, index in names.items():
             try:
-                await ensure_index(self._node_client(nodes[node_name]), index)
-                await retire_old_indexes(self._node_client(nodes[node_name]), index)
+                node_client = self._node_client(nodes[node_name])
+                await ensure_index(node_client, index)
+                await retire_old_indexes(node_client, index)
             except Exception as exc:  # one primary down must not keep the others unindexed
                 log.warning(
                     "could not create the search index on %s: %s", node_name, failure_reason(exc)
@@ -280,5 +288,5 @@ class ClusterRedis:
 
     async def close(self) -> None:
         for client in self._node_clients.values():
-            await client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+            await client.aclose()
         await self._cluster.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8

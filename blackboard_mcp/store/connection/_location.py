@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-import redis.asyncio as aioredis
 
 _HIDDEN = "***"
 
@@ -31,14 +30,13 @@ def redacted_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def client_location(client: aioredis.Redis[Any]) -> str:
-    """The Redis a client talks to, as a URL that never carries the password."""
-    pool = client.connection_pool
-    kwargs = pool.connection_kwargs
+def settings_location(connection_class: type[Any], kwargs: Mapping[str, Any]) -> str:
+    """The Redis a pool's connections (of ``connection_class``, built from ``kwargs``) go
+    to, as a URL that never carries the password."""
     db = kwargs.get("db", 0)
     if "path" in kwargs:
         return f"unix://{kwargs['path']}?db={db}"
-    scheme = "rediss" if "SSL" in pool.connection_class.__name__ else "redis"
+    scheme = "rediss" if "SSL" in connection_class.__name__ else "redis"
     return f"{scheme}://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{db}"
 
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import redis.asyncio as aioredis
-
-from ..search._index import index_ready
+from ._board_client import BoardClient
 from ._location import failure_reason
-from ._redis_errors import mapped_redis_errors
+from ._search_index import index_ready
 
 
 @dataclass(frozen=True)
@@ -37,11 +35,11 @@ class NodeReport:
 
 
 async def node_report(
-    client: aioredis.Redis[bytes], address: str, role: str, index: str | None
+    client: BoardClient, address: str, role: str, index: str | None
 ) -> NodeReport:
     try:
-        async with mapped_redis_errors():
-            memory = await client.info("memory")
+        async with client.operation():
+            memory = await client.redis.info("memory")
             if index is None:
                 state = "-"
             elif await index_ready(client, index):

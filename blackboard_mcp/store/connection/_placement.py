@@ -1,9 +1,11 @@
 """Where a workspace lives: one Redis (``SingleRedis``, here), or the primary of a Redis
 Cluster that owns its slot (``ClusterRedis``, in ``_cluster_redis``). ``open_placement``
 decides which from the URL (or ``BB_REDIS_CLUSTER``); nothing outside these two modules
-asks which kind a board is on. Both hand out the same things: the client a workspace's
-operation runs on (``home``, ``at_home``), its search index, independent key-routed
-commands (``send``), and the nodes for health.
+asks which kind a board is on. Both hand out the same things: the ``BoardClient`` a
+workspace's operation runs on (``home``, ``at_home``: redis-py's commands, the store's round
+trips and transactions, the operation's deadline), its search index, independent key-routed
+commands (``send``), and the nodes for health. Both bound every operation by the same
+``timeout_seconds``, given when the placement is opened.
 """
 
 from __future__ import annotations
@@ -15,20 +17,18 @@ from typing import Any, Literal, TypeVar, cast
 import redis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
-from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.retry import Retry as SyncRetry
 
 from .._errors import Unavailable
-from ..search._index import ensure_index, retire_old_indexes
-from ..search._upgrade import drop_retired_keys
-from . import _keys as keys
+from . import _key_names as keys
+from ._board_client import BoardClient, RedisCommands, RoutedClient, board_client
 from ._cluster_redis import ClusterRedis
-from ._location import client_location, failure_reason, redacted_url
+from ._location import failure_reason, redacted_url
 from ._nodes import NodeReport, node_report
-from ._pool import WaitingConnectionPool
-from ._redis_errors import redis_timeout
-from ._wire import WireConnection
+from ._redis_errors import DEFAULT_REDIS_TIMEOUT_SECONDS, RedisOperation
+from ._retired_keys import drop_retired_keys
+from ._search_index import ensure_index, retire_old_indexes
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -38,10 +38,10 @@ ClusterMode = Literal["auto", "on", "off"]
 _DETECT_TIMEOUT_SECONDS = 3.0
 
 
-def is_cluster_node(url: str) -> bool:
+def is_cluster_node(url: str, *, timeout_seconds: float = DEFAULT_REDIS_TIMEOUT_SECONDS) -> bool:
     """Whether the Redis at ``url`` is a node of a Redis Cluster (``INFO cluster``)."""
-    # A start-up question: asked within the process's Redis timeout, and never long.
-    seconds = min(_DETECT_TIMEOUT_SECONDS, redis_timeout())
+    # A start-up question: asked within the board's Redis timeout, and never long.
+    seconds = min(_DETECT_TIMEOUT_SECONDS, timeout_seconds)
     client = redis.Redis.from_url(
         url,
         socket_timeout=seconds,
@@ -55,7 +55,9 @@ def is_cluster_node(url: str) -> bool:
     return str(info.get("cluster_enabled", 0)) == "1"
 
 
-def wants_cluster(url: str, mode: ClusterMode) -> bool:
+def wants_cluster(
+    url: str, mode: ClusterMode, *, timeout_seconds: float = DEFAULT_REDIS_TIMEOUT_SECONDS
+) -> bool:
     """``on``/``off`` as said; ``auto`` asks the server, and takes an unreachable one as single.
 
     An unreachable Redis under ``auto`` is taken for a single Redis, so that the gateway still
@@ -65,7 +67,7 @@ def wants_cluster(url: str, mode: ClusterMode) -> bool:
     if mode != "auto":
         return mode == "on"
     try:
-        return is_cluster_node(url)
+        return is_cluster_node(url, timeout_seconds=timeout_seconds)
     except (redis.RedisError, OSError) as exc:
         # INFO, not WARNING: a CLI command reports the unreachable Redis itself, in one line.
         log.info(
@@ -79,35 +81,43 @@ def wants_cluster(url: str, mode: ClusterMode) -> bool:
 class SingleRedis:
     """One Redis holds every workspace and the one search index."""
 
-    def __init__(self, client: aioredis.Redis[bytes]) -> None:
-        if not isinstance(client.connection_pool, WaitingConnectionPool):
-            # Transactions borrow their connections from the board's own kind of pool.
-            raise TypeError("a board's client is built by board_client(url)")
+    def __init__(self, client: BoardClient) -> None:
         self._client = client
 
     @property
     def client(self) -> aioredis.Redis[bytes]:
+        """redis-py's client for commands that name their keys."""
+        return self._client.redis
+
+    @property
+    def routed(self) -> RedisCommands:
+        """The client for commands that cross workspaces, with the operation deadline."""
         return self._client
 
     @property
-    def location(self) -> str:
-        return client_location(self._client)
+    def timeout_seconds(self) -> float:
+        return self._client.timeout_seconds
 
-    async def home(self, workspace: str) -> aioredis.Redis[bytes]:
+    def operation(self) -> RedisOperation:
+        """``async with``: one operation's deadline, redis-py's errors mapped to the store's."""
+        return self._client.operation()
+
+    @property
+    def location(self) -> str:
+        return self._client.location
+
+    async def home(self, workspace: str) -> BoardClient:
         return self._client
 
-    async def at_home(
-        self, workspace: str, op: Callable[[aioredis.Redis[bytes]], Awaitable[T]]
-    ) -> T:
+    async def at_home(self, workspace: str, op: Callable[[BoardClient], Awaitable[T]]) -> T:
         """Run ``op`` on the client that holds ``workspace``."""
         return await op(self._client)
 
     async def send(self, commands: Sequence[Command], *, repeatable: bool = True) -> list[Any]:
         """Independent commands, each on the node of its key: here one round trip on one of
         the store's own connections (sent again on a cut connection only when
-        ``repeatable``). Inside ``mapped_redis_errors()``."""
-        pool: WaitingConnectionPool = self._client.connection_pool
-        return await pool.round_trip(commands, repeatable=repeatable)
+        ``repeatable``). Inside ``operation()``."""
+        return await self._client.round_trip(commands, repeatable=repeatable)
 
     def topology(self, nodes: list[NodeReport]) -> dict[str, Any]:
         """What ``health`` says of the nodes beyond their memory and index."""
@@ -117,7 +127,7 @@ class SingleRedis:
             raise Unavailable(f"the board's Redis: {nodes[0].reason}")
         return {}
 
-    async def search_index(self, workspace: str) -> tuple[aioredis.Redis[bytes], str]:
+    async def search_index(self, workspace: str) -> tuple[RedisCommands, str]:
         return self._client, keys.INDEX_NAME
 
     async def start(self) -> None:
@@ -137,54 +147,47 @@ class SingleRedis:
         return [await node_report(self._client, self.location, "primary", keys.INDEX_NAME)]
 
     async def close(self) -> None:
-        await self._client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+        await self._client.aclose()
 
 
 Placement = SingleRedis | ClusterRedis
 
 
 def open_placement(
-    url: str, *, cluster: ClusterMode, pool_size: int, pool_wait_seconds: float
-) -> Placement:
-    """The board's Redis at ``url``: a cluster when it is one (or ``cluster`` says so)."""
-    if wants_cluster(url, cluster):
-        return ClusterRedis(url=url, pool_size=pool_size, pool_wait_seconds=pool_wait_seconds)
-    return SingleRedis(board_client(url, pool_size=pool_size, pool_wait_seconds=pool_wait_seconds))
-
-
-def board_client(
     url: str,
     *,
-    pool_size: int = 64,
-    pool_wait_seconds: float = 5.0,
-    wire_class: type[WireConnection] = WireConnection,
-) -> aioredis.Redis[bytes]:
-    """A client of the single Redis at ``url`` on the board's kind of pool
-    (store/connection/_pool.py),
-    whose transactions run on ``wire_class`` connections."""
-    pool = WaitingConnectionPool.from_url(
-        url,
-        wait_seconds=pool_wait_seconds,
-        max_connections=pool_size,
-        wire_class=wire_class,
-        # No socket timeout: each store operation has one deadline instead
-        # (store/connection/_redis_errors.py), where redis-py put a timer around every command.
-        socket_timeout=None,
-        socket_connect_timeout=2.0,
-        health_check_interval=15,
-        # Pooled connections opened before a Redis restart are dead; without a retry each
-        # one failed a call with `unavailable` the first time it was picked, long after
-        # Redis was back. One retry on a fresh connection, for connection errors only
-        # (never timeouts, whose command may have run). A watched transaction is not
-        # retried by redis-py: it raises WatchError and run_transaction starts it over,
-        # reading again.
-        retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+    cluster: ClusterMode,
+    pool_size: int,
+    pool_wait_seconds: float,
+    timeout_seconds: float = DEFAULT_REDIS_TIMEOUT_SECONDS,
+) -> Placement:
+    """The board's Redis at ``url``: a cluster when it is one (or ``cluster`` says so).
+
+    ``pool_size`` connections per node, waited for in turn up to ``pool_wait_seconds``;
+    each operation bounded by ``timeout_seconds``.
+    """
+    if wants_cluster(url, cluster, timeout_seconds=timeout_seconds):
+        return ClusterRedis(
+            url=url,
+            pool_size=pool_size,
+            pool_wait_seconds=pool_wait_seconds,
+            timeout_seconds=timeout_seconds,
+        )
+    return SingleRedis(
+        board_client(
+            url,
+            pool_size=pool_size,
+            pool_wait_seconds=pool_wait_seconds,
+            timeout_seconds=timeout_seconds,
+        )
     )
-    return aioredis.Redis.from_pool(pool)  # type: ignore[attr-defined, no-any-return]  # types-redis 4.6 stubs lag redis-py 8
 
 
-def open_client(url: str, *, cluster: ClusterMode) -> aioredis.Redis[bytes]:
-    """A client for commands that name their keys (revocations, audit), single or cluster."""
-    if wants_cluster(url, cluster):
-        return cast("aioredis.Redis[bytes]", RedisCluster.from_url(url))
-    return aioredis.Redis.from_url(url)
+def open_client(url: str, *, cluster: ClusterMode, timeout_seconds: float) -> RoutedClient:
+    """A client for commands that name their keys (revocations, the token inventory), single
+    or cluster, each operation bounded by ``timeout_seconds``."""
+    if wants_cluster(url, cluster, timeout_seconds=timeout_seconds):
+        client = cast("aioredis.Redis[bytes]", RedisCluster.from_url(url))
+    else:
+        client = aioredis.Redis.from_url(url)
+    return RoutedClient(client, timeout_seconds=timeout_seconds)

@@ -14,7 +14,8 @@ The pool lends two kinds of connection under the one bound: ``WireConnection``s
 batch, and redis-py's for every other command.
 ``max_connections`` bounds the connections lent at once, of both kinds together; each kind
 keeps its idle connections open for the next caller, so up to twice that many sockets may
-be open to this Redis.
+be open to this Redis. How the slots hook into redis-py's own lending is in
+store/connection/_redis_py_adapter.py (``SlotBoundPool``).
 """
 
 from __future__ import annotations
@@ -23,15 +24,15 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
 from ._redis_errors import deadline_hit_in_pool
+from ._redis_py_adapter import SlotBoundPool, pool_settings
 from ._wire import WireClosed, WireConnection, Wires, first_error, open_wire, pack
 
 
-class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
+class WaitingConnectionPool(SlotBoundPool):
     """At most ``max_connections`` connections; a caller waits up to ``wait_seconds`` for one."""
 
     def __init__(
@@ -44,32 +45,25 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
         super().__init__(**kwargs)
         self._wait_seconds = wait_seconds
         self._wire_class = wire_class
-        self._free = asyncio.Semaphore(self.max_connections)
-        self._wires = Wires()
-        # The redis-py connections lent by get_connection, each holding one slot.
-        self._holders: set[Any] = set()
+        self.forget_slots()
 
-    def reset(self) -> None:
+    def forget_slots(self) -> None:
         # The base class forgets the connections it lent; their slots go with them.
-        super().reset()
         self._free = asyncio.Semaphore(self.max_connections)
         self._wires = Wires()
-        self._holders = set()
 
-    async def disconnect(self, inuse_connections: bool = True) -> None:
+    def close_own_connections(self) -> None:
         self._wires.close_all()
-        await super().disconnect(inuse_connections)
 
     async def lend_wire(self, *, fresh: bool = False) -> WireConnection:
         """A wire: an idle one (unless ``fresh``) or a new one. Give it back with
         ``return_wire``."""
-        await self._take_slot()
+        await self.take_slot()
         try:
             wire = None if fresh else self._wires.take()
             if wire is None:
-                wire = await open_wire(
-                    self._wire_class, self.connection_class, self.connection_kwargs
-                )
+                connection_class, settings = pool_settings(self)
+                wire = await open_wire(self._wire_class, connection_class, settings)
                 self._wires.lent(wire)
             return wire
         except BaseException:
@@ -126,24 +120,15 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
         if self._wires.give_back(wire):
             self._free.release()
 
-    async def _take_slot(self) -> None:
+    async def take_slot(self) -> None:
         if self._free.locked():
             # Only a call that has to wait pays for a timer.
             await self._wait_for_slot()
         else:
             await self._free.acquire()  # a free slot: taken without suspending
 
-    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
-        await self._take_slot()
-        try:
-            connection = await super().get_connection(*args, **kwargs)
-        except BaseException:
-            # The base pool gives back (through release()) a connection it could not
-            # connect; that one never held our slot, so the slot is freed here.
-            self._free.release()
-            raise
-        self._holders.add(connection)
-        return connection
+    def free_slot(self) -> None:
+        self._free.release()
 
     async def _wait_for_slot(self) -> None:
         try:
@@ -158,12 +143,3 @@ class WaitingConnectionPool(aioredis.ConnectionPool):  # type: ignore[type-arg]
             # says `overloaded`, not `unavailable`, when the time went on waiting here.
             deadline_hit_in_pool.set(True)
             raise
-
-    async def release(self, connection: Any) -> None:
-        held = connection in self._holders
-        self._holders.discard(connection)
-        try:
-            await super().release(connection)
-        finally:
-            if held:
-                self._free.release()

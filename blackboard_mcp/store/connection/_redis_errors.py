@@ -1,8 +1,9 @@
 """Map redis-py's exceptions to the store's, once, at the boundary; and bound the wait.
 
-Every store operation runs its Redis commands inside ``mapped_redis_errors()``, which is
-also where a hung Redis is noticed: the block has ``redis_timeout()`` seconds to finish
-(``BB_REDIS_TIMEOUT_SECONDS``, 5 by default), or the operation answers ``Unavailable``.
+Every store operation runs its Redis commands inside ``mapped_redis_errors(seconds)``
+(through the operation() of the client it runs on: store/connection/_board_client.py), which
+is also where a hung Redis is noticed: the block has that client's ``timeout_seconds`` to
+finish (``BB_REDIS_TIMEOUT_SECONDS``, 5 by default), or the operation answers ``Unavailable``.
 A long command (an import, an export, a sweep) opens one operation per batch, so the bound
 holds each batch, not the whole command. One deadline per operation replaces redis-py's socket
 timeout, which wrapped every command's write in ``asyncio.wait_for`` (a task each) and its
@@ -28,21 +29,6 @@ from .._errors import Overloaded, StoreError, Unavailable
 
 # As long as a Redis command could take before redis-py's socket timeout gave up (5 s).
 DEFAULT_REDIS_TIMEOUT_SECONDS = 5.0
-# The process's bound, from its settings (``set_redis_timeout``): one Settings a process,
-# read once, so one value; the store's call sites need not carry it.
-_timeout_seconds = DEFAULT_REDIS_TIMEOUT_SECONDS
-
-
-def set_redis_timeout(seconds: float) -> None:
-    """How long one store operation may wait for Redis in this process."""
-    global _timeout_seconds
-    if not seconds > 0:
-        raise ValueError("the Redis timeout is a positive number of seconds")
-    _timeout_seconds = seconds
-
-
-def redis_timeout() -> float:
-    return _timeout_seconds
 
 
 # How often the running operations' deadlines are checked, so how late one may fire.
@@ -115,7 +101,10 @@ class RedisOperation:
     cancelled the task too, whose cancellation then goes on.
     """
 
-    __slots__ = ("_cancelling", "_deadlines", "_owner", "_task")
+    __slots__ = ("_cancelling", "_deadlines", "_owner", "_task", "_timeout_seconds")
+
+    def __init__(self, timeout_seconds: float) -> None:
+        self._timeout_seconds = timeout_seconds
 
     async def __aenter__(self) -> None:
         if deadline_hit_in_pool.get():
@@ -126,7 +115,7 @@ class RedisOperation:
         self._task = task
         self._deadlines = _deadlines(task.get_loop())
         self._cancelling = task.cancelling()
-        self._owner = self._deadlines.start(task, _timeout_seconds)
+        self._owner = self._deadlines.start(task, self._timeout_seconds)
 
     async def __aexit__(
         self,
@@ -145,16 +134,17 @@ class RedisOperation:
             exc = timed_out
         if exc is None:
             return
-        mapped = _mapped(exc)
+        mapped = _mapped(exc, self._timeout_seconds)
         if mapped is not None:
             raise mapped from exc
 
 
-def mapped_redis_errors() -> RedisOperation:
-    return RedisOperation()
+def mapped_redis_errors(timeout_seconds: float) -> RedisOperation:
+    """One store operation of at most ``timeout_seconds``, redis-py's errors mapped to ours."""
+    return RedisOperation(timeout_seconds)
 
 
-def _mapped(exc: BaseException) -> StoreError | None:
+def _mapped(exc: BaseException, timeout_seconds: float) -> StoreError | None:
     """The store's error for ``exc`` raised inside an operation; None to let it through."""
     if isinstance(exc, rx.WatchError):
         return None
@@ -164,7 +154,7 @@ def _mapped(exc: BaseException) -> StoreError | None:
         if deadline_hit_in_pool.get():
             deadline_hit_in_pool.set(False)
             return Overloaded("no Redis connection came free in time; the board is busy")
-        return Unavailable(f"the board's Redis did not answer within {_timeout_seconds:g} s")
+        return Unavailable(f"the board's Redis did not answer within {timeout_seconds:g} s")
     if isinstance(exc, rx.MaxConnectionsError):  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
         # Every pooled connection stayed busy for the pool's whole wait (store/connection/_pool.py):
         # Redis answers, this process has more calls in hand than connections.

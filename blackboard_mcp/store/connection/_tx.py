@@ -4,7 +4,8 @@ redis-py's own ``transaction()`` helper retries forever on WatchError; under hea
 that turns into a livelock with no signal to the caller. Here retries are bounded, with a
 short jittered back-off, and exhaustion raises ``Contended``.
 
-A transaction runs on a ``WireConnection`` (store/connection/_wire.py) lent by the board's pool, not
+A transaction runs on a ``WireConnection`` (store/connection/_wire.py) lent by the board's pool
+(``BoardClient.transaction``, store/connection/_board_client.py), not
 through redis-py's ``Pipeline``: under a compare-and-swap write load the Pipeline's own
 bookkeeping, and then redis-py's per-reply reads, cost more of the gateway's CPU than the
 bytes sent. What remains per write is two round trips, each one write and one wake-up:
@@ -30,7 +31,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError, WatchError
 
 from .._errors import Contended, Unconfirmed
@@ -161,18 +161,19 @@ TransactionBody = Callable[[Transaction, list[Any]], Awaitable[Callable[[list[An
 
 
 async def run_transaction(
-    client: aioredis.Redis[bytes],
+    pool: WaitingConnectionPool,
     watch: Sequence[str],
     body: TransactionBody[T],
     *,
+    timeout_seconds: float,
     max_retries: int,
     first_reads: Sequence[Command] = (),
     gate: Gate | None = None,
     wait: ReplicaWait | None = None,
 ) -> T:
-    """Run ``body`` until EXEC succeeds, at most ``max_retries + 1`` times."""
-    pool: WaitingConnectionPool = client.connection_pool
-    async with mapped_redis_errors():
+    """Run ``body`` until EXEC succeeds, at most ``max_retries + 1`` times, all within one
+    operation's ``timeout_seconds``."""
+    async with mapped_redis_errors(timeout_seconds):
         for attempt in range(max_retries + 1):
             gated = gate if attempt == 0 else None
             commands = first_commands(watch, first_reads, gated)
@@ -200,10 +201,3 @@ async def run_transaction(
                 pool.return_wire(wire)
             await asyncio.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 8)))
     raise Contended(f"the write lost {max_retries + 1} races in a row to other writers")
-
-
-async def pass_gate(client: aioredis.Redis[bytes], gate: Gate) -> None:
-    """Run ``gate`` on its own round trip and judge it (for a call that reads before writing)."""
-    async with mapped_redis_errors():
-        reply = await client.execute_command(*gate.command)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
-    gate.judge(reply)

@@ -1,1 +1,1 @@
-"""A workspace's data over time: retention, delete, export and import."""
+"""A workspace's data over time: retention, delete, restoring a past version, export and import."""

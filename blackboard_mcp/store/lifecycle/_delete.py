@@ -18,13 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import redis.asyncio as aioredis
 
 from .._errors import InvalidArgument, NotFound
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection import _key_names as keys
+from ..connection._board_client import RedisCommands
 from ..notes._addresses import SCHEME, parse_address, validate_name
 
 # Notes per script call: long enough to amortise the round trip, short enough that one
@@ -139,8 +136,9 @@ class Target:
         return f"{SCHEME}{self.workspace}/"
 
 
-def delete_target(workspace: object, *, topic: object = None, uri: object = None) -> Target:
-    """The target named by a workspace and at most one of a topic or a note's address."""
+def delete_target(workspace: str, *, topic: str | None = None, uri: str | None = None) -> Target:
+    """The target named by a workspace and at most one of a topic or a note's address,
+    each name checked (a caller's string may be any text)."""
     ws = validate_name(workspace, "workspace")
     if topic is not None and uri is not None:
         raise InvalidArgument("give a topic or a uri, not both", argument="uri")
@@ -168,29 +166,29 @@ class DeleteReport:
         self.uris.extend(f"{SCHEME}{workspace}/{m}" for m in members[:room])
 
 
-async def _topics(client: aioredis.Redis[bytes], target: Target) -> list[str]:
+async def _topics(client: RedisCommands, target: Target) -> list[str]:
     if target.topic is not None:
         return [target.topic]
-    return sorted(t.decode() for t in await client.smembers(keys.topics(target.workspace)))
+    return sorted(t.decode() for t in await client.redis.smembers(keys.topics(target.workspace)))
 
 
-async def plan_delete(client: aioredis.Redis[bytes], target: Target) -> DeleteReport:
+async def plan_delete(client: RedisCommands, target: Target) -> DeleteReport:
     """What a delete of ``target`` would remove now, removing nothing."""
     report = DeleteReport(target.label)
     ws = target.workspace
-    async with mapped_redis_errors():
+    async with client.operation():
         if target.member is not None:
-            if await client.exists(keys.note(ws, target.member)):
+            if await client.redis.exists(keys.note(ws, target.member)):
                 report.add(ws, [target.member])
             return report
         for topic in await _topics(client, target):
-            paths = await client.zrange(keys.by_name(ws, topic), 0, -1)
+            paths = await client.redis.zrange(keys.by_name(ws, topic), 0, -1)
             report.add(ws, [f"{topic}/{p.decode()}" for p in paths])
     return report
 
 
 async def delete_members(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     workspace: str,
     members: Sequence[str],
     *,
@@ -205,8 +203,8 @@ async def delete_members(
     if not members:
         return []
     prefixes = keys.member_prefixes(workspace)
-    async with mapped_redis_errors():
-        deleted = await client.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+    async with client.operation():
+        deleted = await client.redis.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
             _SCRIPT,
             5,
             keys.blob_refs(workspace),
@@ -237,7 +235,7 @@ async def delete_members(
 
 
 async def delete_notes(
-    client: aioredis.Redis[bytes], target: Target, *, author: str, changelog_maxlen: int
+    client: RedisCommands, target: Target, *, author: str, changelog_maxlen: int
 ) -> DeleteReport:
     """Delete every note of ``target``; a note written meanwhile is deleted or kept, whole."""
     report = DeleteReport(target.label)
@@ -250,14 +248,14 @@ async def delete_notes(
             raise NotFound(f"no note at {target.label}", uris=[target.label])
         report.add(ws, gone)
         return report
-    async with mapped_redis_errors():
+    async with client.operation():
         topics = await _topics(client, target)
     for topic in topics:
         while True:
             # The next batch is whatever is left: notes written into the topic while it is
             # being deleted are deleted too, until the topic is found empty once.
-            async with mapped_redis_errors():
-                paths = await client.zrange(keys.by_name(ws, topic), 0, BATCH - 1)
+            async with client.operation():
+                paths = await client.redis.zrange(keys.by_name(ws, topic), 0, BATCH - 1)
             if not paths:
                 break
             members = [f"{topic}/{p.decode()}" for p in paths]
@@ -270,35 +268,17 @@ async def delete_notes(
     return report
 
 
-async def forget_workspace(client: aioredis.Redis[bytes], ws: str) -> None:
+async def forget_workspace(client: RedisCommands, ws: str) -> None:
     """Drop an emptied workspace from the registry and drop its retention settings.
 
     Its audit stream and revocations stay: an audit trail must outlive a deletion, and a token
     revoked before it must stay revoked if the workspace is written again. The registry key
     has no hash tag, so it is touched alone (one command each), never inside a script.
     """
-    async with mapped_redis_errors():
-        await client.delete(keys.retention(ws))
-        await client.srem(keys.workspaces(), ws)
+    async with client.operation():
+        await client.redis.delete(keys.retention(ws))
+        await client.redis.srem(keys.workspaces(), ws)
         # A write that raced the delete registered the workspace before this SREM and left a
         # topic behind: register it again, as its own write would have.
-        if await client.scard(keys.topics(ws)):
-            await client.sadd(keys.workspaces(), ws)
-
-
-def deleted_since(workspace: str, since: int, *, limit: int = 1000) -> tuple[Any, ...]:
-    """The command that reads up to ``limit`` notes deleted after sequence number ``since``
-    (its raw reply decoded by ``decode_deleted``), sent with a read's other commands so a
-    cursor read costs no extra round trip."""
-    return (
-        "ZRANGEBYSCORE", keys.deleted(workspace), f"({since}", "+inf",
-        "WITHSCORES", "LIMIT", 0, limit,
-    )  # fmt: skip
-
-
-def decode_deleted(reply: list[bytes]) -> list[tuple[int, str]]:
-    """The raw reply (member, score, member, score...) as (seq, member), oldest first."""
-    return [
-        (int(float(score)), member.decode())
-        for member, score in zip(reply[::2], reply[1::2], strict=True)
-    ]
+        if await client.redis.scard(keys.topics(ws)):
+            await client.redis.sadd(keys.workspaces(), ws)

@@ -20,12 +20,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis.asyncio as aioredis
 from redis.commands.search.query import Query
 
 from .._errors import InvalidArgument
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection import _key_names as keys
+from ..connection._board_client import RedisCommands
 from ..notes._addresses import validate_name
 from ..notes._history import EXPIRE_VERSIONS, MAX_HISTORY_VERSIONS
 from ..search._query import escape_tag
@@ -34,7 +33,7 @@ from ._delete import BATCH, REPORTED, DeleteReport, delete_members
 log = logging.getLogger(__name__)
 
 # Where a workspace's notes are searched: its home Redis and the index name there.
-Locate = Callable[[str], Awaitable[tuple["aioredis.Redis[bytes]", str]]]
+Locate = Callable[[str], Awaitable[tuple[RedisCommands, str]]]
 
 WORKSPACE_FIELD = "*"
 # Note history's bounds in the same hash (store/notes/_history.py reads them): a prefix and
@@ -122,39 +121,34 @@ def _policy(raw: dict[bytes, bytes]) -> RetentionPolicy:
     )
 
 
-async def read_policy(client: aioredis.Redis[bytes], workspace: object) -> RetentionPolicy:
-    ws = validate_name(workspace, "workspace")
-    async with mapped_redis_errors():
-        return _policy(await client.hgetall(keys.retention(ws)))
+async def read_policy(client: RedisCommands, ws: str) -> RetentionPolicy:
+    async with client.operation():
+        return _policy(await client.redis.hgetall(keys.retention(ws)))
 
 
 async def write_policy(
-    client: aioredis.Redis[bytes],
-    workspace: object,
+    client: RedisCommands,
+    ws: str,
     *,
-    topic: object = None,
-    max_age_seconds: object,
+    topic: str | None = None,
+    max_age_seconds: int | None,
 ) -> RetentionPolicy:
-    """Set (or, with ``None``, clear) the workspace's maximum age or one topic's override."""
-    ws = validate_name(workspace, "workspace")
-    name = WORKSPACE_FIELD if topic is None else validate_name(topic, "topic")
-    if max_age_seconds is not None and (
-        isinstance(max_age_seconds, bool) or not isinstance(max_age_seconds, int)
-    ):
-        raise InvalidArgument("max_age_seconds must be a whole number", argument="max_age")
-    if isinstance(max_age_seconds, int) and max_age_seconds < 0:
+    """Set (or, with ``None``, clear) the workspace's maximum age or one topic's override;
+    ``ws`` and ``topic`` are checked names."""
+    name = WORKSPACE_FIELD if topic is None else topic
+    if max_age_seconds is not None and max_age_seconds < 0:
         raise InvalidArgument("max_age_seconds cannot be negative", argument="max_age")
     key = keys.retention(ws)
-    async with mapped_redis_errors():
+    async with client.operation():
         if max_age_seconds is None:
-            await client.hdel(key, name)
+            await client.redis.hdel(key, name)
         else:
-            await client.hset(key, name, str(max_age_seconds))
-        return _policy(await client.hgetall(key))
+            await client.redis.hset(key, name, str(max_age_seconds))
+        return _policy(await client.redis.hgetall(key))
 
 
 async def write_history_policy(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     workspace: str,
     *,
     topic: str | None = None,
@@ -173,26 +167,26 @@ async def write_history_policy(
     if versions is not None and versions > MAX_HISTORY_VERSIONS:
         raise InvalidArgument(f"versions is at most {MAX_HISTORY_VERSIONS}", argument="versions")
     key = keys.retention(ws)
-    async with mapped_redis_errors():
+    async with client.operation():
         for prefix, value in ((VERSIONS_PREFIX, versions), (VERSION_AGE_PREFIX, max_age_seconds)):
             if value is None:
-                await client.hdel(key, prefix + name)
+                await client.redis.hdel(key, prefix + name)
             else:
-                await client.hset(key, prefix + name, str(value))
-        return _policy(await client.hgetall(key))
+                await client.redis.hset(key, prefix + name, str(value))
+        return _policy(await client.redis.hgetall(key))
 
 
-async def hold_lease(client: aioredis.Redis[bytes], owner: str, seconds: float) -> bool:
+async def hold_lease(client: RedisCommands, owner: str, seconds: float) -> bool:
     """Take or renew the sweeper's lease for ``seconds``; False while another process holds it."""
-    async with mapped_redis_errors():
-        held = await client.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+    async with client.operation():
+        held = await client.redis.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
             _LEASE, 1, keys.retention_lease(), owner, str(max(1, int(seconds * 1000)))
         )
     return bool(held)
 
 
 async def sweep(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     *,
     locate: Locate,
     owner: str,
@@ -212,12 +206,12 @@ async def sweep(
     if not await hold_lease(client, owner, lease_seconds):
         return None
     out: list[Swept] = []
-    async with mapped_redis_errors():
-        workspaces = sorted(w.decode() for w in await client.smembers(keys.workspaces()))
+    async with client.operation():
+        workspaces = sorted(w.decode() for w in await client.redis.smembers(keys.workspaces()))
     for ws in workspaces:
         policy = await read_policy(client, ws)
-        async with mapped_redis_errors():
-            seconds, micros = await client.time()
+        async with client.operation():
+            seconds, micros = await client.redis.time()
         cutoff_at = int(seconds) * 1000 + int(micros) // 1000 if now_ms is None else now_ms
         home, _index = await locate(ws)
         dropped = await expire_versions(
@@ -227,8 +221,8 @@ async def sweep(
             log.info("retention: %d past versions of workspace %s expired", dropped, ws)
         if not policy.enabled:
             continue
-        async with mapped_redis_errors():
-            topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
+        async with client.operation():
+            topics = sorted(t.decode() for t in await client.redis.smembers(keys.topics(ws)))
         for topic in topics:
             age = policy.max_age(topic)
             if age is None:
@@ -251,7 +245,7 @@ async def sweep(
 
 
 async def expire_versions(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     ws: str,
     policy: RetentionPolicy,
     *,
@@ -267,8 +261,8 @@ async def expire_versions(
     oldest_expirable = now_ms - min(ages) * 1000
     dropped = 0
     while True:
-        async with mapped_redis_errors():
-            gone, looked = await client.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+        async with client.operation():
+            gone, looked = await client.redis.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
                 EXPIRE_VERSIONS,
                 3,
                 keys.version_times(ws),
@@ -303,7 +297,7 @@ def with_max_age(
 
 
 async def plan_expiry(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     index: str,
     ws: str,
     policy: RetentionPolicy,
@@ -312,9 +306,9 @@ async def plan_expiry(
 ) -> DeleteReport:
     """What the next sweep would delete under ``policy``, counted now and deleting nothing:
     how many notes of each topic are older than its maximum age, and the first addresses."""
-    async with mapped_redis_errors():
-        seconds, micros = await client.time()
-        topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
+    async with client.operation():
+        seconds, micros = await client.redis.time()
+        topics = sorted(t.decode() for t in await client.redis.smembers(keys.topics(ws)))
     now_ms = int(seconds) * 1000 + int(micros) // 1000
     prefix = keys.note(ws, "")
     for topic in topics:
@@ -322,8 +316,8 @@ async def plan_expiry(
         if maximum is None:
             continue
         query = _expired_query(ws, topic, now_ms - maximum * 1000, first=REPORTED)
-        async with mapped_redis_errors():
-            result = await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
+        async with client.operation():
+            result = await client.redis.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
         members = [str(doc.id).removeprefix(prefix) for doc in result.docs]
         report.add(ws, members)
         report.count += int(result.total) - len(members)
@@ -335,7 +329,7 @@ def _history_bound(bounds: dict[str, int], topic: str, default: int) -> int:
 
 
 async def plan_history(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     ws: str,
     before: RetentionPolicy,
     after: RetentionPolicy,
@@ -347,9 +341,9 @@ async def plan_history(
     """The kept past versions that history bounds ``after`` would drop and ``before`` keeps:
     those beyond a note's count (dropped at its next write) or older than their topic's age
     (dropped by the next sweep). Counted now; nothing is dropped."""
-    async with mapped_redis_errors():
-        seconds, micros = await client.time()
-        kept = await client.zrange(keys.version_times(ws), 0, -1, withscores=True)
+    async with client.operation():
+        seconds, micros = await client.redis.time()
+        kept = await client.redis.zrange(keys.version_times(ws), 0, -1, withscores=True)
     now_ms = int(seconds) * 1000 + int(micros) // 1000
     by_note: dict[str, list[tuple[int, float]]] = {}
     for raw, written in kept:
@@ -389,7 +383,7 @@ def _expired_query(ws: str, topic: str, cutoff_ms: int, *, first: int = BATCH) -
 
 
 async def _sweep_topic(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     index: str,
     ws: str,
     topic: str,
@@ -402,8 +396,8 @@ async def _sweep_topic(
     prefix = keys.note(ws, "")
     query = _expired_query(ws, topic, cutoff_ms)
     while True:
-        async with mapped_redis_errors():
-            result = await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
+        async with client.operation():
+            result = await client.redis.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
         expired = [str(doc.id).removeprefix(prefix) for doc in result.docs]
         deleted = await delete_members(
             client,

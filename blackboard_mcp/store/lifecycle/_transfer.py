@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import redis.asyncio as aioredis
 
 from .._errors import InvalidArgument, TooLarge
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection import _key_names as keys
+from ..connection._board_client import RedisCommands
 from ..notes._addresses import SCHEME, Address, parse_address, validate_name
 from ..notes._links import RELATIONS
 from ..notes._notes import KINDS, MAX_AUTHOR_CHARS, MAX_SOURCES, check_confidence, check_digest
@@ -168,24 +167,20 @@ def _to_record(
     return record
 
 
-async def count_notes(client: aioredis.Redis[bytes], workspace: object) -> int:
-    ws = validate_name(workspace, "workspace")
-    async with mapped_redis_errors():
-        topics = [t.decode() for t in await client.smembers(keys.topics(ws))]
-        pipe = client.pipeline(transaction=False)
+async def count_notes(client: RedisCommands, ws: str) -> int:
+    async with client.operation():
+        topics = [t.decode() for t in await client.redis.smembers(keys.topics(ws))]
+        pipe = client.redis.pipeline(transaction=False)
         for topic in topics:
             pipe.zcard(keys.by_name(ws, topic))
         return sum(await pipe.execute())
 
 
-async def export_notes(
-    client: aioredis.Redis[bytes], workspace: object
-) -> AsyncIterator[dict[str, Any]]:
-    """Every note of ``workspace`` as a record, oldest write first."""
-    ws = validate_name(workspace, "workspace")
-    async with mapped_redis_errors():
-        topics = sorted(t.decode() for t in await client.smembers(keys.topics(ws)))
-        pipe = client.pipeline(transaction=False)
+async def export_notes(client: RedisCommands, ws: str) -> AsyncIterator[dict[str, Any]]:
+    """Every note of workspace ``ws`` (a checked name) as a record, oldest write first."""
+    async with client.operation():
+        topics = sorted(t.decode() for t in await client.redis.smembers(keys.topics(ws)))
+        pipe = client.redis.pipeline(transaction=False)
         sets = [(topic, kind) for topic in topics for kind in KINDS]
         for topic, kind in sets:
             pipe.zrange(keys.by_kind(ws, topic, kind), 0, -1, withscores=True)
@@ -211,14 +206,14 @@ _CONTENT_BYTES_AT_ONCE = 8 * 1024 * 1024
 
 
 async def _read_batch(
-    client: aioredis.Redis[bytes], ws: str, members: Sequence[str]
+    client: RedisCommands, ws: str, members: Sequence[str]
 ) -> list[tuple[dict[str, Any], list[int]]]:
     """Each note's record, and the versions it keeps, read at one moment."""
     out: list[tuple[dict[str, Any], list[int]]] = []
     pending = list(members)
     for _attempt in range(8):
-        async with mapped_redis_errors():
-            pipe = client.pipeline(transaction=True)
+        async with client.operation():
+            pipe = client.redis.pipeline(transaction=True)
             for member in pending:
                 pipe.hgetall(keys.note(ws, member))
                 pipe.smembers(keys.links_out(ws, member))
@@ -231,7 +226,7 @@ async def _read_batch(
                     replies[::4], replies[1::4], replies[2::4], replies[3::4], strict=True
                 )
             ]
-            pipe = client.pipeline(transaction=False)
+            pipe = client.redis.pipeline(transaction=False)
             for note, _links, _kept in notes:
                 if note.get("blob"):
                     # Up to the size read with it: a log blob may have grown since.
@@ -258,15 +253,15 @@ async def _read_batch(
 
 
 async def _kept_versions(
-    client: aioredis.Redis[bytes], ws: str, record: dict[str, Any], kept: list[int]
+    client: RedisCommands, ws: str, record: dict[str, Any], kept: list[int]
 ) -> AsyncIterator[dict[str, Any]]:
     """The records of the note's kept versions, oldest first: each is immutable once kept,
     so they need not be read with the note; one dropped meanwhile is left out."""
     member = record["uri"].removeprefix(f"{SCHEME}{ws}/")
     for start in range(0, len(kept), _VERSIONS_AT_ONCE):
         chunk = kept[start : start + _VERSIONS_AT_ONCE]
-        async with mapped_redis_errors():
-            pipe = client.pipeline(transaction=False)
+        async with client.operation():
+            pipe = client.redis.pipeline(transaction=False)
             for version in chunk:
                 pipe.hgetall(keys.version(ws, member, version))
             fields = [_decoded(raw) for raw in await pipe.execute()]
@@ -286,14 +281,14 @@ async def _kept_versions(
 
 
 async def _version_records(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     ws: str,
     member: str,
     record: dict[str, Any],
     versions: list[tuple[int, dict[str, str]]],
 ) -> list[dict[str, Any]]:
-    async with mapped_redis_errors():
-        pipe = client.pipeline(transaction=False)
+    async with client.operation():
+        pipe = client.redis.pipeline(transaction=False)
         for _version, fields in versions:
             if fields.get("blob"):
                 end = int(fields.get("size") or 0) - 1
@@ -574,7 +569,7 @@ Progress = Callable[[str, int], None]
 
 
 async def import_notes(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     records: Callable[[], Iterable[Imported]],
     *,
     workspace: str,
@@ -598,8 +593,9 @@ async def import_notes(
     report = ImportReport()
     # Sent by hash (EVALSHA), not as text with every note: the script is most of the bytes of
     # a small note's command. A pipeline loads a script Redis does not have before it runs.
-    write_note, add_links = client.register_script(_IMPORT), client.register_script(_LINK)
-    add_version = client.register_script(_IMPORT_VERSION)
+    redis = client.redis
+    write_note, add_links = redis.register_script(_IMPORT), redis.register_script(_LINK)
+    add_version = redis.register_script(_IMPORT_VERSION)
     written = bytearray()  # bit i: the i-th record was written (not skipped)
     index = 0
     # One deadline per batch's round trip, not one for the whole import: an import of any
@@ -616,14 +612,14 @@ async def import_notes(
                 changelog_maxlen=changelog_maxlen,
             )
             report.replaced += len(gone)
-        pipe = client.pipeline(transaction=False)
+        pipe = client.redis.pipeline(transaction=False)
         for note in batch:
             _count_tokens(note, counter)
             if note.current is None:
                 await _queue_import(
                     pipe, write_note, note, author=author, changelog_maxlen=changelog_maxlen
                 )
-        async with mapped_redis_errors():
+        async with client.operation():
             seqs = iter(await pipe.execute())
         for note in batch:
             if index % 8 == 0:
@@ -656,12 +652,12 @@ async def import_notes(
             else:
                 report.links_of_skipped += len(note.links)
             index += 1
-        pipe = client.pipeline(transaction=False)
+        pipe = client.redis.pipeline(transaction=False)
         for note in chosen:
             await _queue_links(pipe, add_links, note)
         for version in versions:
             await _queue_version(pipe, add_version, version)
-        async with mapped_redis_errors():
+        async with client.operation():
             added = iter(await pipe.execute())
         for note, count in zip(chosen, added, strict=False):
             report.links += int(count)

@@ -31,12 +31,10 @@ import uuid
 from typing import Any
 
 import orjson
-import redis.asyncio as aioredis
 
 from .._errors import Contended, InvalidArgument, NotFound, TooLarge, Unconfirmed
-from ..connection import _keys as keys
-from ..connection._pool import WaitingConnectionPool
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection import _key_names as keys
+from ..connection._board_client import BoardClient
 from ..connection._tx import Gate
 from ._addresses import SCHEME
 from ._history import KEEP_VERSION_LUA
@@ -196,7 +194,7 @@ return {version, seq}
 
 
 async def append_note(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     write: NoteWrite,
     *,
     counter: TokenCounter,
@@ -208,15 +206,14 @@ async def append_note(
     assert write.append is not None
     address = write.address
     ws, member, topic = address.workspace, address.member, address.topic
-    pool: WaitingConnectionPool = client.connection_pool
     note_key = keys.note(ws, member)
     # First round trip: the note's blob name (the script must be told which key it may
     # extend) and the gate, judged before anything is written.
     first: list[tuple[Any, ...]] = [("HGET", note_key, "blob")]
     if gate is not None:
         first.append(gate.command)
-    async with mapped_redis_errors():
-        replies = await pool.round_trip(first)
+    async with client.operation():
+        replies = await client.round_trip(first)
     if gate is not None:
         gate.judge(replies[1])
     seen = (replies[0] or b"").decode()
@@ -277,9 +274,9 @@ async def append_note(
         ]
         if limits.wait is not None:
             commands.append(("WAIT", limits.wait.replicas, limits.wait.timeout_ms))
-        async with mapped_redis_errors():
+        async with client.operation():
             # An append is not idempotent: never sent twice (store/connection/_pool.py).
-            replies = await pool.round_trip(commands, repeatable=False)
+            replies = await client.round_trip(commands, repeatable=False)
         outcome = replies[0]
         code = int(outcome[0])
         if code == -3:

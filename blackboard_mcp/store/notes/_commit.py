@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..connection import _keys as keys
+from ..connection import _key_names as keys
 from ..connection._tx import Transaction
 
 _SCRIPT = """

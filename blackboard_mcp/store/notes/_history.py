@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..connection import _keys as keys
+from ..connection import _key_names as keys
 
 # The most past versions a note may keep: a delete drops a note's versions in the script
 # that deletes it (store/lifecycle/_delete.py), a batch of notes at a time, and that script

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, TypedDict
 
-import redis.asyncio as aioredis
-
 from .._errors import NotFound
-from ..connection import _keys as keys
-from ..connection._tx import Gate, ReplicaWait, Transaction, run_transaction
+from ..connection import _key_names as keys
+from ..connection._board_client import BoardClient
+from ..connection._tx import Gate, ReplicaWait, Transaction
 from ._addresses import Address
 from ._commit import queue_commit
 from ._provenance import encode_record
@@ -38,7 +37,7 @@ class LinkResult(TypedDict, total=False):
 
 
 async def write_links(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     source: Address,
     rel: Relation,
     targets: list[Address],
@@ -116,8 +115,7 @@ async def write_links(
         )
         return lambda replies: [*replies, present]
 
-    replies = await run_transaction(
-        client,
+    replies = await client.transaction(
         [*note_keys, out_key] if remove else note_keys,
         body,
         max_retries=max_retries,

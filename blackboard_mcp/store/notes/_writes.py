@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 import orjson
-import redis.asyncio as aioredis
 
 from .._errors import Conflict, NotFound
-from ..connection import _keys as keys
-from ..connection._tx import Gate, ReplicaWait, Transaction, run_transaction
+from ..connection import _key_names as keys
+from ..connection._board_client import BoardClient
+from ..connection._tx import Gate, ReplicaWait, Transaction
 from ._commit import queue_commit
 from ._history import HistoryLimits, keep_version_command
 from ._notes import NoteWrite
@@ -51,7 +51,7 @@ def _decode(value: bytes | str | None) -> str:
 
 
 async def write_note(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     write: NoteWrite,
     *,
     counter: TokenCounter,
@@ -203,8 +203,7 @@ async def write_note(
 
         return finish
 
-    return await run_transaction(
-        client,
+    return await client.transaction(
         [note_key, *source_keys],
         body,
         max_retries=limits.max_retries,

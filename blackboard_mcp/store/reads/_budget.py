@@ -19,29 +19,13 @@ import orjson
 from .._errors import InvalidArgument
 from ..notes._provenance import once_per_link
 from ..notes._tokencount import TokenCounter, count_as_json_string, count_json
+from ..requests._read_options import MAX_BUDGET
 from ._table_rows import TableRows
 
-# The smallest budget a read accepts: room for the empty envelope of any read (flags, counts,
-# a cursor, the no-topic warning of list_keys, ``need_budget``) with some to spare.
-MIN_BUDGET = 100
-MAX_BUDGET = 100_000
-DEFAULT_BUDGET = 2000
 # The breaks a cut prefers, best first: a paragraph, a line, a sentence, a word.
 _BOUNDARIES = ("\n\n", "\n", ". ", " ")
 # A lone item's content is cut only if at least this many of its tokens can be shown.
 MIN_CUT_TOKENS = 8
-
-
-def check_budget(value: object) -> int:
-    if value is None:
-        return DEFAULT_BUDGET
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgument("budget_tokens must be a whole number", argument="budget_tokens")
-    if not MIN_BUDGET <= value <= MAX_BUDGET:
-        raise InvalidArgument(
-            f"budget_tokens must be from {MIN_BUDGET} to {MAX_BUDGET}", argument="budget_tokens"
-        )
-    return value
 
 
 def clean_cut(text: str, max_tokens: int, counter: TokenCounter) -> str:

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 
 from .._errors import Contended, NotFound
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors, redis_timeout
+from ..connection import _key_names as keys
+from ..connection._board_client import BoardClient
+from ..connection._redis_errors import mapped_redis_errors
 from ..notes._addresses import Address, is_valid_name
 from ._views import READ_ATTEMPTS, Readable
 
@@ -62,8 +63,11 @@ def _change(workspace: str, fields: dict[bytes, bytes]) -> Change:
 class ChangeFeed:
     """Blocking reads of one workspace's change log, from the moment the feed opens."""
 
-    def __init__(self, client: aioredis.Redis[bytes], workspace: str) -> None:
+    def __init__(
+        self, client: aioredis.Redis[bytes], workspace: str, *, timeout_seconds: float
+    ) -> None:
         self._client = client
+        self._timeout_seconds = timeout_seconds
         self._workspace = workspace
         self._key = keys.changelog(workspace)
         self._position = "$"
@@ -75,7 +79,7 @@ class ChangeFeed:
     async def start_now(self) -> None:
         """Start the feed after the log's newest entry, so the caller can promise that
         every write committed from now on is read."""
-        async with mapped_redis_errors():
+        async with mapped_redis_errors(self._timeout_seconds):
             newest = await self._client.xrevrange(self._key, count=1)
         self._position = newest[0][0].decode() if newest else "0-0"
 
@@ -93,8 +97,8 @@ class ChangeFeed:
         The wait is held to half an operation's deadline (BB_REDIS_TIMEOUT_SECONDS): an idle
         board answers an empty read well before the deadline would call Redis unresponsive.
         """
-        block = max(1, min(block_ms, int(redis_timeout() * 500)))
-        async with mapped_redis_errors():
+        block = max(1, min(block_ms, int(self._timeout_seconds * 500)))
+        async with mapped_redis_errors(self._timeout_seconds):
             reply = await self._client.xread({self._key: self._position}, count=count, block=block)
         out: list[Change] = []
         for _stream, entries in reply or ():
@@ -104,43 +108,36 @@ class ChangeFeed:
         return out
 
     async def close(self) -> None:
+        # The client owns its one connection (BoardClient.own_connection): closed with it.
         await self._client.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
-        # The feed's own pool (open_feed) is not the client's to close: closed here, or its
-        # connection stays open until the garbage collector finds it.
-        await self._client.connection_pool.disconnect()
 
 
-def open_feed(client: aioredis.Redis[bytes], workspace: str) -> ChangeFeed:
-    """A feed on a new single-connection client to the same Redis as ``client``."""
-    pool = client.connection_pool
-    # No socket timeout: the read blocks by design, and XREAD's BLOCK bounds it.
-    kwargs = {**pool.connection_kwargs, "socket_timeout": None}
-    own = aioredis.ConnectionPool(
-        connection_class=pool.connection_class, max_connections=1, **kwargs
-    )
-    return ChangeFeed(aioredis.Redis(connection_pool=own), workspace)
+def open_feed(client: BoardClient, workspace: str) -> ChangeFeed:
+    """A feed on a connection of its own to the same Redis as ``client``; the read blocks
+    by design (XREAD's BLOCK bounds it), so it has no socket timeout."""
+    return ChangeFeed(client.own_connection(), workspace, timeout_seconds=client.timeout_seconds)
 
 
 async def readable_topics(
-    client: aioredis.Redis[bytes], workspace: str, readable: Readable
+    client: BoardClient, workspace: str, readable: Readable
 ) -> list[tuple[str, int]]:
     """The workspace's topics the reader may read, each with its number of notes.
 
     The topic set and one ZCARD per topic: never a scan of the notes.
     """
-    async with mapped_redis_errors():
-        members = await client.smembers(keys.topics(workspace))
+    async with client.operation():
+        members = await client.redis.smembers(keys.topics(workspace))
         topics = sorted(
             t for t in (m.decode() for m in members) if is_valid_name(t) and readable(t)
         )
-        pipe = client.pipeline(transaction=False)
+        pipe = client.redis.pipeline(transaction=False)
         for topic in topics:
             pipe.zcard(keys.by_name(workspace, topic))
         counts = await pipe.execute() if topics else []
     return [(t, int(n)) for t, n in zip(topics, counts, strict=True) if n]
 
 
-async def note_content(client: aioredis.Redis[bytes], address: Address) -> NoteContent:
+async def note_content(client: BoardClient, address: Address) -> NoteContent:
     """The note's whole content, an offloaded body fetched in full. The caller has checked
     that the topic may be read.
 
@@ -149,9 +146,9 @@ async def note_content(client: aioredis.Redis[bytes], address: Address) -> NoteC
     which a short read shows, and the note is then read again."""
     key = keys.note(address.workspace, address.member)
     fields = ["kind", "version", "body", "blob", "size"]
-    async with mapped_redis_errors():
+    async with client.operation():
         for _ in range(READ_ATTEMPTS):
-            kind, version, body, blob, size = await client.hmget(key, fields)
+            kind, version, body, blob, size = await client.redis.hmget(key, fields)
             if (
                 kind is not None
                 and address.version is not None
@@ -159,7 +156,7 @@ async def note_content(client: aioredis.Redis[bytes], address: Address) -> NoteC
             ):
                 # A past version: its kept copy (store/notes/_history.py), if it is still kept.
                 kept = keys.version(address.workspace, address.member, address.version)
-                kind, version, body, blob, size = await client.hmget(kept, fields)
+                kind, version, body, blob, size = await client.redis.hmget(kept, fields)
             if kind is None:
                 raise NotFound(f"no note at {address.uri}", uri=address.uri)
             if not blob:
@@ -167,7 +164,7 @@ async def note_content(client: aioredis.Redis[bytes], address: Address) -> NoteC
             # Up to the size read with it: an appended note's log blob may have grown since.
             length = int(size or 0)
             blob_key = keys.blob(address.workspace, blob.decode())
-            body = await client.getrange(blob_key, 0, length - 1)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+            body = await client.redis.getrange(blob_key, 0, length - 1)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
             if len(body or b"") == length:
                 break
         else:

@@ -21,54 +21,28 @@ first page's ``cursor`` finds every such write. New notes appear if their key is
 from __future__ import annotations
 
 import asyncio
-import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-import redis.asyncio as aioredis
-
-from .._errors import InvalidArgument
-from ..connection import _keys as keys
-from ..connection._pool import WaitingConnectionPool
+from ..connection import _key_names as keys
+from ..connection._board_client import BoardClient
 from ..notes._addresses import Address
 from ..notes._notes import KINDS
+from ..requests._page_keys import Row, make_row
 
-Order = Literal["recent", "name", "version"]
-ORDERS: tuple[Order, ...] = ("recent", "name", "version")
-_LETTERS = {"recent": "r", "name": "n", "version": "v", "changes": "c", "history": "h"}
-_AFTER = re.compile(r"([rnvch])(\d{1,19}):([a-z0-9][a-z0-9._-]{0,63})/(\S{1,1100})")
 # A kind filter on name or version order examines at most this many notes per topic per
 # call; a page may then hold fewer rows than ``limit`` (even none) and still carry ``next``.
 SCAN_CAP = 5000
 _CHUNK = 500
 
 
-@dataclass(frozen=True, order=True)
-class Row:
-    """A note's place in a listing: compared by ``key`` only."""
-
-    key: tuple[float, str, str]
-    topic: str
-    path: str
-    score: int
-
-
-def make_row(feed: str, topic: str, path: str, score: float) -> Row:
-    value = int(score)
-    if feed == "changes":
-        return Row((value, topic, path), topic, path, value)
-    return Row((-value, topic, path), topic, path, value)
-
-
 async def history_page(
-    client: aioredis.Redis[bytes], note: Address, *, limit: int, after: Row | None
+    client: BoardClient, note: Address, *, limit: int, after: Row | None
 ) -> tuple[list[Row], Row | None]:
     """A page of ``note``'s versions, newest first: the current one (on the first page),
     then the kept ones (store/notes/_history.py), below ``after``'s version if given."""
     ws, member = note.workspace, note.member
     top = "+inf" if after is None else f"({after.score}"
-    pool: WaitingConnectionPool = client.connection_pool
-    current, kept = await pool.round_trip(
+    current, kept = await client.round_trip(
         [
             ("HGET", keys.note(ws, member), "version"),
             ("ZREVRANGEBYSCORE", keys.versions(ws, member), top, "-inf", "LIMIT", 0, limit + 1),
@@ -79,23 +53,6 @@ async def history_page(
         versions.insert(0, int(current))
     rows = [make_row("history", note.topic, note.path, v) for v in versions]
     return rows[:limit], rows[limit] if len(rows) > limit else None
-
-
-def encode(feed: str, row: Row) -> str:
-    return f"{_LETTERS[feed]}{row.score}:{row.topic}/{row.path}"
-
-
-def decode(feed: str, value: object) -> Row | None:
-    if value is None:
-        return None
-    match = _AFTER.fullmatch(value) if isinstance(value, str) else None
-    if match is None or match.group(1) != _LETTERS[feed]:
-        raise InvalidArgument(
-            "after must be the next value of an earlier list_keys call with the same "
-            "order and cursor",
-            argument="after",
-        )
-    return make_row(feed, match.group(3), match.group(4), int(match.group(2)))
 
 
 # Version order within one topic: score (version) descending, path ascending. Redis orders a
@@ -158,7 +115,7 @@ return out
 
 
 async def select_page(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     workspace: str,
     topics: list[str],
     *,
@@ -197,7 +154,7 @@ async def select_page(
 
 
 async def _topic_rows(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     workspace: str,
     topic: str,
     *,
@@ -221,7 +178,7 @@ async def _topic_rows(
         if not chunk:
             return found, None
         examined += len(chunk)
-        scores = await client.zmscore(kind_key, [r.path for r in chunk])  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+        scores = await client.redis.zmscore(kind_key, [r.path for r in chunk])  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
         for row, score in zip(chunk, scores, strict=True):
             if score is not None:
                 found.append(row)
@@ -234,7 +191,7 @@ async def _topic_rows(
 
 
 async def _chunk(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     workspace: str,
     topic: str,
     feed: str,
@@ -262,16 +219,15 @@ async def _chunk(
             commands.append((*span, "WITHSCORES", "LIMIT", 0, want))
         # One wire round trip (store/connection/_wire.py): raw replies, member and score
         # alternating.
-        pool: WaitingConnectionPool = client.connection_pool
         merged = [
             (flat[i], float(flat[i + 1]))
-            for flat in await pool.round_trip(commands)
+            for flat in await client.round_trip(commands)
             for i in range(0, len(flat), 2)
         ]
         reply = sorted(merged, key=lambda pair: pair[1], reverse=feed == "recent")[:want]
     elif feed == "name":
         lowest = f"({after.path}" if after and topic == after.topic else "-"
-        members = await client.zrangebylex(
+        members = await client.redis.zrangebylex(
             keys.by_name(workspace, topic), lowest.encode(), b"+", start=0, num=want
         )
         reply = [(m, 0.0) for m in members]
@@ -281,7 +237,7 @@ async def _chunk(
 
 
 async def _version_chunk(
-    client: aioredis.Redis[bytes], key: str, topic: str, after: Row | None, want: int
+    client: BoardClient, key: str, topic: str, after: Row | None, want: int
 ) -> list[tuple[bytes, float]]:
     if after is None:
         how, score, path = "none", "", ""
@@ -291,5 +247,5 @@ async def _version_chunk(
         how, score, path = "all", str(after.score), ""  # all of its ties come after
     else:
         how, score, path = "after", str(after.score), after.path
-    flat = await client.eval(_VERSION_PAGE, 1, key, how, score, path, want)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+    flat = await client.redis.eval(_VERSION_PAGE, 1, key, how, score, path, want)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
     return [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]

@@ -16,14 +16,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import orjson
-import redis.asyncio as aioredis
 
 from .._errors import Contended, InvalidArgument
-from ..connection import _keys as keys
-from ..connection._pool import WaitingConnectionPool
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection import _key_names as keys
+from ..connection._board_client import BoardClient
 from ..connection._tx import Gate
-from ..lifecycle._delete import decode_deleted, deleted_since
 from ..notes._addresses import SCHEME, Address
 from ..notes._links import decode_links
 from ..notes._provenance import (
@@ -35,8 +32,10 @@ from ..notes._provenance import (
 )
 from ..notes._tokencount import TokenCounter, count_as_json_string, count_json
 from ..requests import GetState, ListKeys
+from ..requests._page_keys import encode
 from ._budget import Entry, Render, finish, fit, plan, position_ranges
-from ._paging import encode, history_page, select_page
+from ._deletions import decode_deleted, deleted_since
+from ._paging import history_page, select_page
 from ._table_rows import rows_in_range
 from ._views import (
     META_FIELDS,
@@ -74,7 +73,7 @@ REFUSED: FetchedNote = (None, set(), set(), {})
 
 
 async def _fetch_meta(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     workspace: str,
     addresses: Sequence[Address],
     names: list[str] = META_FIELDS,
@@ -115,8 +114,7 @@ async def _fetch_meta(
             commands.append(("SMEMBERS", keys.links_in(ws, member)))
             commands.append(("HGETALL", keys.links_at(ws, member)))
     commands.append(("GET", keys.sequence(workspace)))
-    pool: WaitingConnectionPool = client.connection_pool
-    replies = await pool.round_trip(commands)
+    replies = await client.round_trip(commands)
     if gate is not None:
         gate.judge(replies.pop(0))
     deleted = decode_deleted(replies.pop(0)) if deletions_after is not None else []
@@ -147,7 +145,7 @@ _JUDGED_LINKS = 256
 
 
 async def judge_provenance(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     addresses: Sequence[Address],
     fetched: Fetched,
     readable: Readable,
@@ -190,8 +188,7 @@ async def judge_provenance(
         judged.append(provenance)
     if not commands:
         return judged
-    pool: WaitingConnectionPool = client.connection_pool
-    for question, reply in zip(asked, await pool.round_trip(commands), strict=True):
+    for question, reply in zip(asked, await client.round_trip(commands), strict=True):
         provenance = judged[question[0]]
         assert provenance is not None
         if question[1] == "now":
@@ -253,7 +250,7 @@ def _version_of(
 
 
 async def _fetch_content(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     counter: TokenCounter,
     wanted: list[tuple[Entry, Address, dict[str, str]]],
     prefix_bytes: int | None,
@@ -308,9 +305,8 @@ async def _fetch_content(
             expected.append((i, end - begin, begin))
     if not commands:
         return []
-    pool: WaitingConnectionPool = client.connection_pool
     moved: list[int] = []
-    for (i, length, offset), raw in zip(expected, await pool.round_trip(commands), strict=True):
+    for (i, length, offset), raw in zip(expected, await client.round_trip(commands), strict=True):
         entry, _, note = wanted[i]
         if length is None:
             version, data = raw
@@ -474,7 +470,7 @@ Refetch = Callable[[list[Address]], Awaitable[list[tuple[Entry, dict[str, str] |
 
 
 async def _show(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     counter: TokenCounter,
     budget: int,
     addresses: Sequence[Address],
@@ -510,7 +506,7 @@ async def _show(
 
 
 async def get_state(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     counter: TokenCounter,
     request: GetState,
     *,
@@ -533,7 +529,7 @@ async def get_state(
     names = fields_for(
         "full" if any(a.start is not None for a in allowed) else checked_mode, checked_fields
     )
-    async with mapped_redis_errors():
+    async with client.operation():
         fetched, cursor, _ = await _fetch_meta(
             client, addresses[0].workspace, allowed, names, gate=gate
         )
@@ -581,7 +577,7 @@ async def get_state(
 
 
 async def list_keys(
-    client: aioredis.Redis[bytes],
+    client: BoardClient,
     counter: TokenCounter,
     request: ListKeys,
     *,
@@ -596,7 +592,7 @@ async def list_keys(
     start = request.after
     topic = request.topic
     notices: list[str] = []
-    async with mapped_redis_errors():
+    async with client.operation():
         if request.note is not None:
             # A note's versions, newest first; its scopes were checked as a read of it.
             topics = []
@@ -612,7 +608,7 @@ async def list_keys(
             # store never lists a topic its ``readable`` predicate refuses.
             topics = [t for t in [topic] if readable(t)]
         else:
-            known = sorted(t.decode() for t in await client.smembers(keys.topics(workspace)))
+            known = sorted(t.decode() for t in await client.redis.smembers(keys.topics(workspace)))
             topics = [t for t in known if readable(t)]
             notices.append(
                 f"no topic given: listed every topic you may read ({len(topics)}); "

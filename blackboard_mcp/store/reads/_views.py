@@ -8,49 +8,16 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
-from .._errors import InvalidArgument
+from ..requests._read_options import CONTENT_FIELDS, ITEM_FIELDS, Mode
 from ._budget import Entry
 
-Mode = Literal["digest", "fields", "table", "full", "ref"]
-GET_MODES: tuple[Mode, ...] = ("digest", "fields", "table", "full", "ref")
-LIST_MODES: tuple[Mode, ...] = ("digest", "table", "ref")
-MAX_FIELDS = 32
 # A read whose note keeps moving on between its round trips (fields, then content) reads it
 # again this many times; past that it is refused rather than shown torn.
 READ_ATTEMPTS = 8
-
-# Every key an item of a read can hold, and so every name ``fields`` accepts (``cut`` and
-# ``error`` aside: they report on the item). ``sources_hidden`` comes with ``sources``. In
-# mode=fields any other name is a column of a table note.
-ITEM_FIELDS = (
-    "uri",
-    "digest",
-    "version",
-    "est_tokens",
-    "kind",
-    "updated",
-    "author",
-    "created",
-    "size",
-    "seq",
-    "confidence",
-    "sources",
-    "links",
-    "columns",
-    "nrows",
-    "origin",
-    "body",
-    "rows",
-)
-# A text note's content is its ``body``; a table's is its ``rows``, lists of cells in the
-# order of its ``columns`` (the shape update_state takes).
-CONTENT_FIELDS = ("body", "rows")
-# What a listing can show as a column: one value per note, no content.
-LIST_FIELDS = tuple(f for f in ITEM_FIELDS if f not in (*CONTENT_FIELDS, "sources", "links"))
 
 # Digest and ref items need only these; every field a reply parses costs (redis-py parses in
 # Python), so a listing does not ask for the rest.
@@ -96,34 +63,6 @@ def every_topic(_topic: str) -> bool:
     of the query, which halves the cost of a search that matches many notes.
     """
     return True
-
-
-def check_mode(value: object, allowed: Sequence[Mode]) -> Mode:
-    if value is None:
-        return "digest"
-    if value not in allowed:
-        raise InvalidArgument(f"mode must be one of {', '.join(allowed)}", argument="mode")
-    return value  # type: ignore[return-value]
-
-
-def check_fields(value: object) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list | tuple) or not all(isinstance(f, str) for f in value):
-        raise InvalidArgument("fields must be a list of names", argument="fields")
-    if len(value) > MAX_FIELDS:
-        raise InvalidArgument(f"at most {MAX_FIELDS} fields", argument="fields")
-    return tuple(dict.fromkeys(value))
-
-
-def check_list_fields(fields: Sequence[str]) -> tuple[str, ...]:
-    unknown = [f for f in fields if f not in LIST_FIELDS]
-    if unknown:
-        raise InvalidArgument(
-            f"list_keys cannot show {', '.join(unknown)}; fields: {', '.join(LIST_FIELDS)}",
-            argument="fields",
-        )
-    return tuple(fields)
 
 
 def iso_time(ms: str) -> str:

@@ -9,9 +9,19 @@ from typing import Any, Literal, cast
 from .._errors import InvalidArgument
 from ..notes._addresses import SCHEME, Address, parse_address, validate_name
 from ..notes._notes import KINDS, NoteKind
-from ..reads._budget import DEFAULT_BUDGET, check_budget
-from ..reads._paging import ORDERS, Order, Row, decode
-from ..reads._views import GET_MODES, LIST_MODES, Mode, check_fields, check_list_fields, check_mode
+from ._page_keys import Row, decode
+from ._read_options import (
+    DEFAULT_BUDGET,
+    GET_MODES,
+    LIST_MODES,
+    ORDERS,
+    Mode,
+    Order,
+    check_budget,
+    check_fields,
+    check_list_fields,
+    check_mode,
+)
 
 MAX_URIS = 100
 MAX_LIST_LIMIT = 200

@@ -1,1 +1,1 @@
-"""search_keys over RediSearch, and the indexes it needs (created, upgraded, retired)."""
+"""search_keys over RediSearch: the query read from what an agent types, and its answer."""

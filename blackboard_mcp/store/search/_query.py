@@ -6,8 +6,8 @@ queries built from it.
 parser as syntax: every part is cut down to plain words (``\\w+``) here, and the server adds
 the operators. The workspace and topic filters are built from validated names.
 
-Neither index keeps word positions (_index.py), so a phrase is searched as all of its words
-and then checked in the note's text (``Parsed.holds_phrases``).
+Neither index keeps word positions (store/connection/_search_index.py), so a phrase is
+searched as all of its words and then checked in the note's text (``Parsed.holds_phrases``).
 """
 
 from __future__ import annotations

@@ -16,21 +16,21 @@ import asyncio
 import logging
 from typing import Any
 
-import redis.asyncio as aioredis
 from redis.commands.search.query import Query
 from redis.exceptions import ResponseError
 
 from .._errors import Unavailable
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection import _key_names as keys
+from ..connection._board_client import BoardClient, RedisCommands
+from ..connection._search_index import DIGEST_WEIGHT, ensure_index, wait_until_indexed
 from ..notes._addresses import SCHEME, Address
 from ..notes._provenance import provenance_warnings
 from ..notes._tokencount import TokenCounter
-from ..reads._budget import DEFAULT_BUDGET, Entry, finish, fit, plan
+from ..reads._budget import Entry, finish, fit, plan
 from ..reads._reads import Fetched, judge_provenance, readable_links
 from ..reads._views import Readable, every_topic
 from ..requests import SearchKeys
-from ._index import DIGEST_WEIGHT, ensure_index, wait_until_indexed
+from ..requests._read_options import DEFAULT_BUDGET
 from ._query import Parsed, build_query, parse_q
 
 log = logging.getLogger(__name__)
@@ -72,20 +72,23 @@ def _query(
 
 
 async def search_keys(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     counter: TokenCounter,
     request: SearchKeys,
     *,
     workspace: str,
     readable: Readable,
+    home: BoardClient,
     index: str = keys.INDEX_NAME,
 ) -> dict[str, Any]:
-    """``index`` is the index that holds this workspace's notes (one per cluster primary)."""
+    """``client`` and ``index`` search this workspace's notes (one index per cluster primary,
+    or the coordinator's); ``home`` is the workspace's own node, which the provenance of
+    the hits is read from."""
     topic, limit = request.topic, request.limit
     parsed = parse_q(request.q)
     warnings = list(parsed.notices)
-    async with mapped_redis_errors():
-        pipe = client.pipeline(transaction=False)
+    async with home.operation():
+        pipe = client.redis.pipeline(transaction=False)
         pipe.get(keys.sequence(workspace))
         topics: list[str] | None
         if topic is not None:
@@ -122,7 +125,7 @@ async def search_keys(
             ranked.extend(group[:wanted])
         key_prefix = len(keys.note(workspace, ""))
         found = [(key[key_prefix:], score) for key, score in ranked]
-        pipe = client.pipeline(transaction=False)
+        pipe = client.redis.pipeline(transaction=False)
         for member, _ in found:
             pipe.hmget(keys.note(workspace, member), _HIT_FIELDS)
             pipe.smembers(keys.links_out(workspace, member))
@@ -143,7 +146,7 @@ async def search_keys(
             hits.append((Address(workspace, topic, path), score))
             fetched.append((note, outgoing, incoming, records))
         addresses = [address for address, _ in hits]
-        judged = await judge_provenance(client, addresses, fetched, readable)
+        judged = await judge_provenance(home, addresses, fetched, readable)
     entries = []
     for (_, score), (hit, outgoing, incoming, _), provenance in zip(
         hits, fetched, judged, strict=True
@@ -166,7 +169,7 @@ async def search_keys(
 
 
 async def _run(
-    client: aioredis.Redis[bytes],
+    client: RedisCommands,
     index: str,
     workspace: str,
     topics: list[str] | None,
@@ -200,13 +203,13 @@ async def _run(
 
 
 async def _with_phrases(
-    client: aioredis.Redis[bytes], parsed: Parsed, group: list[tuple[str, float]], every: bool
+    client: RedisCommands, parsed: Parsed, group: list[tuple[str, float]], every: bool
 ) -> list[tuple[str, float]]:
     """The hits whose text holds the phrases asked for (all of them, for the notes holding
     every part; at least not an excluded one, for the others) and none excluded.
 
     The text is what the index holds: digest, body, or an offloaded body's searchable head."""
-    pipe = client.pipeline(transaction=False)
+    pipe = client.redis.pipeline(transaction=False)
     for key, _ in group:
         pipe.hmget(key, ["digest", "body", "stext"])
     replies = await pipe.execute() if group else []
@@ -220,7 +223,7 @@ async def _with_phrases(
 
 
 async def _scores(
-    client: aioredis.Redis[bytes], index: str, query: Query, *, exact: bool
+    client: RedisCommands, index: str, query: Query, *, exact: bool
 ) -> dict[str, float]:
     """Each hit's key and score: its notes-index score plus the weighted digests-index score.
 
@@ -240,8 +243,8 @@ async def _scores(
     return scores
 
 
-async def _search(client: aioredis.Redis[bytes], index: str, query: Query) -> Any:
-    return await client.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
+async def _search(client: RedisCommands, index: str, query: Query) -> Any:
+    return await client.redis.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
 
 
 def _envelope(

@@ -48,7 +48,7 @@ class SourceSummary:
     line_count: int  # text lines; for a table, the number of data rows in the whole file
 
 
-def summarize_source(source_path: object, *, root: Path | None, max_bytes: int) -> SourceSummary:
+def summarize_source(source_path: str, *, root: Path | None, max_bytes: int) -> SourceSummary:
     """Read ``source_path`` under ``root`` and summarise it; every refusal names source_path.
 
     Blocking: it opens and reads a file. The board calls it on a worker thread.
@@ -79,8 +79,8 @@ def summarize_source(source_path: object, *, root: Path | None, max_bytes: int) 
 # --- locating the file ------------------------------------------------------------------------
 
 
-def _check_argument(source_path: object) -> str:
-    if not isinstance(source_path, str) or not source_path.strip():
+def _check_argument(source_path: str) -> str:
+    if not source_path.strip():
         raise InvalidArgument("source_path must be a non-empty string", argument=_ARG)
     if "\x00" in source_path:
         raise InvalidArgument("source_path may not contain a NUL character", argument=_ARG)

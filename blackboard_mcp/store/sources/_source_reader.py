@@ -47,7 +47,7 @@ class SourceReader:
         self._threads = 0
         self._lock = threading.Lock()
 
-    async def summarize(self, source_path: object) -> SourceSummary:
+    async def summarize(self, source_path: str) -> SourceSummary:
         """The file's summary, or the store error that refused it, within the deadline."""
         loop = asyncio.get_running_loop()
         result: asyncio.Future[SourceSummary] = loop.create_future()
@@ -115,7 +115,7 @@ class SourceReader:
 class _Job:
     loop: asyncio.AbstractEventLoop
     result: asyncio.Future[SourceSummary]
-    source_path: object
+    source_path: str
 
 
 def _settle(job: _Job, summary: SourceSummary | None, exc: BaseException | None) -> None:

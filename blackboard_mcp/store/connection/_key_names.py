@@ -9,8 +9,8 @@ from __future__ import annotations
 
 NOTE_PREFIX = "bbn:"
 INDEX_NAME = "bb-notes-v3"
-# The digests-only index beside each notes index (store/search/_index.py): its name with this
-# prefix.
+# The digests-only index beside each notes index (store/connection/_search_index.py): its
+# name with this prefix.
 DIGEST_INDEX_PREFIX = "bb-digests-v1"
 # Earlier versions' indexes over the same notes, dropped (never with DD) when a board starts.
 RETIRED_INDEX_NAMES = ("bb-notes-v1", "bb-notes-v2")
@@ -65,7 +65,7 @@ def topics(workspace: str) -> str:
 
 
 def by_recent(workspace: str, topic: str) -> str:
-    """Earlier versions' set of a topic's notes by recency, no longer written (_upgrade.py)."""
+    """Earlier versions' set of a topic's notes by recency, no longer written (_retired_keys.py)."""
     return f"bbt:{{{workspace}}}:{topic}"
 
 

@@ -11,8 +11,6 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from blackboard_mcp.settings import Settings
-
 from ._errors import UnknownKey
 
 HS_KID = "hs"
@@ -72,26 +70,32 @@ def generate_ed25519_keypair(directory: Path, kid: str) -> tuple[Path, Path]:
     return private_path, public_path
 
 
-def keys_from_settings(settings: Settings) -> tuple[SigningKey | None, VerificationKeys]:
-    """Asymmetric keys when configured, else the shared secret (file wins over variable)."""
-    if settings.jwt_public_keys_dir or settings.jwt_private_key_file:
+def load_signing_keys(
+    *,
+    secret: str | None = None,
+    secret_file: Path | None = None,
+    private_key_file: Path | None = None,
+    public_keys_dir: Path | None = None,
+) -> tuple[SigningKey | None, VerificationKeys]:
+    """Ed25519 keys when a private key file or a directory of public keys is given, else the
+    shared secret (its file wins over ``secret``); the key to sign with, if any, and every key
+    to verify with."""
+    if public_keys_dir or private_key_file:
         signing = None
-        if settings.jwt_private_key_file:
-            path = settings.jwt_private_key_file
-            private = serialization.load_pem_private_key(path.read_bytes(), password=None)
-            signing = SigningKey("EdDSA", path.stem, private)
+        if private_key_file:
+            private = serialization.load_pem_private_key(
+                private_key_file.read_bytes(), password=None
+            )
+            signing = SigningKey("EdDSA", private_key_file.stem, private)
         keys: dict[str, tuple[str, Any]] = {}
-        if settings.jwt_public_keys_dir:
-            for pem in sorted(settings.jwt_public_keys_dir.glob("*.pem")):
+        if public_keys_dir:
+            for pem in sorted(public_keys_dir.glob("*.pem")):
                 keys[pem.stem] = ("EdDSA", serialization.load_pem_public_key(pem.read_bytes()))
         if signing is not None and signing.kid not in keys:
             keys[signing.kid] = ("EdDSA", signing.key.public_key())
         return signing, VerificationKeys(keys)
-    secret: str | None = None
-    if settings.jwt_secret_file:
-        secret = settings.jwt_secret_file.read_text().strip()
-    elif settings.jwt_secret:
-        secret = settings.jwt_secret.get_secret_value()
+    if secret_file:
+        secret = secret_file.read_text().strip()
     if not secret:
         return None, VerificationKeys({})
     return SigningKey("HS256", HS_KID, secret), VerificationKeys({HS_KID: ("HS256", secret)})

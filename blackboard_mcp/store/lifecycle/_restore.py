@@ -9,18 +9,17 @@ digest, sources and confidence become a new version; a writer that got in first 
 from __future__ import annotations
 
 import orjson
-import redis.asyncio as aioredis
 
 from .._errors import InvalidArgument, NotFound
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from ..connection import _key_names as keys
+from ..connection._board_client import BoardClient
+from ..notes._addresses import Address
+from ..notes._tables import parse_tsv
 from ..reads._live import note_content
 from ..requests import UpdateState
-from ._addresses import Address
-from ._tables import parse_tsv
 
 
-async def restore_request(client: aioredis.Redis[bytes], address: Address) -> UpdateState:
+async def restore_request(client: BoardClient, address: Address) -> UpdateState:
     """The write that makes ``address`` (a version's address) the note's newest version."""
     if address.version is None or address.start is not None:
         raise InvalidArgument(
@@ -28,8 +27,8 @@ async def restore_request(client: aioredis.Redis[bytes], address: Address) -> Up
             argument="uri",
         )
     ws, member = address.workspace, address.member
-    async with mapped_redis_errors():
-        current = await client.hget(keys.note(ws, member), "version")
+    async with client.operation():
+        current = await client.redis.hget(keys.note(ws, member), "version")
         if current is None:
             raise NotFound(f"no note at {address.note.uri}", uri=address.note.uri)
         if int(current) == address.version:
@@ -37,7 +36,7 @@ async def restore_request(client: aioredis.Redis[bytes], address: Address) -> Up
                 f"{address.uri} is the current version: there is nothing to restore",
                 argument="uri",
             )
-        digest, sources, confidence = await client.hmget(
+        digest, sources, confidence = await client.redis.hmget(
             keys.version(ws, member, address.version), ["digest", "sources", "confidence"]
         )
     if digest is None:

@@ -10,29 +10,27 @@ from __future__ import annotations
 
 import logging
 
-import redis.asyncio as aioredis
-
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from . import _key_names as keys
+from ._board_client import RedisCommands
 
 log = logging.getLogger(__name__)
 
 
-async def drop_retired_keys(client: aioredis.Redis[bytes]) -> int:
+async def drop_retired_keys(client: RedisCommands) -> int:
     """Remove the retired per-topic recency sets; returns how many there were.
 
     One SMEMBERS for the registry, one round trip for every workspace's topics, one for the
     removals (a workspace's keys share its hash tag, so one UNLINK each, also on a cluster).
     """
-    async with mapped_redis_errors():
-        workspaces = sorted(w.decode() for w in await client.smembers(keys.workspaces()))
+    async with client.operation():
+        workspaces = sorted(w.decode() for w in await client.redis.smembers(keys.workspaces()))
         if not workspaces:
             return 0
-        pipe = client.pipeline(transaction=False)
+        pipe = client.redis.pipeline(transaction=False)
         for ws in workspaces:
             pipe.smembers(keys.topics(ws))
         found = await pipe.execute()
-        pipe = client.pipeline(transaction=False)
+        pipe = client.redis.pipeline(transaction=False)
         queued = 0
         for ws, topics in zip(workspaces, found, strict=True):
             if topics:

@@ -6,13 +6,12 @@ import asyncio
 import logging
 import time
 
-import redis.asyncio as aioredis
 from redis.commands.search.field import Field, NumericField, TagField, TextField
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.exceptions import ResponseError
 
-from ..connection import _keys as keys
-from ..connection._redis_errors import mapped_redis_errors
+from . import _key_names as keys
+from ._board_client import RedisCommands
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +37,7 @@ SCHEMA: tuple[Field, ...] = (
 DIGEST_SCHEMA: tuple[Field, ...] = (TagField("ws"), TagField("topic"), TextField("digest"))
 
 
-async def ensure_index(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAME) -> bool:
+async def ensure_index(client: RedisCommands, name: str = keys.INDEX_NAME) -> bool:
     """Create the notes index ``name`` and its digests index unless they exist.
 
     Returns True when either was created now.
@@ -51,16 +50,16 @@ async def ensure_index(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAM
     return created
 
 
-async def _create(client: aioredis.Redis[bytes], name: str, schema: tuple[Field, ...]) -> bool:
-    async with mapped_redis_errors():
+async def _create(client: RedisCommands, name: str, schema: tuple[Field, ...]) -> bool:
+    async with client.operation():
         try:
-            await client.ft(name).info()  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+            await client.redis.ft(name).info()  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
             return False
         except ResponseError as exc:
             if "no such index" not in str(exc).lower() and "unknown index" not in str(exc).lower():
                 raise
         try:
-            await client.ft(name).create_index(
+            await client.redis.ft(name).create_index(
                 list(schema),
                 definition=IndexDefinition(prefix=[keys.NOTE_PREFIX], index_type=IndexType.HASH),  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
                 # NOOFFSETS: no term positions. They serve exact phrases, SLOP/INORDER and
@@ -83,9 +82,7 @@ async def _create(client: aioredis.Redis[bytes], name: str, schema: tuple[Field,
     return True
 
 
-async def retire_old_indexes(
-    client: aioredis.Redis[bytes], index: str = keys.INDEX_NAME
-) -> list[str]:
+async def retire_old_indexes(client: RedisCommands, index: str = keys.INDEX_NAME) -> list[str]:
     """Drop the indexes of earlier versions (their notes stay); returns the names dropped.
 
     ``index`` is this version's index on that Redis: a cluster primary's carries a hash tag,
@@ -96,11 +93,11 @@ async def retire_old_indexes(
     """
     dropped = []
     tag = index.removeprefix(keys.INDEX_NAME)
-    async with mapped_redis_errors():
+    async with client.operation():
         for name in (retired + tag for retired in keys.RETIRED_INDEX_NAMES):
             try:
                 # Without DD: the documents are the notes this version's index covers too.
-                await client.execute_command("FT.DROPINDEX", name)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+                await client.redis.execute_command("FT.DROPINDEX", name)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
             except ResponseError as exc:
                 message = str(exc).lower()
                 if "unknown index" not in message and "no such index" not in message:
@@ -111,12 +108,12 @@ async def retire_old_indexes(
     return dropped
 
 
-async def index_ready(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAME) -> bool:
+async def index_ready(client: RedisCommands, name: str = keys.INDEX_NAME) -> bool:
     """True when the notes index and its digests index exist and have finished their scans."""
     for index in (name, keys.digest_index(name)):
-        async with mapped_redis_errors():
+        async with client.operation():
             try:
-                info = await client.ft(index).info()  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+                info = await client.redis.ft(index).info()  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
             except ResponseError:
                 return False
         if str(info.get("indexing", 0)) not in ("0", "0.0", "b'0'"):
@@ -125,7 +122,7 @@ async def index_ready(client: aioredis.Redis[bytes], name: str = keys.INDEX_NAME
 
 
 async def wait_until_indexed(
-    client: aioredis.Redis[bytes], *, timeout: float, name: str = keys.INDEX_NAME
+    client: RedisCommands, *, timeout: float, name: str = keys.INDEX_NAME
 ) -> bool:
     """Wait for a newly created index's background scan of existing notes; False on timeout.
 

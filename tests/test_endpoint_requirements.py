@@ -1,0 +1,161 @@
+"""Resources, listens and the board page's endpoints: each admitted on its own requirements
+from contracts/board.tb, refused before it runs when the token lacks them, and audited under
+its own name."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+from support import GatewayProcess, agent_token, call, mcp_client
+
+from blackboard_mcp.auth import AuditRecord, TokenIssuer, load_board_contract
+from blackboard_mcp.gateway._board_page import ACTIVITY, EVENTS, TOPICS
+from blackboard_mcp.gateway._resources import LIST, READ
+from blackboard_mcp.gateway._subscriptions import LISTEN
+from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog, SingleRedis, board_client
+
+# What the audit names each of them; docs/operations.md lists them.
+ENDPOINTS = (
+    "resources/list",
+    "resources/read",
+    "subscriptions/listen",
+    "board/topics",
+    "board/activity",
+    "board/events",
+)
+
+
+def addr(ws: str, rest: str) -> str:
+    return f"bb://{ws}/{rest}"
+
+
+async def audit_records(redis_url: str, workspace: str, count: int) -> list[AuditRecord]:
+    """The workspace's audit records, oldest first, once there are ``count`` of them."""
+    client = board_client(redis_url)
+    try:
+        log = RedisAuditLog(redis=SingleRedis(client), maxlen=1000)
+        deadline = time.monotonic() + 10
+        while True:
+            records = (await log.tail(workspace, 50))[::-1]
+            # The gateway writes its audit records in the background.
+            if len(records) >= count or time.monotonic() > deadline:
+                return records
+            await asyncio.sleep(0.05)
+    finally:
+        await client.aclose()
+
+
+def test_the_contract_states_each_endpoints_requirements() -> None:
+    contract = load_board_contract()
+    # The names the gateway serves them under: each declared, none declared and unserved.
+    served = (LIST, READ, LISTEN, TOPICS, ACTIVITY, EVENTS)
+    assert set(contract.endpoints) == set(ENDPOINTS) == set(served)
+    for name in ENDPOINTS:
+        endpoint = contract.endpoints[name]
+        assert endpoint.audit_name == name
+        assert endpoint.capabilities_for(set()) == {"board_read"}
+        assert endpoint.memory_reads == {"Board"} and not endpoint.memory_writes
+
+
+async def test_resources_are_audited_under_their_own_names(
+    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+) -> None:
+    token = agent_token(issuer, workspace)
+    async with mcp_client(gateway.mcp_url, token) as client:
+        await call(client, "update_state", uri=addr(workspace, "facts/a"), digest="A.", body="a")
+        await client.list_resources()
+        await client.read_resource(addr(workspace, "facts/a"))
+        await client.read_resource(addr(workspace, "facts"))
+        with pytest.raises(MCPError):
+            await client.read_resource(addr(workspace, "facts/none"))
+    records = await audit_records(redis_server.url, workspace, 5)
+    assert [(r.tool, r.outcome, r.addresses) for r in records] == [
+        ("update_state", "ok", (addr(workspace, "facts/a"),)),
+        ("resources/list", "ok", ()),
+        ("resources/read", "ok", (addr(workspace, "facts/a"),)),
+        ("resources/read", "ok", (addr(workspace, "facts"),)),
+        ("resources/read", "not_found", (addr(workspace, "facts/none"),)),
+    ]
+
+
+async def test_the_pages_endpoints_are_audited_under_their_own_names(
+    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+) -> None:
+    headers = {"Authorization": f"Bearer {agent_token(issuer, workspace)}"}
+    async with httpx.AsyncClient(base_url=gateway.url, headers=headers) as http:
+        assert (await http.get("/board/api/topics")).status_code == 200
+        assert (await http.get("/board/api/activity")).status_code == 200
+        async with http.stream("GET", "/board/api/events") as events:
+            assert events.status_code == 200
+        listed = await http.post(
+            "/board/api/call", json={"tool": "list_keys", "arguments": {"topic": "facts"}}
+        )
+        assert listed.status_code == 200
+    records = await audit_records(redis_server.url, workspace, 4)
+    # A tool called from the page is that tool's call.
+    assert [(r.tool, r.outcome) for r in records] == [
+        ("board/topics", "ok"),
+        ("board/activity", "ok"),
+        ("board/events", "ok"),
+        ("list_keys", "ok"),
+    ]
+
+
+async def test_a_token_without_what_a_resource_requires_is_refused_before_it_runs(
+    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+) -> None:
+    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer:
+        await call(writer, "update_state", uri=addr(workspace, "facts/a"), digest="A.", body="a")
+    # Reads every topic, but was never given the capability to read the board.
+    writer_only = agent_token(issuer, workspace, caps=["board_write"])
+    async with mcp_client(gateway.mcp_url, writer_only) as client:
+        with pytest.raises(MCPError) as listed:
+            await client.list_resources()
+        with pytest.raises(MCPError) as read:
+            await client.read_resource(addr(workspace, "facts/a"))
+        with pytest.raises(MCPError) as topic:
+            await client.read_resource(addr(workspace, "facts"))
+        with pytest.raises(MCPError) as listen:
+            async with client.listen(resource_subscriptions=[addr(workspace, "facts/a")]):
+                pass
+    for refused, name in (
+        (listed, "resources/list"),
+        (read, "resources/read"),
+        (topic, "resources/read"),
+        (listen, "subscriptions/listen"),
+    ):
+        assert refused.value.error.data["code"] == "forbidden"
+        assert refused.value.error.data["message"] == (f"{name} requires capability 'board_read'")
+    records = await audit_records(redis_server.url, workspace, 5)
+    assert [(r.tool, r.outcome) for r in records[1:]] == [
+        ("resources/list", "forbidden"),
+        ("resources/read", "forbidden"),
+        ("resources/read", "forbidden"),
+        ("subscriptions/listen", "forbidden"),
+    ]
+
+
+async def test_a_token_without_what_a_page_endpoint_requires_is_refused_before_it_runs(
+    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+) -> None:
+    writer_only = agent_token(issuer, workspace, caps=["board_write"])
+    headers = {"Authorization": f"Bearer {writer_only}"}
+    async with httpx.AsyncClient(base_url=gateway.url, headers=headers) as http:
+        answers = {
+            "board/topics": await http.get("/board/api/topics"),
+            "board/activity": await http.get("/board/api/activity"),
+            # A refused feed is a JSON answer: no stream is opened.
+            "board/events": await http.get("/board/api/events"),
+        }
+    for name, answer in answers.items():
+        assert answer.status_code == 403, name
+        assert answer.headers["content-type"] == "application/json"
+        error = answer.json()["error"]
+        assert (error["code"], error["message"]) == (
+            "forbidden",
+            f"{name} requires capability 'board_read'",
+        )
