@@ -142,7 +142,7 @@ class Settings(BaseSettings):
     # false sends every request through the SDK, e.g. to get its OpenTelemetry spans.
     direct_tool_calls: bool = True
     # subscriptions/listen streams one token may hold open on one gateway process, and the
-    # changes a stream may fall behind before it is dropped as too slow (gateway/_live.py).
+    # changes a stream may fall behind before it is dropped as too slow (gateway/listening/_hub.py).
     listeners_per_token: int = Field(default=8, ge=1)
     listener_queue: int = Field(default=1024, ge=1)
     # Under a burst of changes, the writes per second this process makes to its streams in

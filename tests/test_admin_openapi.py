@@ -26,8 +26,8 @@ from schemathesis.generation import GenerationMode
 from support import TEST_JWT_SECRET, GatewayProcess, admin_token, agent_token
 
 from blackboard_mcp.auth import CAPABILITIES, TokenIssuer
-from blackboard_mcp.gateway._admin_bodies import IssueBody, RevokeBody
-from blackboard_mcp.gateway._admin_lifecycle import DeleteBody, RetentionBody
+from blackboard_mcp.gateway.admin._bodies import IssueBody, RevokeBody
+from blackboard_mcp.gateway.admin._lifecycle import DeleteBody, RetentionBody
 from blackboard_mcp.settings import Settings
 
 DOCUMENT = "/admin/openapi.json"

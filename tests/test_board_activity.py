@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from blackboard_mcp.gateway._board_page import ACTIVITY_MINUTES, writes_per_minute
+from blackboard_mcp.gateway.page._routes import ACTIVITY_MINUTES, writes_per_minute
 
 NOW = 1_800_000_000.0  # a fixed clock: 2027-01-15, on a minute boundary
 START_MS = (int(NOW) // 60 - ACTIVITY_MINUTES + 1) * 60_000
@@ -37,7 +37,7 @@ def test_writes_are_counted_per_minute_per_topic_and_author_within_the_hour() ->
 
 def test_an_admin_is_shown_the_last_hours_refused_and_failed_calls_by_code() -> None:
     from blackboard_mcp.auth import AuditRecord
-    from blackboard_mcp.gateway._board_page import refused_in_the_last_hour
+    from blackboard_mcp.gateway.page._routes import refused_in_the_last_hour
 
     def record(ago: float, outcome: str) -> AuditRecord:
         return AuditRecord(

@@ -23,7 +23,7 @@ from support import GatewayProcess, admin_token, agent_token, call, mcp_client
 from test_board_page import CHROMIUM, addr, open_board
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.gateway._board_page import outcome_for_the_page
+from blackboard_mcp.gateway.page._routes import outcome_for_the_page
 from blackboard_mcp.store import EmbeddedRedis
 
 playwright_api = pytest.importorskip("playwright.async_api")

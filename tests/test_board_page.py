@@ -20,7 +20,7 @@ import pytest
 from support import GatewayProcess, admin_token, agent_token, call, mcp_client
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.gateway._board_page import static_files
+from blackboard_mcp.gateway.page._routes import static_files
 
 playwright_api = pytest.importorskip("playwright.async_api")
 

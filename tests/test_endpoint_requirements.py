@@ -13,9 +13,9 @@ from mcp.shared.exceptions import MCPError
 from support import GatewayProcess, agent_token, call, mcp_client
 
 from blackboard_mcp.auth import AuditRecord, TokenIssuer, load_board_contract
-from blackboard_mcp.gateway._board_page import ACTIVITY, EVENTS, TOPICS
 from blackboard_mcp.gateway._resources import LIST, READ
-from blackboard_mcp.gateway._subscriptions import LISTEN
+from blackboard_mcp.gateway.listening._subscriptions import LISTEN
+from blackboard_mcp.gateway.page._routes import ACTIVITY, EVENTS, TOPICS
 from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog, SingleRedis, board_client
 
 # What the audit names each of them; docs/operations.md lists them.

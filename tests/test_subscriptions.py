@@ -40,7 +40,7 @@ from support import (
 )
 
 from blackboard_mcp.auth import Grant, RevocationList, TokenIssuer
-from blackboard_mcp.gateway._live import ChangeHub, Interest, Listener, Listing, Notice
+from blackboard_mcp.gateway.listening._hub import ChangeHub, Interest, Listener, Listing, Notice
 from blackboard_mcp.store import (
     Board,
     Change,

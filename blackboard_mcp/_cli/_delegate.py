@@ -2,7 +2,7 @@
 
 The holder needs no signing key: the parent token (from ``BB_TOKEN``, else stdin, so that it
 never appears in a process list) is exchanged at the gateway's ``POST /oauth/token`` (RFC
-8693; gateway/_token_exchange.py), and the child token is printed on stdout. A refusal is
+8693; gateway/admin/_token_exchange.py), and the child token is printed on stdout. A refusal is
 the RFC's error code and description on stderr, exit 2; a gateway that cannot be reached,
 exit 1.
 """

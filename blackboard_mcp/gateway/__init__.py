@@ -5,7 +5,7 @@ from ._errors import ERROR_CODES, GatewayError, RateLimited, UnknownArgument, Un
 from ._logs import JsonFormatter, configure_logging
 from ._oauth_metadata import MCP_PATH
 from ._schemas import TOOL_NAMES, TOOLS
-from ._token_inventory import RecordedTokens
+from .admin import RecordedTokens
 
 __all__ = [
     "ERROR_CODES",

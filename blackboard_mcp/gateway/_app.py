@@ -29,23 +29,20 @@ from blackboard_mcp.auth import (
 from blackboard_mcp.settings import Settings
 from blackboard_mcp.store import Board, RedisCallAdmission, failure_reason
 
-from ._admin import admin_routes
 from ._audit_buffer import BufferedAudit
-from ._board_page import board_routes
 from ._calls import ToolCaller
 from ._direct import DirectToolCalls
 from ._edge import BearerAuth, BodyLimit, McpEndpointFirst, PostOnly, jsonrpc_refusal
 from ._host_check import HostCheck, QuietDisconnects
-from ._listen_stream import DirectListen
-from ._live import ChangeHub
 from ._mcp import build_mcp_server
 from ._metrics import GatewayMetrics
 from ._not_found import NotFound
 from ._oauth_metadata import ProtectedResource
-from ._retention import retention_sweeper
-from ._subscriptions import Listens
-from ._token_exchange import token_exchange_routes
+from ._retention_sweeper import retention_sweeper
 from ._tools import bound_manifest
+from .admin import admin_routes, token_exchange_routes
+from .listening import ChangeHub, DirectListen, Listens
+from .page import board_routes
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ the 2026-07-28 envelope ladder, the call's parameter surface for its protocol ve
 taken from gateway/_mcp_sdk_adapter.py) goes
 straight to the ToolCaller, and its result is written once, in the shape the SDK gives it.
 A ``subscriptions/listen`` at a 2026-07-28 version that passes the same checks is streamed
-by _listen_stream.py. Everything else (initialize, tools/list, ping, notifications, batches,
+by listening/_stream.py. Everything else (initialize, tools/list, ping, notifications, batches,
 anything malformed, unusual or new) goes to the SDK untouched. tests/test_direct_calls.py
 holds the two paths to the same answers; ``BB_DIRECT_TOOL_CALLS=false`` sends every
 request through the SDK.
@@ -36,7 +36,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
 from ._json_answers import send_json_bytes
-from ._listen_stream import DirectListen
 from ._mcp_sdk_adapter import (
     DEFAULT_NEGOTIATED_VERSION,
     HANDSHAKE_PROTOCOL_VERSIONS,
@@ -54,6 +53,7 @@ from ._mcp_sdk_adapter import (
 from ._metrics import GatewayMetrics
 from ._schemas import HEADER_SCHEMAS
 from ._tools import TOOLS_BY_NAME as TOOLS
+from .listening import DirectListen
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from ._calls import ToolCaller
 from ._context import current_grant, current_request_id
 from ._resources import BoardResources, rpc_error
 from ._schemas import HEADER_SCHEMAS, TOOLS
-from ._subscriptions import BoardListen, Listens
 from ._tools import TOOLS_BY_NAME
+from .listening import BoardListen, Listens
 
 # Sent once, at the handshake, where the tools' descriptions are sent every turn: what
 # holds for the whole board goes here.

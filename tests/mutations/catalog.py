@@ -375,7 +375,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="change-feed-scope-check-removed",
         why="the board page's live feed names notes in topics the token may not read",
-        path="blackboard_mcp/gateway/_live.py",
+        path="blackboard_mcp/gateway/listening/_hub.py",
         original="readable = self.readable[topic] = self.reader.can_read(topic)",
         replacement="readable = self.readable[topic] = True",
         tests=("tests/test_board_page.py",),
@@ -383,7 +383,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="listeners-of-other-scopes-share-an-interest",
         why="a listener whose token reads fewer topics hears the changes another's token may read",
-        path="blackboard_mcp/gateway/_live.py",
+        path="blackboard_mcp/gateway/listening/_hub.py",
         original="return self.reader.read_topics, self.notes, self.topics, self.lists",
         replacement="return (), self.notes, self.topics, self.lists",
         tests=("tests/test_subscriptions.py",),
@@ -408,7 +408,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="listener-pump-unpaced",
         why="under a burst every stream writes once per change, and the writes crowd out the "
         "board's own work (bench/notify_latency.py)",
-        path="blackboard_mcp/gateway/_live.py",
+        path="blackboard_mcp/gateway/listening/_hub.py",
         original="await self._sleep(self.write_interval())",
         replacement="await asyncio.sleep(0)",
         tests=("tests/test_subscriptions.py",),
@@ -417,7 +417,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="listener-pump-paces-full-reads",
         why="a workspace written faster than one read an interval outruns the pump, whose "
         "listeners then fall further behind until the change log is trimmed past them",
-        path="blackboard_mcp/gateway/_live.py",
+        path="blackboard_mcp/gateway/listening/_hub.py",
         original="if changes and len(changes) < _READ_COUNT:",
         replacement="if changes:",
         tests=("tests/test_subscriptions.py",),
@@ -426,7 +426,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="dropped-listener-resumes-from-its-start",
         why="a dropped listener's cursor does not move past what it was sent, so its catch-up "
         "lists again everything it already heard",
-        path="blackboard_mcp/gateway/_subscriptions.py",
+        path="blackboard_mcp/gateway/listening/_subscriptions.py",
         original="                    listener.handed(batch)\n",
         replacement="",
         tests=("tests/test_subscriptions.py",),
@@ -632,7 +632,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="board-page-may-be-framed",
         why="the page's policy stops forbidding framing: only the legacy X-Frame-Options is left",
-        path="blackboard_mcp/gateway/_board_page.py",
+        path="blackboard_mcp/gateway/page/_routes.py",
         original="form-action 'none'; frame-ancestors 'none'\"",
         replacement="form-action 'none'\"",
         tests=("tests/test_board_headers.py",),

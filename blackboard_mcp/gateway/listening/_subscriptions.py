@@ -11,7 +11,7 @@ Keep-alives are the transport's SSE comments, after every 15 s of silence.
 
 A listen asking ``resourcesListChanged`` hears when what resources/list offers its token
 changes: a topic it may read gains its first note or loses its last, or the catch-up note
-comes or goes (_live.py ``Listing``). It may name no resource at all.
+comes or goes (_hub.py ``Listing``). It may name no resource at all.
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from mcp_types import (
 from blackboard_mcp.auth import Grant, TokenRevoked
 from blackboard_mcp.store import Board, InvalidArgument, parse_address, parse_topic_address
 
-from ._calls import ToolCaller
-from ._context import current_grant, current_request_id
-from ._errors import tool_error
-from ._live import IDLE, ChangeHub, Listener, ListenerDropped, Notice
-from ._resources import raise_refusal, rpc_error
+from .._calls import ToolCaller
+from .._context import current_grant, current_request_id
+from .._errors import tool_error
+from .._resources import raise_refusal, rpc_error
+from ._hub import IDLE, ChangeHub, Listener, ListenerDropped, Notice
 
 # The audit records' name for a listen: the MCP method.
 LISTEN = "subscriptions/listen"
@@ -126,7 +126,7 @@ class AdmittedListen:
 
 class Listens:
     """The checks and the change loop of a listen, shared by the SDK's path (BoardListen)
-    and the direct one (_listen_stream.py), so both refuse, follow and end alike."""
+    and the direct one (_stream.py), so both refuse, follow and end alike."""
 
     def __init__(self, caller: ToolCaller, hub: ChangeHub) -> None:
         self._caller = caller

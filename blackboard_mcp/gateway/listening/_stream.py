@@ -27,9 +27,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, RequestId
 from starlette.types import Receive, Send
 
-from ._json_answers import send_json_bytes
-from ._live import Notice
-from ._mcp_sdk_adapter import ERROR_CODE_HTTP_STATUS, SERVER_INFO_META_KEY
+from .._json_answers import send_json_bytes
+from .._mcp_sdk_adapter import ERROR_CODE_HTTP_STATUS, SERVER_INFO_META_KEY
+from ._hub import Notice
 from ._subscriptions import Listens
 
 log = logging.getLogger(__name__)

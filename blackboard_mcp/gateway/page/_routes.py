@@ -41,13 +41,13 @@ from blackboard_mcp.auth import (
 )
 from blackboard_mcp.store import Board
 
-from ._calls import CallOutcome, ToolCaller
-from ._context import current_grant, current_request_id
-from ._edge import BearerAuth, BodyLimit
-from ._errors import ERROR_CODES, GatewayError, tool_error
-from ._live import IDLE, ChangeHub
-from ._oauth_metadata import ProtectedResource
-from ._tools import READ_TOOLS
+from .._calls import CallOutcome, ToolCaller
+from .._context import current_grant, current_request_id
+from .._edge import BearerAuth, BodyLimit
+from .._errors import ERROR_CODES, GatewayError, tool_error
+from .._oauth_metadata import ProtectedResource
+from .._tools import READ_TOOLS
+from ..listening import IDLE, ChangeHub
 
 # The endpoints' names in contracts/board.tb and in the audit.
 TOPICS = "board/topics"
@@ -101,7 +101,7 @@ class NotAReadTool(GatewayError):
 
 
 def _board_folder() -> Traversable:
-    return resources.files("blackboard_mcp.gateway") / "board"
+    return resources.files("blackboard_mcp.gateway.page") / "static"
 
 
 def _asset(name: str) -> bytes:

@@ -1,7 +1,7 @@
 """The admin HTTP API described for machines: an OpenAPI 3.1 document at ``/admin/openapi.json``.
 
 Its request bodies are the JSON schemas of the pydantic models that validate them
-(_admin_bodies.py, _admin_lifecycle.py), so the description cannot drift from what is
+(_bodies.py, _lifecycle.py), so the description cannot drift from what is
 accepted. What a model checks beyond its fields' types (exactly one target of a revoke or a
 delete) is added here as ``oneOf``, in the same terms; tests/test_admin_openapi.py fuzzes the
 live API against this document.
@@ -19,8 +19,8 @@ from starlette.routing import Route
 from blackboard_mcp import __version__
 from blackboard_mcp.auth import SUBJECT_PATTERN
 
-from ._admin_bodies import IssueBody, RevokeBody
-from ._admin_lifecycle import DeleteBody, RetentionBody
+from ._bodies import IssueBody, RevokeBody
+from ._lifecycle import DeleteBody, RetentionBody
 
 PATH = "/admin/openapi.json"
 

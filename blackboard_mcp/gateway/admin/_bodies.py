@@ -20,7 +20,7 @@ from blackboard_mcp.auth import (
     WORKSPACE_PATTERN,
 )
 
-from ._errors import GatewayError
+from .._errors import GatewayError
 
 MAX_ADMIN_BODY = 16 * 1024
 JWS_PATTERN = r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$"
@@ -129,7 +129,7 @@ class IssueBody(_Body):
     write: list[TopicPattern] = Field(default_factory=list, max_length=64)
     caps: list[Capability] = Field(default_factory=list, max_length=16)
     secrets: list[str] = Field(default_factory=list, max_length=64)
-    # At most BB_MAX_TOKEN_TTL: the served document states this board's (_admin_openapi.py).
+    # At most BB_MAX_TOKEN_TTL: the served document states this board's (_openapi.py).
     ttl_seconds: Annotated[int, BeforeValidator(whole_number)] = Field(default=3600, gt=0)
 
 

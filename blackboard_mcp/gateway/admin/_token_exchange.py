@@ -37,8 +37,8 @@ from blackboard_mcp.auth import (
 from blackboard_mcp.errors import BoardError
 from blackboard_mcp.store import RedisCallAdmission
 
-from ._admin_audit import audit_admin_action
-from ._admin_bodies import read_body
+from ._audit import audit_admin_action
+from ._bodies import read_body
 
 PATH = "/oauth/token"
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"

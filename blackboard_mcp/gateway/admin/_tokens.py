@@ -1,5 +1,5 @@
 """``/admin/tokens`` and ``/admin/revoke``: token issuing and revocation over HTTP, for admins
-(``/admin/delete`` and ``/admin/retention`` are in _admin_lifecycle.py).
+(``/admin/delete`` and ``/admin/retention`` are in _lifecycle.py).
 
 An admin acts within its own workspace only: it issues tokens for it, and it revokes among
 its tokens (a token id or a subject names a token of the admin's workspace, a presented
@@ -34,18 +34,18 @@ from blackboard_mcp.auth import (
 )
 from blackboard_mcp.store import Board
 
-from ._admin_audit import audit_admin_action
-from ._admin_bodies import (
+from .._errors import GatewayError, tool_error
+from .._oauth_metadata import ProtectedResource
+from ._audit import audit_admin_action
+from ._bodies import (
     IssueBody,
     RevokeBody,
     TokenExpiredAlready,
     TokenNotRevocable,
     parse_body,
 )
-from ._admin_lifecycle import lifecycle_routes
-from ._admin_openapi import openapi_routes
-from ._errors import GatewayError, tool_error
-from ._oauth_metadata import ProtectedResource
+from ._lifecycle import lifecycle_routes
+from ._openapi import openapi_routes
 
 _STATUS = {
     "invalid_argument": 400,

@@ -14,9 +14,9 @@ from starlette.routing import Route
 from blackboard_mcp.auth import AuditSink, Grant, WrongWorkspace
 from blackboard_mcp.store import NAME_PATTERN, NOTE_ADDRESS_PATTERN, Board, DeleteReport
 
-from ._admin_audit import audit_admin_action
-from ._admin_bodies import _Body, parse_body, whole_number
-from ._errors import GatewayError
+from .._errors import GatewayError
+from ._audit import audit_admin_action
+from ._bodies import _Body, parse_body, whole_number
 
 Authenticate = Callable[[Request], Awaitable[Grant]]
 Wrap = Callable[

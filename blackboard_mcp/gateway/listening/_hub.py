@@ -33,7 +33,7 @@ from blackboard_mcp.store import (
     failure_reason,
 )
 
-from ._errors import GatewayError
+from .._errors import GatewayError
 
 log = logging.getLogger(__name__)
 
