@@ -10,12 +10,12 @@ import time
 import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
-from support import GatewayProcess, agent_token, call, mcp_client
+from support import GatewayProcess, admin_token, agent_token, call, mcp_client
 
 from blackboard_mcp.auth import AuditRecord, TokenIssuer, load_board_contract
 from blackboard_mcp.gateway._resources import LIST, READ
 from blackboard_mcp.gateway.listening._subscriptions import LISTEN
-from blackboard_mcp.gateway.page._routes import ACTIVITY, EVENTS, TOPICS
+from blackboard_mcp.gateway.page._routes import ACTIVITY, AUDIT, EVENTS, TOPICS
 from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog, SingleRedis, board_client
 
 # What the audit names each of them; docs/operations.md lists them.
@@ -26,6 +26,7 @@ ENDPOINTS = (
     "board/topics",
     "board/activity",
     "board/events",
+    "board/audit",
 )
 
 
@@ -52,13 +53,19 @@ async def audit_records(redis_url: str, workspace: str, count: int) -> list[Audi
 def test_the_contract_states_each_endpoints_requirements() -> None:
     contract = load_board_contract()
     # The names the gateway serves them under: each declared, none declared and unserved.
-    served = (LIST, READ, LISTEN, TOPICS, ACTIVITY, EVENTS)
+    served = (LIST, READ, LISTEN, TOPICS, ACTIVITY, EVENTS, AUDIT)
     assert set(contract.endpoints) == set(ENDPOINTS) == set(served)
     for name in ENDPOINTS:
         endpoint = contract.endpoints[name]
         assert endpoint.audit_name == name
-        assert endpoint.capabilities_for(set()) == {"board_read"}
-        assert endpoint.memory_reads == {"Board"} and not endpoint.memory_writes
+        assert not endpoint.memory_writes
+        if name == AUDIT:
+            # The audit tail is an admin's, and reads the audit log, not the notes.
+            assert endpoint.capabilities_for(set()) == {"admin"}
+            assert endpoint.memory_reads == {"Audit"}
+        else:
+            assert endpoint.capabilities_for(set()) == {"board_read"}
+            assert endpoint.memory_reads == {"Board"}
 
 
 async def test_resources_are_audited_under_their_own_names(
@@ -159,3 +166,35 @@ async def test_a_token_without_what_a_page_endpoint_requires_is_refused_before_i
             "forbidden",
             f"{name} requires capability 'board_read'",
         )
+
+
+async def test_a_revoked_admin_token_cannot_read_the_audit_tail(
+    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+) -> None:
+    revoked = admin_token(issuer, workspace, sub="admin-1")
+    other = admin_token(issuer, workspace, sub="admin-2")
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        readable = await http.get(
+            "/board/api/audit", headers={"Authorization": f"Bearer {revoked}"}
+        )
+        assert readable.status_code == 200
+        assert "records" in readable.json()
+        answer = await http.post(
+            "/admin/revoke",
+            json={"token": revoked},
+            headers={"Authorization": f"Bearer {other}"},
+        )
+        assert answer.status_code == 200, answer.text
+        revoked_headers = {"Authorization": f"Bearer {revoked}"}
+        topics = await http.get("/board/api/topics", headers=revoked_headers)
+        tail = await http.get("/board/api/audit", headers=revoked_headers)
+    # The same refusal as every other way in: the revoked token reads nothing of the log.
+    assert topics.status_code == tail.status_code == 401
+    assert tail.json()["error"]["code"] == topics.json()["error"]["code"]
+    assert "records" not in tail.json()
+    records = await audit_records(redis_server.url, workspace, 4)
+    assert [(r.tool, r.subject) for r in records if r.tool.startswith("board/")] == [
+        ("board/audit", "admin-1"),
+        ("board/topics", "admin-1"),
+        ("board/audit", "admin-1"),
+    ]
