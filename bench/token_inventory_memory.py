@@ -17,8 +17,8 @@ import uuid
 import redis
 from _harness import embedded_redis
 
+from blackboard_mcp._token_records import RecordedTokens
 from blackboard_mcp.auth import TokenRecord
-from blackboard_mcp.gateway import RecordedTokens
 from blackboard_mcp.store import RedisTokenInventory, board_client
 
 WORKSPACE = "bench"

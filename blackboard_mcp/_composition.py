@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails
 
+from blackboard_mcp._token_records import RecordedTokens
 from blackboard_mcp.auth import (
     ExternalTokens,
     KeySource,
@@ -193,7 +194,7 @@ def external_tokens(settings: Settings, *, resource: str) -> ExternalTokens | No
 
 def gateway_parts(settings: Settings, *, metrics_dir: Path | None = None) -> GatewayParts:
     """Everything the gateway's app is built from (``create_app``), on BB_REDIS_URL."""
-    from blackboard_mcp.gateway import MCP_PATH, GatewayParts, RecordedTokens
+    from blackboard_mcp.gateway import MCP_PATH, GatewayParts
 
     board = open_board(settings)
     signing_key, verification_keys = signing_keys(settings)

@@ -39,6 +39,8 @@ class InProcessGateway:
     app: Starlette
     http: httpx.AsyncClient
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    # Where the app reads ``source_path`` files from (its ``source_root``).
+    source_root: Path | None = None
 
     async def rpc(self, token: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """One JSON-RPC request to /mcp/; the whole response message."""
@@ -86,6 +88,65 @@ class InProcessGateway:
         ):
             yield client
 
+    async def response_head(
+        self, path: str, headers: dict[str, str] | None = None
+    ) -> tuple[int, httpx.Headers]:
+        """A GET's status and headers, after which the client leaves: how a stream starts,
+        which httpx's ASGI transport cannot show (it waits for a response's end)."""
+        started = asyncio.Event()
+        head: list[tuple[int, httpx.Headers]] = []
+        asked = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal asked
+            if not asked:
+                asked = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await started.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                head.append((message["status"], httpx.Headers(message.get("headers", []))))
+                started.set()
+
+        raw_path, _, query = path.partition("?")
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": raw_path,
+            "raw_path": raw_path.encode(),
+            "query_string": query.encode(),
+            "root_path": "",
+            "headers": [
+                (name.lower().encode(), value.encode())
+                for name, value in {"host": "127.0.0.1:8765", **(headers or {})}.items()
+            ],
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 8765),
+        }
+        await asyncio.wait_for(self.app(scope, receive, send), timeout=30)
+        [answer] = head
+        return answer
+
+
+def gateway_app(redis_url: str, workdir: Path, **settings: Any) -> Starlette:
+    """The app as `serve` builds it, its lifespan not yet entered: for a harness that runs
+    the lifespan on its own event loop (schemathesis's ASGI transport)."""
+    sources = workdir / "sources"
+    sources.mkdir(parents=True, exist_ok=True)
+    config = Settings(
+        redis_url=redis_url,
+        jwt_secret=TEST_JWT_SECRET,
+        data_dir=workdir / "data",
+        source_root=sources,
+        **settings,
+    )
+    return create_app(gateway_parts(config))
+
 
 @contextlib.asynccontextmanager
 async def in_process_gateway(
@@ -97,16 +158,7 @@ async def in_process_gateway(
     holds an anyio task group, which must be left by the task that entered it, and a pytest
     fixture (or a property's examples) set up and tear down in different tasks.
     """
-    sources = workdir / "sources"
-    sources.mkdir(parents=True, exist_ok=True)
-    config = Settings(
-        redis_url=redis_url,
-        jwt_secret=TEST_JWT_SECRET,
-        data_dir=workdir / "data",
-        source_root=sources,
-        **settings,
-    )
-    app = create_app(gateway_parts(config))
+    app = gateway_app(redis_url, workdir, **settings)
     started = asyncio.Event()
     stop = asyncio.Event()
 
@@ -126,7 +178,7 @@ async def in_process_gateway(
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url=BASE_URL
         ) as http:
-            yield InProcessGateway(app, http)
+            yield InProcessGateway(app, http, source_root=workdir / "sources")
     finally:
         stop.set()
         await holder
@@ -145,5 +197,29 @@ def gateway_in_a_loop(
         )
         try:
             yield runner, gateway
+        finally:
+            runner.run(stack.aclose())
+
+
+@contextlib.contextmanager
+def direct_and_sdk_gateways_in_a_loop(
+    redis_url: str, workdir: Path, **settings: Any
+) -> Iterator[tuple[asyncio.Runner, InProcessGateway, InProcessGateway]]:
+    """Two apps on one Redis and one event loop: the default one, and one answering every
+    request through the SDK (``direct_tool_calls`` off), to compare the two paths' answers."""
+    with asyncio.Runner() as runner:
+        stack = contextlib.AsyncExitStack()
+        direct = runner.run(
+            stack.enter_async_context(in_process_gateway(redis_url, workdir / "direct", **settings))
+        )
+        sdk = runner.run(
+            stack.enter_async_context(
+                in_process_gateway(
+                    redis_url, workdir / "sdk", **{**settings, "direct_tool_calls": False}
+                )
+            )
+        )
+        try:
+            yield runner, direct, sdk
         finally:
             runner.run(stack.aclose())

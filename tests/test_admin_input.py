@@ -1,41 +1,43 @@
 """Bad bodies on the admin endpoints: HTTP 400 ``invalid_argument`` with a hint, never a 500.
 
-A gateway process of its own, so that its log holds only these requests and can be searched
-for a traceback afterwards.
+The gateway's app in process, its log captured for each test and searched for a traceback
+afterwards.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from support import GatewayProcess, admin_token, start_gateway, stop_gateway
+from app_support import InProcessGateway
+from support import admin_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis
 
 WORKSPACE = "ws-admin-input"
 
 
-@pytest.fixture(scope="module")
-def admin_gateway(
-    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[GatewayProcess]:
-    process = start_gateway(redis_server.url, tmp_path_factory.mktemp("admin-input"))
-    yield process
-    stop_gateway(process)
-    assert "Traceback" not in process.log_text()
+@pytest.fixture
+async def admin_gateway(
+    app_gateway: InProcessGateway, caplog: pytest.LogCaptureFixture
+) -> AsyncIterator[InProcessGateway]:
+    # A gateway process logs at INFO: a traceback it would have logged fails the test.
+    caplog.set_level(logging.INFO)
+    yield app_gateway
+    logged_errors = [record for record in caplog.records if record.exc_info is not None]
+    assert not logged_errors, caplog.text
+    assert "Traceback" not in caplog.text
 
 
-def post(gateway: GatewayProcess, path: str, token: str, content: bytes) -> httpx.Response:
-    return httpx.post(
-        gateway.url + path,
+async def post(gateway: InProcessGateway, path: str, token: str, content: bytes) -> httpx.Response:
+    return await gateway.http.post(
+        path,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
         content=content,
-        timeout=10.0,
     )
 
 
@@ -99,10 +101,10 @@ BAD_ISSUES: list[bytes] = [
 
 
 @pytest.mark.parametrize("body", BAD_REVOKES, ids=range(len(BAD_REVOKES)))
-def test_a_bad_revoke_body_gets_invalid_argument_with_a_hint(
-    admin_gateway: GatewayProcess, issuer: TokenIssuer, body: bytes
+async def test_a_bad_revoke_body_gets_invalid_argument_with_a_hint(
+    admin_gateway: InProcessGateway, issuer: TokenIssuer, body: bytes
 ) -> None:
-    answer = post(admin_gateway, "/admin/revoke", admin_token(issuer, WORKSPACE), body)
+    answer = await post(admin_gateway, "/admin/revoke", admin_token(issuer, WORKSPACE), body)
     assert answer.status_code == 400, answer.text
     error = answer.json()["error"]
     assert error["code"] == "invalid_argument"
@@ -110,21 +112,21 @@ def test_a_bad_revoke_body_gets_invalid_argument_with_a_hint(
 
 
 @pytest.mark.parametrize("body", BAD_ISSUES, ids=range(len(BAD_ISSUES)))
-def test_a_bad_token_request_gets_invalid_argument_with_a_hint(
-    admin_gateway: GatewayProcess, issuer: TokenIssuer, body: bytes
+async def test_a_bad_token_request_gets_invalid_argument_with_a_hint(
+    admin_gateway: InProcessGateway, issuer: TokenIssuer, body: bytes
 ) -> None:
-    answer = post(admin_gateway, "/admin/tokens", admin_token(issuer, WORKSPACE), body)
+    answer = await post(admin_gateway, "/admin/tokens", admin_token(issuer, WORKSPACE), body)
     assert answer.status_code == 400, answer.text
     error = answer.json()["error"]
     assert error["code"] == "invalid_argument"
     assert error["message"] and error["hint"]
 
 
-def test_good_admin_bodies_are_still_accepted(
-    admin_gateway: GatewayProcess, issuer: TokenIssuer
+async def test_good_admin_bodies_are_still_accepted(
+    admin_gateway: InProcessGateway, issuer: TokenIssuer
 ) -> None:
     admin = admin_token(issuer, WORKSPACE)
-    issued = post(
+    issued = await post(
         admin_gateway,
         "/admin/tokens",
         admin,
@@ -145,28 +147,28 @@ def test_good_admin_bodies_are_still_accepted(
         {"sub": "worker-" + uuid.uuid4().hex[:6], "force": True},
         {"token": issued.json()["token"]},
     ):
-        answer = post(admin_gateway, "/admin/revoke", admin, json_bytes(body))
+        answer = await post(admin_gateway, "/admin/revoke", admin, json_bytes(body))
         assert answer.status_code == 200, answer.text
 
 
-def test_a_body_over_the_admin_limit_is_too_large(
-    admin_gateway: GatewayProcess, issuer: TokenIssuer
+async def test_a_body_over_the_admin_limit_is_too_large(
+    admin_gateway: InProcessGateway, issuer: TokenIssuer
 ) -> None:
     body = json_bytes({"sub": "w", "read": ["a" * 60] * 2000})
-    answer = post(admin_gateway, "/admin/tokens", admin_token(issuer, WORKSPACE), body)
+    answer = await post(admin_gateway, "/admin/tokens", admin_token(issuer, WORKSPACE), body)
     assert answer.status_code == 413, answer.text
     assert answer.json()["error"]["code"] == "too_large"
 
 
-def test_a_non_admin_or_missing_token_is_refused_before_the_body_is_read(
-    admin_gateway: GatewayProcess, issuer: TokenIssuer
+async def test_a_non_admin_or_missing_token_is_refused_before_the_body_is_read(
+    admin_gateway: InProcessGateway, issuer: TokenIssuer
 ) -> None:
     from support import agent_token
 
-    answer = post(admin_gateway, "/admin/revoke", "garbage", b"{not json")
+    answer = await post(admin_gateway, "/admin/revoke", "garbage", b"{not json")
     assert answer.status_code == 401
     assert answer.json()["error"]["code"] == "unauthenticated"
     agent = agent_token(issuer, WORKSPACE, sub="plain-agent")
-    answer = post(admin_gateway, "/admin/revoke", agent, json_bytes({"sub": "w"}))
+    answer = await post(admin_gateway, "/admin/revoke", agent, json_bytes({"sub": "w"}))
     assert answer.status_code == 403
     assert answer.json()["error"]["code"] == "forbidden"

@@ -1,4 +1,4 @@
-"""The admin API's OpenAPI document, served by the gateway and fuzzed against the live API.
+"""The admin API's OpenAPI document, served by the gateway and fuzzed against its app in process.
 
 schemathesis generates requests from the document, valid ones and ones the document refuses,
 and sends them with an admin token of a workspace of the test's own; no answer may be a
@@ -8,11 +8,12 @@ server error, and no request the document refuses may be accepted.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 import schemathesis
+from app_support import InProcessGateway, gateway_app
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -23,14 +24,19 @@ from schemathesis.checks import (
 )
 from schemathesis.config import SchemathesisConfig
 from schemathesis.generation import GenerationMode
-from support import TEST_JWT_SECRET, GatewayProcess, admin_token, agent_token
+from schemathesis.python.asgi import shutdown_lifespans
+from starlette.applications import Starlette
+from support import TEST_JWT_SECRET, admin_token, agent_token
 
 from blackboard_mcp.auth import CAPABILITIES, TokenIssuer
 from blackboard_mcp.gateway.admin._bodies import IssueBody, RevokeBody
 from blackboard_mcp.gateway.admin._lifecycle import DeleteBody, RetentionBody
 from blackboard_mcp.settings import Settings
+from blackboard_mcp.store import EmbeddedRedis
 
 DOCUMENT = "/admin/openapi.json"
+# The gateway answers only the hosts it serves (schemathesis's client names another).
+HOST = {"Host": "127.0.0.1:8765"}
 
 
 # A generated body over 16 KiB is refused with 413, as the document says; the check's own
@@ -45,17 +51,27 @@ def fuzzed_admin(issuer: TokenIssuer) -> str:
 
 
 @pytest.fixture(scope="module")
-def admin_api(gateway: GatewayProcess, fuzzed_admin: str) -> Any:
+def fuzzed_app(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Starlette]:
+    # schemathesis runs the app's lifespan on its own event loop, where it sends every request.
+    yield gateway_app(redis_server.url, tmp_path_factory.mktemp("fuzzed-admin"))
+    shutdown_lifespans()
+
+
+@pytest.fixture(scope="module")
+def admin_api(fuzzed_app: Starlette, fuzzed_admin: str) -> Any:
     # The token goes through the document's own security scheme: schemathesis then knows the
     # header is the caller's, and a negative case never counts on a header taken away that
     # the caller puts back.
     config = SchemathesisConfig.from_dict(
         {
             "auth": {"openapi": {"bearer": {"bearer": fuzzed_admin}}},
+            "headers": HOST,
             "checks": {"negative_data_rejection": {"expected-statuses": [*_REFUSED, "5xx"]}},
         }
     )
-    return schemathesis.openapi.from_url(gateway.url + DOCUMENT, config=config)
+    return schemathesis.openapi.from_asgi(DOCUMENT, fuzzed_app, config=config, headers=HOST)
 
 
 @pytest.fixture(scope="module")
@@ -97,10 +113,10 @@ def test_the_admin_api_answers_what_its_document_allows_or_refuses_without_a_500
     fuzz()
 
 
-def test_the_document_is_served_without_a_token_and_says_what_each_endpoint_takes(
-    gateway: GatewayProcess,
+async def test_the_document_is_served_without_a_token_and_says_what_each_endpoint_takes(
+    app_gateway: InProcessGateway,
 ) -> None:
-    document = httpx.get(gateway.url + DOCUMENT, timeout=10).json()
+    document = (await app_gateway.http.get(DOCUMENT)).json()
     assert document["openapi"].startswith("3.1")
     bodies = {
         path: operation["requestBody"]["content"]["application/json"]["schema"]
@@ -138,19 +154,21 @@ _RULES_BEYOND_TYPES: list[tuple[str, dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize(("path", "body"), _RULES_BEYOND_TYPES)
-def test_a_body_the_server_refuses_as_invalid_is_one_its_document_refuses(
-    gateway: GatewayProcess, admin_headers: dict[str, str], path: str, body: dict[str, Any]
+async def test_a_body_the_server_refuses_as_invalid_is_one_its_document_refuses(
+    app_gateway: InProcessGateway, admin_headers: dict[str, str], path: str, body: dict[str, Any]
 ) -> None:
-    document = httpx.get(gateway.url + DOCUMENT, timeout=10).json()
+    document = (await app_gateway.http.get(DOCUMENT)).json()
     schema = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]
-    answer = httpx.post(gateway.url + path, json=body, headers=admin_headers, timeout=10)
+    answer = await app_gateway.http.post(path, json=body, headers=admin_headers)
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["code"] == "invalid_argument"
     assert not Draft202012Validator(schema["schema"]).is_valid(body)
 
 
-def test_a_usable_token_request_is_one_the_document_admits(gateway: GatewayProcess) -> None:
-    document = httpx.get(gateway.url + DOCUMENT, timeout=10).json()
+async def test_a_usable_token_request_is_one_the_document_admits(
+    app_gateway: InProcessGateway,
+) -> None:
+    document = (await app_gateway.http.get(DOCUMENT)).json()
     content = document["paths"]["/admin/tokens"]["post"]["requestBody"]["content"]
     validator = Draft202012Validator(content["application/json"]["schema"])
     assert validator.is_valid({"sub": "w", "read": ["a.*"], "caps": ["board_read"]})
@@ -158,8 +176,8 @@ def test_a_usable_token_request_is_one_the_document_admits(gateway: GatewayProce
     assert validator.is_valid({"sub": "w", "write": ["a"], "caps": ["board_write", "board_read"]})
 
 
-def test_revoking_a_token_the_board_did_not_sign_is_not_found(
-    gateway: GatewayProcess, admin_headers: dict[str, str]
+async def test_revoking_a_token_the_board_did_not_sign_is_not_found(
+    app_gateway: InProcessGateway, admin_headers: dict[str, str]
 ) -> None:
     from blackboard_mcp.auth import load_signing_keys
 
@@ -167,21 +185,19 @@ def test_revoking_a_token_the_board_did_not_sign_is_not_found(
     assert signing is not None
     elsewhere = TokenIssuer(signing_key=signing, issuer="blackboard-mcp", audience="blackboard-mcp")
     foreign = agent_token(elsewhere, "fuzzed-admin")
-    answer = httpx.post(
-        gateway.url + "/admin/revoke", json={"token": foreign}, headers=admin_headers, timeout=10
+    answer = await app_gateway.http.post(
+        "/admin/revoke", json={"token": foreign}, headers=admin_headers
     )
     assert answer.status_code == 404, answer.text
     assert answer.json()["error"]["code"] == "not_found"
     # A JWT's shape with nothing a JWT holds: not one of this board's either.
     shaped = {"token": "e30.e30.x"}
-    answer = httpx.post(
-        gateway.url + "/admin/revoke", json=shaped, headers=admin_headers, timeout=10
-    )
+    answer = await app_gateway.http.post("/admin/revoke", json=shaped, headers=admin_headers)
     assert answer.status_code == 404, answer.text
 
 
-def test_revoking_a_token_expired_already_is_a_conflict_that_says_so(
-    gateway: GatewayProcess, admin_headers: dict[str, str]
+async def test_revoking_a_token_expired_already_is_a_conflict_that_says_so(
+    app_gateway: InProcessGateway, admin_headers: dict[str, str]
 ) -> None:
     from blackboard_mcp.auth import load_signing_keys
 
@@ -194,8 +210,8 @@ def test_revoking_a_token_expired_already_is_a_conflict_that_says_so(
         clock=lambda: time.time() - 3600,
     )
     expired = agent_token(an_hour_ago, "fuzzed-admin", ttl=60)
-    answer = httpx.post(
-        gateway.url + "/admin/revoke", json={"token": expired}, headers=admin_headers, timeout=10
+    answer = await app_gateway.http.post(
+        "/admin/revoke", json={"token": expired}, headers=admin_headers
     )
     assert answer.status_code == 409, answer.text
     assert "expired" in answer.json()["error"]["message"]

@@ -1,4 +1,8 @@
-"""Every call is audited; no secret or token ever appears in a log line or a response."""
+"""Every call is audited; no secret or token ever appears in a log line or a response.
+
+Audits through the gateway's app in process; the logs are a gateway process's own, as `serve`
+sets them up.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,9 @@ from pathlib import Path
 
 import httpx
 import orjson
+from app_support import MCP_PATH, InProcessGateway, in_process_gateway
 from support import (
     TEST_JWT_SECRET,
-    GatewayProcess,
     agent_token,
     call,
     mcp_client,
@@ -26,10 +30,14 @@ from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog, SingleRedis, boar
 
 
 async def test_calls_allowed_and_refused_are_in_the_audit_stream(
-    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+    redis_url: str, tmp_path: Path, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace, read=["open"], write=["open"])
-    async with mcp_client(gateway.mcp_url, token) as client:
+    # The audit is written off the call's path; leaving the app's lifespan writes what is queued.
+    async with (
+        in_process_gateway(redis_url, tmp_path) as gateway,
+        gateway.mcp_client(token) as client,
+    ):
         await call(client, "update_state", uri=f"bb://{workspace}/open/a", digest="d", body="b")
         err, body = await call(client, "get_state", uris=[f"bb://{workspace}/closed/x"])
         # Answered item by item, and audited as the refusal it holds.
@@ -45,7 +53,7 @@ async def test_calls_allowed_and_refused_are_in_the_audit_stream(
             workspace,
             "--json",
         ],
-        env={**os.environ, "BB_REDIS_URL": redis_server.url},
+        env={**os.environ, "BB_REDIS_URL": redis_url},
         capture_output=True,
         text=True,
         check=True,
@@ -89,7 +97,7 @@ async def test_no_secret_or_token_reaches_a_log_or_a_response(
 
 
 async def test_every_call_of_a_burst_is_audited_exactly_once(
-    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, redis_url: str, issuer: TokenIssuer, workspace: str
 ) -> None:
     headers = {
         "Authorization": f"Bearer {agent_token(issuer, workspace)}",
@@ -99,23 +107,22 @@ async def test_every_call_of_a_burst_is_audited_exactly_once(
     }
     ids = [f"burst-{n:03d}" for n in range(40)]
 
-    async def one(http: httpx.AsyncClient, request_id: str) -> None:
+    async def one(request_id: str) -> None:
         body = {
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
             "params": {"name": "list_keys", "arguments": {"topic": "t"}},
         }
-        response = await http.post(
-            gateway.mcp_url,
+        response = await app_gateway.http.post(
+            MCP_PATH,
             content=orjson.dumps(body),
             headers={**headers, "X-Request-Id": request_id},
         )
         assert response.status_code == 200
 
-    async with httpx.AsyncClient(timeout=30.0) as http:
-        await asyncio.gather(*(one(http, rid) for rid in ids))
-    client = board_client(redis_server.url)
+    await asyncio.gather(*(one(rid) for rid in ids))
+    client = board_client(redis_url)
     try:
         log = RedisAuditLog(redis=SingleRedis(client), maxlen=1000)
         deadline = asyncio.get_running_loop().time() + 5

@@ -2,7 +2,7 @@
 
 A browser obeys these, not the page's code: a policy that loses ``frame-ancestors 'none'``
 lets another site frame the board (clickjacking an admin's revoke button), one that loses
-``no-store`` leaves a token or a note in a shared cache. Through the real gateway process.
+``no-store`` leaves a token or a note in a shared cache. Through the gateway's app in process.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from support import GatewayProcess, admin_token
+from app_support import InProcessGateway
+from support import admin_token
 
 from blackboard_mcp.auth import TokenIssuer
 
@@ -38,24 +39,24 @@ PAGE = {
 API = {"x-content-type-options": "nosniff", "cache-control": "no-store"}
 
 
-def security_headers(response: httpx.Response) -> dict[str, str]:
-    return {name: response.headers[name] for name in SECURITY if name in response.headers}
+def security_headers(headers: httpx.Headers) -> dict[str, str]:
+    return {name: headers[name] for name in SECURITY if name in headers}
 
 
 async def test_the_page_and_its_files_carry_every_security_header_exactly(
-    gateway: GatewayProcess,
+    app_gateway: InProcessGateway,
 ) -> None:
-    async with httpx.AsyncClient(base_url=gateway.url) as http:
-        answers = {
-            path: await http.get(path)
-            for path in (
-                "/board",
-                "/board/static/board.js",
-                "/board/static/board.css",
-                "/board/static/icon.svg",
-                "/board/static/missing.js",
-            )
-        }
+    http = app_gateway.http
+    answers = {
+        path: await http.get(path)
+        for path in (
+            "/board",
+            "/board/static/board.js",
+            "/board/static/board.css",
+            "/board/static/icon.svg",
+            "/board/static/missing.js",
+        )
+    }
     assert {path: r.status_code for path, r in answers.items()} == {
         "/board": 200,
         "/board/static/board.js": 200,
@@ -64,7 +65,7 @@ async def test_the_page_and_its_files_carry_every_security_header_exactly(
         "/board/static/missing.js": 404,
     }
     for path, response in answers.items():
-        assert security_headers(response) == PAGE, path
+        assert security_headers(response.headers) == PAGE, path
     # Each directive on its own, so that a failure names the one lost.
     directives = {
         d.strip() for d in answers["/board"].headers["content-security-policy"].split(";")
@@ -74,28 +75,31 @@ async def test_the_page_and_its_files_carry_every_security_header_exactly(
 
 
 async def test_the_pages_api_answers_are_never_cached_or_sniffed(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = admin_token(issuer, workspace)
     auth = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=gateway.url, headers=auth) as http:
-        answers: dict[str, httpx.Response] = {
-            "topics": await http.get("/board/api/topics"),
-            "activity": await http.get("/board/api/activity"),
-            "audit": await http.get("/board/api/audit"),
+    http = app_gateway.http
+    answers: dict[str, tuple[int, httpx.Headers]] = {
+        name: (response.status_code, response.headers)
+        for name, response in {
+            "topics": await http.get("/board/api/topics", headers=auth),
+            "activity": await http.get("/board/api/activity", headers=auth),
+            "audit": await http.get("/board/api/audit", headers=auth),
             "a read": await http.post(
-                "/board/api/call", json={"tool": "list_keys", "arguments": {}}
+                "/board/api/call", json={"tool": "list_keys", "arguments": {}}, headers=auth
             ),
             "a refused call": await http.post(
-                "/board/api/call", json={"tool": "update_state", "arguments": {}}
+                "/board/api/call", json={"tool": "update_state", "arguments": {}}, headers=auth
             ),
-        }
-        async with http.stream("GET", "/board/api/events") as stream:
-            answers["the change feed"] = stream
-    statuses = {name: r.status_code for name, r in answers.items()}
+        }.items()
+    }
+    # The feed never ends: its head is what a browser acts on.
+    answers["the change feed"] = await app_gateway.response_head("/board/api/events", auth)
+    statuses = {name: status for name, (status, _) in answers.items()}
     assert statuses == {name: 400 if name == "a refused call" else 200 for name in answers}
-    for name, response in answers.items():
-        assert security_headers(response) == API, name
+    for name, (_, headers) in answers.items():
+        assert security_headers(headers) == API, name
 
 
 ADMIN_CALLS: list[tuple[str, str, dict[str, Any] | None]] = [
@@ -107,12 +111,9 @@ ADMIN_CALLS: list[tuple[str, str, dict[str, Any] | None]] = [
 
 
 async def test_the_admin_apis_answers_are_never_cached_or_sniffed(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    token = admin_token(issuer, workspace)
-    async with httpx.AsyncClient(
-        base_url=gateway.url, headers={"Authorization": f"Bearer {token}"}
-    ) as http:
-        for method, path, body in ADMIN_CALLS:
-            response = await http.request(method, path, json=body)
-            assert security_headers(response) == API, (method, path, response.status_code)
+    auth = {"Authorization": f"Bearer {admin_token(issuer, workspace)}"}
+    for method, path, body in ADMIN_CALLS:
+        response = await app_gateway.http.request(method, path, json=body, headers=auth)
+        assert security_headers(response.headers) == API, (method, path, response.status_code)

@@ -1,6 +1,6 @@
 """budget_tokens is a ceiling on the whole answer, and spent_tokens is the answer's exact cost.
 
-Through the real gateway: every read's tool result text (which is the structured result,
+Through the gateway's app: every read's tool result text (which is the structured result,
 serialized) costs exactly ``spent_tokens`` cl100k tokens, never more than the budget, over
 random boards of text, tables, offloaded bodies, missing addresses and many links. What a
 read leaves out is reported exactly: positions for get_state, ``next`` for list_keys,
@@ -9,19 +9,21 @@ addresses for search_keys; ``need_budget`` when nothing fits.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
+from app_support import MCP_PATH, InProcessGateway, direct_and_sdk_gateways_in_a_loop
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import GatewayProcess, agent_token
+from support import agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import TiktokenCounter
+from blackboard_mcp.store import EmbeddedRedis, TiktokenCounter
 
 COUNTER = TiktokenCounter()
 HEADERS = {
@@ -55,17 +57,22 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
+@dataclass(frozen=True)
+class Gateways:
+    """The module's two apps on one loop: the default one and one answering through the SDK."""
+
+    runner: asyncio.Runner
+    direct: InProcessGateway
+    sdk: InProcessGateway
+
+
 class Wire:
     """Raw tools/call POSTs as an agent's client sends them; answers with the result's text."""
 
-    def __init__(self, url: str, token: str) -> None:
-        self._url = url
-        self._http = httpx.Client(
-            timeout=60.0, headers={**HEADERS, "Authorization": f"Bearer {token}"}
-        )
-
-    def close(self) -> None:
-        self._http.close()
+    def __init__(self, runner: asyncio.Runner, gateway: InProcessGateway, token: str) -> None:
+        self._runner = runner
+        self._gateway = gateway
+        self._headers = {**HEADERS, "Authorization": f"Bearer {token}"}
 
     def call(self, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any], str]:
         request = {
@@ -74,7 +81,11 @@ class Wire:
             "method": "tools/call",
             "params": {"name": tool, "arguments": arguments},
         }
-        response = self._http.post(self._url, content=json.dumps(request).encode())
+        response = self._runner.run(
+            self._gateway.http.post(
+                MCP_PATH, content=json.dumps(request).encode(), headers=self._headers
+            )
+        )
         assert response.status_code == 200, response.text[:500]
         result = response.json()["result"]
         [content] = result["content"]
@@ -95,11 +106,20 @@ def honest(text: str, body: dict[str, Any], budget: int) -> None:
     assert real <= budget, (real, budget, text[:300])
 
 
+@pytest.fixture(scope="module")
+def gateways(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Gateways]:
+    """Held open for the module on its own loop (the property's examples are synchronous);
+    tests keep apart by their fresh workspaces."""
+    workdir = tmp_path_factory.mktemp("budget")
+    with direct_and_sdk_gateways_in_a_loop(redis_server.url, workdir) as (runner, direct, sdk):
+        yield Gateways(runner, direct, sdk)
+
+
 @pytest.fixture
-def wire(gateway: GatewayProcess, issuer: TokenIssuer, workspace: str) -> Iterator[Wire]:
-    client = Wire(gateway.mcp_url, agent_token(issuer, workspace))
-    yield client
-    client.close()
+def wire(gateways: Gateways, issuer: TokenIssuer, workspace: str) -> Wire:
+    return Wire(gateways.runner, gateways.direct, agent_token(issuer, workspace))
 
 
 def addr(ws: str, path: str, topic: str = "t") -> str:
@@ -203,15 +223,12 @@ def test_when_nothing_fits_need_budget_says_what_would(wire: Wire, workspace: st
 
 
 def test_the_sdk_path_sends_the_same_text_at_the_same_cost(
-    wire: Wire, sdk_gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    wire: Wire, gateways: Gateways, issuer: TokenIssuer, workspace: str
 ) -> None:
     uris = sixty_notes(wire, workspace)
     _, direct, direct_text = wire.call("get_state", uris=uris[:10], mode="full", budget_tokens=700)
-    sdk = Wire(sdk_gateway.mcp_url, agent_token(issuer, workspace))
-    try:
-        _, body, text = sdk.call("get_state", uris=uris[:10], mode="full", budget_tokens=700)
-    finally:
-        sdk.close()
+    sdk = Wire(gateways.runner, gateways.sdk, agent_token(issuer, workspace))
+    _, body, text = sdk.call("get_state", uris=uris[:10], mode="full", budget_tokens=700)
     assert text == direct_text and body == direct
     honest(text, body, 700)
 
@@ -358,16 +375,13 @@ def check_read(wire: Wire, ws: str, uris: list[str], tool: str, args: dict[str, 
 )
 @given(data=st.data(), board=boards())
 def test_every_read_of_a_random_board_costs_exactly_spent_and_at_most_the_budget(
-    gateway: GatewayProcess, issuer: TokenIssuer, data: st.DataObject, board: dict[str, Any]
+    gateways: Gateways, issuer: TokenIssuer, data: st.DataObject, board: dict[str, Any]
 ) -> None:
     ws = "ws-" + uuid.uuid4().hex[:12]
-    wire = Wire(gateway.mcp_url, agent_token(issuer, ws))
-    try:
-        uris = build(wire, ws, board)
-        for tool, args in data.draw(reads(len(uris))):
-            check_read(wire, ws, uris, tool, args)
-    finally:
-        wire.close()
+    wire = Wire(gateways.runner, gateways.direct, agent_token(issuer, ws))
+    uris = build(wire, ws, board)
+    for tool, args in data.draw(reads(len(uris))):
+        check_read(wire, ws, uris, tool, args)
 
 
 def test_a_search_hit_list_is_held_to_the_default_budget(wire: Wire, workspace: str) -> None:

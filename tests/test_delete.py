@@ -1,7 +1,7 @@
 """Deleting data: a topic or a note goes whole (indexes, links at both ends, blobs, search
 entries), others stay untouched, cursor readers are told, and the audit says who did it.
 
-Through the real path: notes written over MCP to a gateway process, deleted by the real CLI
+Through the real path: notes written over MCP to the gateway's app, deleted by the real CLI
 (or the admin API), read back over MCP.
 """
 
@@ -11,12 +11,14 @@ import asyncio
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import redis
-from lifecycle_support import on_redis, run_cli, tool, write
-from support import GatewayProcess, admin_token, agent_token
+from app_support import InProcessGateway
+from lifecycle_support import on_redis, run_cli
+from support import admin_token, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, EmbeddedRedis, LinkState, UpdateState, board_client
@@ -42,27 +44,28 @@ def blob_exists(url: str, workspace: str, text: str) -> bool:
         client.close()
 
 
-async def seed(gateway: GatewayProcess, token: str, ws: str) -> int:
+async def seed(gateway: InProcessGateway, token: str, ws: str) -> int:
     """Two topics linked both ways, sharing one blob; returns a cursor taken before any delete."""
-    url = gateway.mcp_url
 
     def u(path: str) -> str:
         return f"bb://{ws}/{path}"
 
-    await write(url, token, uri=u("doomed/plan"), digest="zebra plan", body="p", expect_version=0)
-    await write(url, token, uri=u("doomed/big"), digest="zebra big", body=BIG, expect_version=0)
-    await write(url, token, uri=u("doomed/alone"), digest="zebra alone", body=ALONE)
-    await write(url, token, uri=u("doomed/grid"), digest="zebra grid", columns=["a"], rows=[["1"]])
-    await write(url, token, uri=u("kept/note"), digest="zebra kept", body="k", expect_version=0)
-    await write(url, token, uri=u("kept/shared"), digest="zebra shared", body=BIG)
-    await tool(url, token, "link_state", src=u("kept/note"), rel="cites", dst=[u("doomed/plan")])
-    await tool(
-        url, token, "link_state", src=u("doomed/plan"), rel="derived_from", dst=[u("kept/note")]
-    )
-    await tool(
-        url, token, "link_state", src=u("kept/shared"), rel="contradicts", dst=[u("doomed/big")]
-    )
-    listing = await tool(url, token, "list_keys", topic="kept")
+    async def write(**arguments: Any) -> None:
+        await gateway.ok(token, "update_state", **arguments)
+
+    async def link(src: str, rel: str, dst: str) -> None:
+        await gateway.ok(token, "link_state", src=u(src), rel=rel, dst=[u(dst)])
+
+    await write(uri=u("doomed/plan"), digest="zebra plan", body="p", expect_version=0)
+    await write(uri=u("doomed/big"), digest="zebra big", body=BIG, expect_version=0)
+    await write(uri=u("doomed/alone"), digest="zebra alone", body=ALONE)
+    await write(uri=u("doomed/grid"), digest="zebra grid", columns=["a"], rows=[["1"]])
+    await write(uri=u("kept/note"), digest="zebra kept", body="k", expect_version=0)
+    await write(uri=u("kept/shared"), digest="zebra shared", body=BIG)
+    await link("kept/note", "cites", "doomed/plan")
+    await link("doomed/plan", "derived_from", "kept/note")
+    await link("kept/shared", "contradicts", "doomed/big")
+    listing = await gateway.ok(token, "list_keys", topic="kept")
     return int(listing["cursor"])
 
 
@@ -72,35 +75,36 @@ def token(issuer: TokenIssuer, workspace: str) -> str:
 
 
 @pytest.fixture
-def env(tmp_path: Path, redis_server: EmbeddedRedis) -> dict[str, str]:
-    """The CLI's environment, on the Redis the session gateway uses."""
-    return on_redis(tmp_path, redis_server.url)
+def env(tmp_path: Path, redis_url: str) -> dict[str, str]:
+    """The CLI's environment, on the Redis the gateway's app uses."""
+    return on_redis(tmp_path, redis_url)
 
 
 @pytest.fixture
-async def cursor(gateway: GatewayProcess, token: str, workspace: str) -> int:
+async def cursor(app_gateway: InProcessGateway, token: str, workspace: str) -> int:
     """The workspace seeded (``seed``); the cursor taken before any delete."""
-    return await seed(gateway, token, workspace)
+    return await seed(app_gateway, token, workspace)
 
 
 async def test_deleting_a_topic_removes_it_whole_and_leaves_the_others_untouched(
-    gateway: GatewayProcess,
-    redis_server: EmbeddedRedis,
+    app_gateway: InProcessGateway,
+    redis_url: str,
     issuer: TokenIssuer,
     workspace: str,
     token: str,
     cursor: int,
     env: dict[str, str],
 ) -> None:
-    url = gateway.mcp_url
-    before = await tool(url, token, "get_state", uris=[f"bb://{workspace}/kept/note"], mode="full")
+    before = await app_gateway.ok(
+        token, "get_state", uris=[f"bb://{workspace}/kept/note"], mode="full"
+    )
 
     dry = run_cli("delete", "--workspace", workspace, "--topic", "doomed", env=env)
     assert dry.returncode == 1, dry.stdout + dry.stderr  # a preview: nothing done
     assert "would delete 4 notes" in dry.stdout
     assert f"bb://{workspace}/doomed/big" in dry.stdout
     assert "--yes" in dry.stderr
-    still = await tool(url, token, "list_keys", topic="doomed")
+    still = await app_gateway.ok(token, "list_keys", topic="doomed")
     assert len(still["items"]) == 4
 
     done = run_cli("delete", "--workspace", workspace, "--topic", "doomed", "--yes", env=env)
@@ -109,24 +113,25 @@ async def test_deleting_a_topic_removes_it_whole_and_leaves_the_others_untouched
 
     # Gone from reads, listings and search.
     doomed = [f"bb://{workspace}/doomed/{p}" for p in ("plan", "big", "alone", "grid")]
-    read = await tool(url, token, "get_state", uris=doomed, mode="full")
+    read = await app_gateway.ok(token, "get_state", uris=doomed, mode="full")
     assert all(item.get("error") == "not_found" for item in read["items"]), read
-    assert (await tool(url, token, "list_keys", topic="doomed"))["items"] == []
-    everything = await tool(url, token, "list_keys", limit=50)
+    assert (await app_gateway.ok(token, "list_keys", topic="doomed"))["items"] == []
+    everything = await app_gateway.ok(token, "list_keys", limit=50)
     assert {i["uri"].split("/")[3] for i in everything["items"]} == {"kept"}
-    found = await tool(url, token, "search_keys", q="zebra")
+    found = await app_gateway.ok(token, "search_keys", q="zebra")
     assert sorted(r["uri"] for r in found["items"]) == [
         f"bb://{workspace}/kept/note",
         f"bb://{workspace}/kept/shared",
     ]
     # The other side's view of the links is gone too; the rest of the note is as it was.
-    after = await tool(url, token, "get_state", uris=[f"bb://{workspace}/kept/note"], mode="full")
+    after = await app_gateway.ok(
+        token, "get_state", uris=[f"bb://{workspace}/kept/note"], mode="full"
+    )
     assert "links" not in after["items"][0] or after["items"][0]["links"] == []
     assert {k: v for k, v in after["items"][0].items() if k != "links"} == {
         k: v for k, v in before["items"][0].items() if k != "links"
     }
-    shared = await tool(
-        url,
+    shared = await app_gateway.ok(
         token,
         "get_state",
         uris=[f"bb://{workspace}/kept/shared"],
@@ -136,18 +141,18 @@ async def test_deleting_a_topic_removes_it_whole_and_leaves_the_others_untouched
     assert not shared["items"][0].get("warnings"), shared  # no longer "contradicts" anything
     assert shared["items"][0]["body"] == BIG
     # A blob only the deleted topic used is freed; one another note uses stays.
-    assert not blob_exists(redis_server.url, workspace, ALONE)
-    assert blob_exists(redis_server.url, workspace, BIG)
-    assert keys_of(redis_server.url, workspace, "doomed*") == []
+    assert not blob_exists(redis_url, workspace, ALONE)
+    assert blob_exists(redis_url, workspace, BIG)
+    assert keys_of(redis_url, workspace, "doomed*") == []
 
     # A reader following its cursor is told what went.
-    feed = await tool(url, token, "list_keys", cursor=cursor)
+    feed = await app_gateway.ok(token, "list_keys", cursor=cursor)
     notices = [w for w in feed.get("warnings", []) if w.startswith("deleted since your cursor")]
     assert len(notices) == 1, feed
     assert all(uri in notices[0] for uri in doomed[:4]), notices
     # A reader who may not read the topic is not told of its notes.
     blind = agent_token(issuer, workspace, read=["kept"], sub="blind")
-    feed = await tool(url, blind, "list_keys", cursor=cursor, topic="kept")
+    feed = await app_gateway.ok(blind, "list_keys", cursor=cursor, topic="kept")
     assert not any("deleted" in w for w in feed.get("warnings", [])), feed
 
     # The audit says who did what.
@@ -163,13 +168,13 @@ async def test_deleting_a_topic_removes_it_whole_and_leaves_the_others_untouched
 
 @pytest.mark.usefixtures("cursor")
 async def test_deleting_one_note_by_uri_and_a_missing_one_is_not_found(
-    gateway: GatewayProcess, workspace: str, token: str, env: dict[str, str]
+    app_gateway: InProcessGateway, workspace: str, token: str, env: dict[str, str]
 ) -> None:
     uri = f"bb://{workspace}/doomed/plan"
     done = run_cli("delete", "--workspace", workspace, "--uri", uri, "--yes", env=env)
     assert done.returncode == 0, done.stderr
     assert "deleted 1 note under" in done.stdout
-    left = await tool(gateway.mcp_url, token, "list_keys", topic="doomed")
+    left = await app_gateway.ok(token, "list_keys", topic="doomed")
     assert len(left["items"]) == 3
     again = run_cli("delete", "--workspace", workspace, "--uri", uri, "--yes", env=env)
     assert again.returncode == 1
@@ -183,8 +188,8 @@ async def test_deleting_one_note_by_uri_and_a_missing_one_is_not_found(
 
 @pytest.mark.usefixtures("cursor")
 async def test_deleting_a_workspace_removes_every_note_of_it(
-    gateway: GatewayProcess,
-    redis_server: EmbeddedRedis,
+    app_gateway: InProcessGateway,
+    redis_url: str,
     workspace: str,
     token: str,
     env: dict[str, str],
@@ -192,16 +197,16 @@ async def test_deleting_a_workspace_removes_every_note_of_it(
     done = run_cli("delete", "--workspace", workspace, "--yes", env=env)
     assert done.returncode == 0, done.stderr
     assert "deleted 6 notes" in done.stdout
-    listing = await tool(gateway.mcp_url, token, "list_keys", limit=50)
+    listing = await app_gateway.ok(token, "list_keys", limit=50)
     assert listing["items"] == []
-    client = redis.Redis.from_url(redis_server.url)
+    client = redis.Redis.from_url(redis_url)
     try:
         assert client.hlen(f"bbr:{{{workspace}}}") == 0  # no blob is referenced any more
         assert not client.exists(f"bbw:{{{workspace}}}")
     finally:
         client.close()
     note_kinds = {b"bbn", b"bbb", b"bblo", b"bbli", b"bbt", b"bbtk", b"bbtn", b"bbtv"}
-    left = [k for k in keys_of(redis_server.url, workspace, "*") if k.split(b":")[0] in note_kinds]
+    left = [k for k in keys_of(redis_url, workspace, "*") if k.split(b":")[0] in note_kinds]
     assert left == []
 
 
@@ -213,10 +218,13 @@ def health_notes(env: dict[str, str]) -> dict[str, int]:
 
 
 async def test_a_deleted_workspace_is_gone_but_its_audit_and_revocations_outlive_it(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, token: str, env: dict[str, str]
+    app_gateway: InProcessGateway,
+    issuer: TokenIssuer,
+    workspace: str,
+    token: str,
+    env: dict[str, str],
 ) -> None:
-    url = gateway.mcp_url
-    await write(url, token, uri=f"bb://{workspace}/t/n", digest="d", body="b")
+    await app_gateway.ok(token, "update_state", uri=f"bb://{workspace}/t/n", digest="d", body="b")
     set_age = run_cli("retention", "set", "--workspace", workspace, "--max-age", "7d", env=env)
     assert set_age.returncode == 0, set_age.stderr
     leaked = agent_token(issuer, workspace, sub="leaky")
@@ -234,7 +242,9 @@ async def test_a_deleted_workspace_is_gone_but_its_audit_and_revocations_outlive
     assert "cli.delete" in tools, tools  # the audit trail outlives the workspace
 
     # Written again, the workspace is back, and the token revoked before the delete is not.
-    await write(url, token, uri=f"bb://{workspace}/t/again", digest="d", body="b")
+    await app_gateway.ok(
+        token, "update_state", uri=f"bb://{workspace}/t/again", digest="d", body="b"
+    )
     assert health_notes(env)[workspace] == 1
     inspected = run_cli("token", "inspect", leaked, env=env)
     assert inspected.returncode == 1, inspected.stdout
@@ -244,44 +254,49 @@ async def test_a_deleted_workspace_is_gone_but_its_audit_and_revocations_outlive
 # -- over HTTP -------------------------------------------------------------------------------
 
 
-def post(gateway: GatewayProcess, token: str, body: object) -> httpx.Response:
-    return httpx.post(
-        gateway.url + "/admin/delete",
-        headers={"Authorization": f"Bearer {token}"},
-        json=body,
-        timeout=30,
+async def post(gateway: InProcessGateway, token: str, body: object) -> httpx.Response:
+    return await gateway.http.post(
+        "/admin/delete", headers={"Authorization": f"Bearer {token}"}, json=body
     )
 
 
 @pytest.mark.usefixtures("cursor")
 async def test_an_admin_deletes_over_http_within_its_own_workspace_only(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, token: str, env: dict[str, str]
+    app_gateway: InProcessGateway,
+    issuer: TokenIssuer,
+    workspace: str,
+    token: str,
+    env: dict[str, str],
 ) -> None:
     admin = admin_token(issuer, workspace, sub="ops-alice")
 
-    answer = post(gateway, agent_token(issuer, workspace), {"topic": "doomed"})
+    answer = await post(app_gateway, agent_token(issuer, workspace), {"topic": "doomed"})
     assert answer.status_code == 403, answer.text
-    answer = post(gateway, admin, {"topic": "doomed", "dry_run": True})
+    answer = await post(app_gateway, admin, {"topic": "doomed", "dry_run": True})
     assert answer.status_code == 200, answer.text
     assert answer.json()["would_delete"] == 4
-    answer = post(gateway, admin, {"topic": "doomed", "uri": f"bb://{workspace}/kept/note"})
+    answer = await post(
+        app_gateway, admin, {"topic": "doomed", "uri": f"bb://{workspace}/kept/note"}
+    )
     assert answer.status_code == 400
     assert answer.json()["error"]["hint"]
-    answer = post(gateway, admin, {})
+    answer = await post(app_gateway, admin, {})
     assert answer.status_code == 400
     # Another workspace's admin deletes in its own workspace, never in this one.
     stranger = admin_token(issuer, workspace + "-x")
-    answer = post(gateway, stranger, {"uri": f"bb://{workspace}/kept/note", "confirm": True})
+    answer = await post(
+        app_gateway, stranger, {"uri": f"bb://{workspace}/kept/note", "confirm": True}
+    )
     assert answer.status_code == 403, answer.text
-    assert (await tool(gateway.mcp_url, token, "list_keys", topic="kept"))["items"]
+    assert (await app_gateway.ok(token, "list_keys", topic="kept"))["items"]
 
-    answer = post(gateway, admin, {"topic": "doomed"})
+    answer = await post(app_gateway, admin, {"topic": "doomed"})
     assert answer.status_code == 200, answer.text
     assert (answer.json()["applied"], answer.json()["would_delete"]) == (False, 4)
-    answer = post(gateway, admin, {"topic": "doomed", "confirm": True})
+    answer = await post(app_gateway, admin, {"topic": "doomed", "confirm": True})
     assert answer.status_code == 200, answer.text
     assert answer.json()["deleted"] == 4
-    assert (await tool(gateway.mcp_url, token, "list_keys", topic="doomed"))["items"] == []
+    assert (await app_gateway.ok(token, "list_keys", topic="doomed"))["items"] == []
     tail = run_cli(
         "audit",
         "tail",

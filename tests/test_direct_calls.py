@@ -1,9 +1,10 @@
 """The gateway's direct path for tools/call answers exactly as the SDK's path would.
 
-Two real gateway processes on one Redis: the session's (direct tool calls on, the default)
-and one started with ``BB_DIRECT_TOOL_CALLS=false``, where every request goes through the
-SDK. Each example is one raw POST sent to both; the answers must agree in HTTP status,
-content type and body (as JSON, since key order and number spelling may differ). The
+Two gateway apps on one Redis: one with direct tool calls on (the default) and one with
+``direct_tool_calls`` off, where every request goes through the SDK (in this process; the
+listen's stream is read off two real gateway processes, as a stream needs a socket). Each
+example is one raw POST sent to both; the answers must agree in HTTP status, content type
+and body (as JSON, since key order and number spelling may differ). The
 requests vary everything the SDK looks at before a tool runs: protocol version header (both
 eras, unknown, duplicated), the 2026-07-28 envelope and routing headers, Accept and
 Content-Type, the JSON-RPC envelope, the call's params and arguments. Plain requests must
@@ -13,10 +14,11 @@ comparison a test of it.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,9 +27,10 @@ import httpx
 import orjson
 import pytest
 import redis
+from app_support import MCP_PATH, InProcessGateway, direct_and_sdk_gateways_in_a_loop
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from support import GatewayProcess, agent_token, call, mcp_client
+from support import GatewayProcess, agent_token, call
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import EmbeddedRedis
@@ -52,14 +55,44 @@ class Exchange:
     plain: bool  # built with no deviation at all: must take the direct path
 
 
+@dataclass(frozen=True)
+class Gateways:
+    """The two apps, held open on one event loop for the module (the property's examples
+    are synchronous): ``direct`` with direct tool calls on, ``sdk`` with them off."""
+
+    runner: asyncio.Runner
+    direct: InProcessGateway
+    sdk: InProcessGateway
+
+    def post(
+        self, gateway: InProcessGateway, exchange: Exchange, path: str = MCP_PATH
+    ) -> httpx.Response:
+        return self.runner.run(
+            gateway.http.post(path, content=exchange.body, headers=httpx.Headers(exchange.headers))
+        )
+
+    def direct_calls(self, counter: re.Pattern[bytes] = DIRECT_COUNTER) -> float:
+        found = counter.search(self.runner.run(self.direct.http.get("/metrics")).content)
+        return float(found.group(1)) if found else 0.0
+
+
 @pytest.fixture(scope="module")
-def board_token(issuer: TokenIssuer, gateway: GatewayProcess) -> tuple[str, str]:
+def gateways(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Gateways]:
+    workdir = tmp_path_factory.mktemp("direct-calls")
+    with direct_and_sdk_gateways_in_a_loop(redis_server.url, workdir) as (runner, direct, sdk):
+        yield Gateways(runner, direct, sdk)
+
+
+@pytest.fixture(scope="module")
+def board_token(issuer: TokenIssuer, gateways: Gateways) -> tuple[str, str]:
     """A workspace with a few notes in it, and a token that may read and write all of it."""
     workspace = "ws-direct-" + uuid.uuid4().hex[:8]
     token = agent_token(issuer, workspace, sub="direct-" + uuid.uuid4().hex[:8])
     for i in range(6):
-        answer = post(
-            gateway,
+        answer = gateways.post(
+            gateways.direct,
             plain_exchange(
                 token,
                 "update_state",
@@ -96,7 +129,7 @@ def plain_exchange(
     return Exchange(headers, orjson.dumps(body), plain=True)
 
 
-# One kept-alive client for the module: a connection per request would dominate its time.
+# One kept-alive client for the listen's processes: a connection per request would dominate.
 _http = httpx.Client(timeout=10.0)
 
 
@@ -286,7 +319,7 @@ def exchanges(draw: st.DrawFn, workspace: str, token: str) -> Exchange:
 
 
 def test_a_plain_call_of_each_protocol_version_takes_the_direct_path_and_answers_as_the_sdk(
-    gateway: GatewayProcess, sdk_gateway: GatewayProcess, board_token: tuple[str, str]
+    gateways: Gateways, board_token: tuple[str, str]
 ) -> None:
     workspace, token = board_token
     calls = [
@@ -298,10 +331,10 @@ def test_a_plain_call_of_each_protocol_version_takes_the_direct_path_and_answers
     for version in (*HANDSHAKE, MODERN):
         for tool, arguments in calls:
             exchange = plain_exchange(token, tool, arguments, version=version, request_id="r-1")
-            before = direct_calls(gateway)
-            direct = post(gateway, exchange)
-            assert direct_calls(gateway) == before + 1, (version, tool)
-            same_answer(direct, post(sdk_gateway, exchange))
+            before = gateways.direct_calls()
+            direct = gateways.post(gateways.direct, exchange)
+            assert gateways.direct_calls() == before + 1, (version, tool)
+            same_answer(direct, gateways.post(gateways.sdk, exchange))
             result = direct.json()["result"]
             assert orjson.loads(result["content"][0]["text"]) == result["structuredContent"]
             assert ("resultType" in result) == (version == MODERN)
@@ -313,22 +346,18 @@ def test_a_plain_call_of_each_protocol_version_takes_the_direct_path_and_answers
 
 
 def test_both_spellings_of_the_endpoint_answer_with_no_redirect(
-    gateway: GatewayProcess, board_token: tuple[str, str]
+    gateways: Gateways, board_token: tuple[str, str]
 ) -> None:
     _, token = board_token
     exchange = plain_exchange(token, "search_keys", {"q": "apples"}, version=MODERN)
-    answers = [
-        _http.post(url, content=exchange.body, headers=httpx.Headers(exchange.headers))
-        for url in (gateway.url + "/mcp", gateway.url + "/mcp/")
-    ]
+    answers = [gateways.post(gateways.direct, exchange, path) for path in ("/mcp", "/mcp/")]
     assert [a.status_code for a in answers] == [200, 200]
     assert answers[0].json() == answers[1].json()
     assert answers[0].json()["result"]["structuredContent"]["items"]
 
 
 def test_writes_through_the_direct_path_answer_as_through_the_sdk(
-    gateway: GatewayProcess,
-    sdk_gateway: GatewayProcess,
+    gateways: Gateways,
     issuer: TokenIssuer,
     redis_server: EmbeddedRedis,
 ) -> None:
@@ -337,7 +366,7 @@ def test_writes_through_the_direct_path_answer_as_through_the_sdk(
     workspace = "ws-writes-" + uuid.uuid4().hex[:8]
     token = agent_token(issuer, workspace, sub="writer-" + uuid.uuid4().hex[:8])
     answers: dict[str, list[Any]] = {}
-    for name, process in (("direct", gateway), ("sdk", sdk_gateway)):
+    for name, app in (("direct", gateways.direct), ("sdk", gateways.sdk)):
         with redis.Redis.from_url(redis_server.url) as client:
             for key in client.scan_iter(match=f"*{{{workspace}}}*"):
                 client.delete(key)
@@ -358,7 +387,7 @@ def test_writes_through_the_direct_path_answer_as_through_the_sdk(
         replies = []
         for i, (tool, arguments) in enumerate(steps):
             version = MODERN if i % 2 else "2025-06-18"
-            answer = post(process, plain_exchange(token, tool, arguments, version=version))
+            answer = gateways.post(app, plain_exchange(token, tool, arguments, version=version))
             assert answer.status_code == 200
             replies.append(orjson.loads(answer.content))
         answers[name] = replies
@@ -383,40 +412,43 @@ def test_writes_through_the_direct_path_answer_as_through_the_sdk(
 )
 @given(data=st.data())
 def test_any_request_gets_the_same_answer_with_or_without_the_direct_path(
-    gateway: GatewayProcess,
-    sdk_gateway: GatewayProcess,
+    gateways: Gateways,
     board_token: tuple[str, str],
     data: st.DataObject,
 ) -> None:
     workspace, token = board_token
     exchange = data.draw(exchanges(workspace, token))
-    before = direct_calls(gateway)
-    direct = post(gateway, exchange)
-    took_direct = direct_calls(gateway) > before
+    before = gateways.direct_calls()
+    direct = gateways.post(gateways.direct, exchange)
+    took_direct = gateways.direct_calls() > before
     event("direct path" if took_direct else "SDK path")
     if exchange.plain:
         assert took_direct, exchange
-    same_answer(direct, post(sdk_gateway, exchange))
+    same_answer(direct, gateways.post(gateways.sdk, exchange))
 
 
-async def test_the_python_sdk_clients_tool_calls_take_the_direct_path(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+def test_the_python_sdk_clients_tool_calls_take_the_direct_path(
+    gateways: Gateways, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace, sub="sdk-client-" + uuid.uuid4().hex[:6])
     uri = f"bb://{workspace}/notes/one"
-    before = direct_calls(gateway)
-    async with mcp_client(gateway.mcp_url, token) as client:
-        err, body = await call(client, "update_state", uri=uri, digest="one", body="1")
-        assert not err and body["version"] == 1
-        err, body = await call(client, "get_state", uris=[uri])
-        assert not err and body["items"][0]["digest"] == "one"
-        err, body = await call(
-            client, "update_state", uri=uri, digest="x", body="", expect_version=0
-        )
-        assert err and body["error"]["code"] == "conflict"
-        listed = await client.list_tools()  # not a tool call: the SDK answers it
-        assert len(listed.tools) == 5
-    assert direct_calls(gateway) == before + 3
+    before = gateways.direct_calls()
+
+    async def calls() -> None:  # on the apps' loop: the module holds them open there
+        async with gateways.direct.mcp_client(token) as client:
+            err, body = await call(client, "update_state", uri=uri, digest="one", body="1")
+            assert not err and body["version"] == 1
+            err, body = await call(client, "get_state", uris=[uri])
+            assert not err and body["items"][0]["digest"] == "one"
+            err, body = await call(
+                client, "update_state", uri=uri, digest="x", body="", expect_version=0
+            )
+            assert err and body["error"]["code"] == "conflict"
+            listed = await client.list_tools()  # not a tool call: the SDK answers it
+            assert len(listed.tools) == 5
+
+    gateways.runner.run(calls())
+    assert gateways.direct_calls() == before + 3
 
 
 # What a JSON parser hands the gateway: orjson reads integers of at most 64 bits, and refuses
@@ -457,18 +489,18 @@ def test_the_sdk_cannot_refuse_handshake_call_params_the_direct_path_accepts_wit
     [("host", "evil.example:80", 421), ("origin", "http://evil.example", 403)],
 )
 def test_a_foreign_host_or_origin_is_refused_between_plain_calls_with_the_same_headers(
-    gateway: GatewayProcess, board_token: tuple[str, str], header: str, value: str, status: int
+    gateways: Gateways, board_token: tuple[str, str], header: str, value: str, status: int
 ) -> None:
     """The header checks' verdicts are remembered per combination of headers: a refused
     combination must not borrow the verdict of an accepted one, nor the reverse."""
     _, token = board_token
     exchange = plain_exchange(token, "search_keys", {"q": "apples"}, version="2025-06-18")
-    foreign = [*exchange.headers, (header, value)]
+    foreign = Exchange([*exchange.headers, (header, value)], exchange.body, plain=False)
     for _ in range(2):
-        assert post(gateway, exchange).status_code == 200
-        refused = _http.post(gateway.mcp_url, content=exchange.body, headers=httpx.Headers(foreign))
+        assert gateways.post(gateways.direct, exchange).status_code == 200
+        refused = gateways.post(gateways.direct, foreign)
         assert refused.status_code == status
-    assert post(gateway, exchange).status_code == 200
+    assert gateways.post(gateways.direct, exchange).status_code == 200
 
 
 # -- subscriptions/listen ----------------------------------------------------------------------

@@ -7,16 +7,16 @@ from __future__ import annotations
 import asyncio
 import time
 
-import httpx
 import pytest
+from app_support import InProcessGateway
 from mcp.shared.exceptions import MCPError
-from support import GatewayProcess, admin_token, agent_token, call, mcp_client
+from support import admin_token, agent_token, call
 
 from blackboard_mcp.auth import AuditRecord, TokenIssuer, load_board_contract
 from blackboard_mcp.gateway._resources import LIST, READ
 from blackboard_mcp.gateway.listening._subscriptions import LISTEN
 from blackboard_mcp.gateway.page._routes import ACTIVITY, AUDIT, EVENTS, TOPICS
-from blackboard_mcp.store import EmbeddedRedis, RedisAuditLog, SingleRedis, board_client
+from blackboard_mcp.store import RedisAuditLog, SingleRedis, board_client
 
 # What the audit names each of them; docs/operations.md lists them.
 ENDPOINTS = (
@@ -69,17 +69,17 @@ def test_the_contract_states_each_endpoints_requirements() -> None:
 
 
 async def test_resources_are_audited_under_their_own_names(
-    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, redis_url: str, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace)
-    async with mcp_client(gateway.mcp_url, token) as client:
+    async with app_gateway.mcp_client(token) as client:
         await call(client, "update_state", uri=addr(workspace, "facts/a"), digest="A.", body="a")
         await client.list_resources()
         await client.read_resource(addr(workspace, "facts/a"))
         await client.read_resource(addr(workspace, "facts"))
         with pytest.raises(MCPError):
             await client.read_resource(addr(workspace, "facts/none"))
-    records = await audit_records(redis_server.url, workspace, 5)
+    records = await audit_records(redis_url, workspace, 5)
     assert [(r.tool, r.outcome, r.addresses) for r in records] == [
         ("update_state", "ok", (addr(workspace, "facts/a"),)),
         ("resources/list", "ok", ()),
@@ -90,19 +90,22 @@ async def test_resources_are_audited_under_their_own_names(
 
 
 async def test_the_pages_endpoints_are_audited_under_their_own_names(
-    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, redis_url: str, issuer: TokenIssuer, workspace: str
 ) -> None:
     headers = {"Authorization": f"Bearer {agent_token(issuer, workspace)}"}
-    async with httpx.AsyncClient(base_url=gateway.url, headers=headers) as http:
-        assert (await http.get("/board/api/topics")).status_code == 200
-        assert (await http.get("/board/api/activity")).status_code == 200
-        async with http.stream("GET", "/board/api/events") as events:
-            assert events.status_code == 200
-        listed = await http.post(
-            "/board/api/call", json={"tool": "list_keys", "arguments": {"topic": "facts"}}
-        )
-        assert listed.status_code == 200
-    records = await audit_records(redis_server.url, workspace, 4)
+    http = app_gateway.http
+    assert (await http.get("/board/api/topics", headers=headers)).status_code == 200
+    assert (await http.get("/board/api/activity", headers=headers)).status_code == 200
+    # The feed is admitted (and audited) before its stream starts.
+    events_status, _ = await app_gateway.response_head("/board/api/events", headers)
+    assert events_status == 200
+    listed = await http.post(
+        "/board/api/call",
+        json={"tool": "list_keys", "arguments": {"topic": "facts"}},
+        headers=headers,
+    )
+    assert listed.status_code == 200
+    records = await audit_records(redis_url, workspace, 4)
     # A tool called from the page is that tool's call.
     assert [(r.tool, r.outcome) for r in records] == [
         ("board/topics", "ok"),
@@ -113,13 +116,13 @@ async def test_the_pages_endpoints_are_audited_under_their_own_names(
 
 
 async def test_a_token_without_what_a_resource_requires_is_refused_before_it_runs(
-    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, redis_url: str, issuer: TokenIssuer, workspace: str
 ) -> None:
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as writer:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as writer:
         await call(writer, "update_state", uri=addr(workspace, "facts/a"), digest="A.", body="a")
     # Reads every topic, but was never given the capability to read the board.
     writer_only = agent_token(issuer, workspace, caps=["board_write"])
-    async with mcp_client(gateway.mcp_url, writer_only) as client:
+    async with app_gateway.mcp_client(writer_only) as client:
         with pytest.raises(MCPError) as listed:
             await client.list_resources()
         with pytest.raises(MCPError) as read:
@@ -137,7 +140,7 @@ async def test_a_token_without_what_a_resource_requires_is_refused_before_it_run
     ):
         assert refused.value.error.data["code"] == "forbidden"
         assert refused.value.error.data["message"] == (f"{name} requires capability 'board_read'")
-    records = await audit_records(redis_server.url, workspace, 5)
+    records = await audit_records(redis_url, workspace, 5)
     assert [(r.tool, r.outcome) for r in records[1:]] == [
         ("resources/list", "forbidden"),
         ("resources/read", "forbidden"),
@@ -147,17 +150,17 @@ async def test_a_token_without_what_a_resource_requires_is_refused_before_it_run
 
 
 async def test_a_token_without_what_a_page_endpoint_requires_is_refused_before_it_runs(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     writer_only = agent_token(issuer, workspace, caps=["board_write"])
     headers = {"Authorization": f"Bearer {writer_only}"}
-    async with httpx.AsyncClient(base_url=gateway.url, headers=headers) as http:
-        answers = {
-            "board/topics": await http.get("/board/api/topics"),
-            "board/activity": await http.get("/board/api/activity"),
-            # A refused feed is a JSON answer: no stream is opened.
-            "board/events": await http.get("/board/api/events"),
-        }
+    http = app_gateway.http
+    answers = {
+        "board/topics": await http.get("/board/api/topics", headers=headers),
+        "board/activity": await http.get("/board/api/activity", headers=headers),
+        # A refused feed is a JSON answer: no stream is opened.
+        "board/events": await http.get("/board/api/events", headers=headers),
+    }
     for name, answer in answers.items():
         assert answer.status_code == 403, name
         assert answer.headers["content-type"] == "application/json"
@@ -169,30 +172,28 @@ async def test_a_token_without_what_a_page_endpoint_requires_is_refused_before_i
 
 
 async def test_a_revoked_admin_token_cannot_read_the_audit_tail(
-    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, redis_url: str, issuer: TokenIssuer, workspace: str
 ) -> None:
     revoked = admin_token(issuer, workspace, sub="admin-1")
     other = admin_token(issuer, workspace, sub="admin-2")
-    async with httpx.AsyncClient(base_url=gateway.url) as http:
-        readable = await http.get(
-            "/board/api/audit", headers={"Authorization": f"Bearer {revoked}"}
-        )
-        assert readable.status_code == 200
-        assert "records" in readable.json()
-        answer = await http.post(
-            "/admin/revoke",
-            json={"token": revoked},
-            headers={"Authorization": f"Bearer {other}"},
-        )
-        assert answer.status_code == 200, answer.text
-        revoked_headers = {"Authorization": f"Bearer {revoked}"}
-        topics = await http.get("/board/api/topics", headers=revoked_headers)
-        tail = await http.get("/board/api/audit", headers=revoked_headers)
+    http = app_gateway.http
+    readable = await http.get("/board/api/audit", headers={"Authorization": f"Bearer {revoked}"})
+    assert readable.status_code == 200
+    assert "records" in readable.json()
+    answer = await http.post(
+        "/admin/revoke",
+        json={"token": revoked},
+        headers={"Authorization": f"Bearer {other}"},
+    )
+    assert answer.status_code == 200, answer.text
+    revoked_headers = {"Authorization": f"Bearer {revoked}"}
+    topics = await http.get("/board/api/topics", headers=revoked_headers)
+    tail = await http.get("/board/api/audit", headers=revoked_headers)
     # The same refusal as every other way in: the revoked token reads nothing of the log.
     assert topics.status_code == tail.status_code == 401
     assert tail.json()["error"]["code"] == topics.json()["error"]["code"]
     assert "records" not in tail.json()
-    records = await audit_records(redis_server.url, workspace, 4)
+    records = await audit_records(redis_url, workspace, 4)
     assert [(r.tool, r.subject) for r in records if r.tool.startswith("board/")] == [
         ("board/audit", "admin-1"),
         ("board/topics", "admin-1"),

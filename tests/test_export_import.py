@@ -4,6 +4,7 @@ and their warnings), into a running embedded `serve` as into the Redis of BB_RED
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pty
@@ -11,17 +12,21 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lifecycle_support import cli_env, on_redis, run_cli, tool, write
+from app_support import InProcessGateway
+from lifecycle_support import cli_env, on_redis, run_cli, tool
 from serve_support import kill_leftovers, start_serve, stop
-from support import TEST_JWT_SECRET, GatewayProcess, agent_token
+from support import TEST_JWT_SECRET, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, EmbeddedRedis, UpdateState
+
+# A tool call that insists on success: (token, tool name, arguments) -> the structured result.
+Ask = Callable[..., Awaitable[dict[str, Any]]]
 
 # Over the offload threshold, with characters outside ASCII and a line ending of each kind.
 OFFLOADED = ("unicodé ✓ line\r\n" * 900) + "tail without newline"
@@ -34,40 +39,43 @@ def _no_leftover_serve() -> Iterator[None]:
     kill_leftovers()
 
 
-async def seed(url: str, token: str, ws: str) -> list[str]:
+async def seed(gateway: InProcessGateway, token: str, ws: str) -> list[str]:
     def u(path: str) -> str:
         return f"bb://{ws}/notes/{path}"
 
+    async def write(**arguments: Any) -> None:
+        await gateway.ok(token, "update_state", **arguments)
+
     await write(
-        url, token, uri=u("plan"), digest="The plan", body="step 1\n\tstep 2  ",
+        uri=u("plan"), digest="The plan", body="step 1\n\tstep 2  ",
         confidence=0.75, expect_version=0,
     )  # fmt: skip
-    await write(url, token, uri=u("big"), digest="big one", body=OFFLOADED, expect_version=0)
+    await write(uri=u("big"), digest="big one", body=OFFLOADED, expect_version=0)
     await write(
-        url, token, uri=u("grid"), digest="a table", columns=["k", "v"],
+        uri=u("grid"), digest="a table", columns=["k", "v"],
         rows=[["a", "1"], ["b\\tc", "2"]], expect_version=0,
     )  # fmt: skip
-    await write(url, token, uri=u("log"), digest="log", body="first", expect_version=0)
-    await write(url, token, uri=u("log"), digest="log", append=" second")
-    await write(url, token, uri=u("log"), digest="log v3", append=" third")
-    await write(url, token, uri=u("old"), digest="old finding", body="o", expect_version=0)
+    await write(uri=u("log"), digest="log", body="first", expect_version=0)
+    await write(uri=u("log"), digest="log", append=" second")
+    await write(uri=u("log"), digest="log v3", append=" third")
+    await write(uri=u("old"), digest="old finding", body="o", expect_version=0)
     await write(
-        url, token, uri=u("new"), digest="new finding", body="n",
+        uri=u("new"), digest="new finding", body="n",
         sources=[u("plan"), u("grid")], expect_version=0,
     )  # fmt: skip
-    await write(url, token, uri=u("dispute"), digest="disputes", body="d", expect_version=0)
-    await tool(url, token, "link_state", src=u("new"), rel="supersedes", dst=[u("old")])
-    await tool(url, token, "link_state", src=u("dispute"), rel="contradicts", dst=[u("new")])
-    await tool(url, token, "link_state", src=u("plan"), rel="part_of", dst=[u("grid"), u("big")])
+    await write(uri=u("dispute"), digest="disputes", body="d", expect_version=0)
+    await gateway.ok(token, "link_state", src=u("new"), rel="supersedes", dst=[u("old")])
+    await gateway.ok(token, "link_state", src=u("dispute"), rel="contradicts", dst=[u("new")])
+    await gateway.ok(token, "link_state", src=u("plan"), rel="part_of", dst=[u("grid"), u("big")])
     return [u(p) for p in PATHS]
 
 
-async def read_all(url: str, token: str, uris: list[str]) -> list[dict[str, Any]]:
+async def read_all(ask: Ask, token: str, uris: list[str]) -> list[dict[str, Any]]:
     """Every note in full and every field of it, then the read's warnings."""
-    full = await tool(url, token, "get_state", uris=uris, mode="full", budget_tokens=100_000)
+    full = await ask(token, "get_state", uris=uris, mode="full", budget_tokens=100_000)
     assert not full["truncated"], full
-    fields = await tool(
-        url, token, "get_state", uris=uris, mode="fields", budget_tokens=100_000,
+    fields = await ask(
+        token, "get_state", uris=uris, mode="fields", budget_tokens=100_000,
         fields=["uri", "digest", "version", "kind", "author", "created", "updated", "size",
                 "confidence", "sources", "columns", "rows", "origin", "est_tokens"],
     )  # fmt: skip
@@ -94,19 +102,19 @@ def export(env: dict[str, str], ws: str, out: Path) -> list[dict[str, Any]]:
 
 
 async def test_a_workspace_moves_from_a_redis_url_into_a_running_embedded_serve(
-    gateway: GatewayProcess,
-    redis_server: EmbeddedRedis,
+    app_gateway: InProcessGateway,
+    redis_url: str,
     issuer: TokenIssuer,
     workspace: str,
     tmp_path: Path,
 ) -> None:
     token = agent_token(issuer, workspace)
-    uris = await seed(gateway.mcp_url, token, workspace)
-    before = await read_all(gateway.mcp_url, token, uris)
+    uris = await seed(app_gateway, token, workspace)
+    before = await read_all(app_gateway.ok, token, uris)
     # superseded, and the contradiction said once (both its ends are read): from its source
     assert len(before[-1]["warnings"]) == 2, before[-1]
     dump = tmp_path / "board.jsonl"
-    lines = export(on_redis(tmp_path, redis_server.url), workspace, dump)
+    lines = export(on_redis(tmp_path, redis_url), workspace, dump)
     assert lines[0]["format"] == "blackboard-mcp-export"
     assert lines[0]["version"] == 2
     assert lines[0]["notes"] == 7
@@ -130,11 +138,12 @@ async def test_a_workspace_moves_from_a_redis_url_into_a_running_embedded_serve(
         assert "imported 7 notes" in result.stdout
         assert "4 links added" in result.stdout
         assert "2 past versions kept with the notes written" in result.stdout
-        after = await read_all(serve.mcp_url, token, uris)
+        served = functools.partial(tool, serve.mcp_url)
+        after = await read_all(served, token, uris)
         assert after == before
         history = [f"{log['uri']}@{v}" for v in (1, 2)]
-        assert await read_all(serve.mcp_url, token, history) == await read_all(
-            gateway.mcp_url, token, history
+        assert await read_all(served, token, history) == await read_all(
+            app_gateway.ok, token, history
         )
         found = await tool(serve.mcp_url, token, "search_keys", q="finding")
         assert {i["uri"] for i in found["items"]} == {uris[4], uris[5]}
@@ -143,16 +152,16 @@ async def test_a_workspace_moves_from_a_redis_url_into_a_running_embedded_serve(
 
 
 async def test_an_import_into_a_new_workspace_keeps_what_is_there_unless_replace(
-    gateway: GatewayProcess,
-    redis_server: EmbeddedRedis,
+    app_gateway: InProcessGateway,
+    redis_url: str,
     issuer: TokenIssuer,
     workspace: str,
     tmp_path: Path,
 ) -> None:
     token = agent_token(issuer, workspace)
-    uris = await seed(gateway.mcp_url, token, workspace)
-    before = await read_all(gateway.mcp_url, token, uris)
-    env = on_redis(tmp_path, redis_server.url)
+    uris = await seed(app_gateway, token, workspace)
+    before = await read_all(app_gateway.ok, token, uris)
+    env = on_redis(tmp_path, redis_url)
     dump = tmp_path / "board.jsonl"
     export(env, workspace, dump)
 
@@ -161,10 +170,10 @@ async def test_an_import_into_a_new_workspace_keeps_what_is_there_unless_replace
     result = run_cli("import", str(dump), "--workspace", target, env=env)
     assert result.returncode == 0, result.stderr
     copied = moved(before, workspace, target)
-    assert await read_all(gateway.mcp_url, copy_token, moved(uris, workspace, target)) == copied
+    assert await read_all(app_gateway.ok, copy_token, moved(uris, workspace, target)) == copied
     # A note changed in the copy is kept by a second import, and overwritten with --replace.
     plan = f"bb://{target}/notes/plan"
-    await write(gateway.mcp_url, copy_token, uri=plan, digest="changed", body="x")
+    await app_gateway.ok(copy_token, "update_state", uri=plan, digest="changed", body="x")
     again = run_cli("import", str(dump), "--workspace", target, env=env)
     assert again.returncode == 0, again.stderr
     # The six unchanged notes are this file's (an earlier run's: their links are completed);
@@ -183,12 +192,12 @@ async def test_an_import_into_a_new_workspace_keeps_what_is_there_unless_replace
     assert sum(int(n) for n in counts.groups()) == in_file
     of_plan = next(len(r["links"]) for r in records if r["uri"].endswith("/notes/plan"))
     assert int(counts.group(3)) == of_plan
-    changed = await tool(gateway.mcp_url, copy_token, "get_state", uris=[plan])
+    changed = await app_gateway.ok(copy_token, "get_state", uris=[plan])
     assert changed["items"][0]["digest"] == "changed"
     replaced = run_cli("import", str(dump), "--workspace", target, "--replace", env=env)
     assert replaced.returncode == 0, replaced.stderr
     assert "imported 7 notes" in replaced.stdout and "7 replaced" in replaced.stdout
-    assert await read_all(gateway.mcp_url, copy_token, moved(uris, workspace, target)) == copied
+    assert await read_all(app_gateway.ok, copy_token, moved(uris, workspace, target)) == copied
 
 
 @pytest.mark.parametrize(
@@ -259,15 +268,15 @@ async def test_export_shows_a_progress_bar_on_a_terminal_only(
 
 
 async def test_an_export_is_private_to_its_owner_and_never_follows_a_planted_file(
-    gateway: GatewayProcess,
-    redis_server: EmbeddedRedis,
+    app_gateway: InProcessGateway,
+    redis_url: str,
     issuer: TokenIssuer,
     workspace: str,
     tmp_path: Path,
 ) -> None:
     token = agent_token(issuer, workspace)
-    await seed(gateway.mcp_url, token, workspace)
-    env = on_redis(tmp_path, redis_server.url)
+    await seed(app_gateway, token, workspace)
+    env = on_redis(tmp_path, redis_url)
     out = tmp_path / "backup.jsonl"
     # What another local user could plant where the old export wrote its partial file: a
     # link to a file of theirs (to have it overwritten) and an open file (to read along).

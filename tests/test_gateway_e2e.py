@@ -1,4 +1,9 @@
-"""All five tools end to end: the SDK's client -> the gateway process -> the real Redis."""
+"""All five tools end to end: the SDK's client -> the gateway -> the real Redis.
+
+The gateway's app runs in this process (tests/app_support.py) wherever what is tested is what
+it answers; a gateway process where a second process, several workers or a command line that
+reaches it over a socket are the point.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import orjson
 import pytest
+from app_support import MCP_PATH, InProcessGateway
+from mcp.client import Client
 from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
 
 from blackboard_mcp.auth import TokenIssuer
@@ -20,12 +26,12 @@ from blackboard_mcp.store import EmbeddedRedis, free_port
 
 
 async def test_all_five_tools_round_trip_through_the_gateway(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace)
     note = f"bb://{workspace}/research/findings/one"
     other = f"bb://{workspace}/research/findings/two"
-    async with mcp_client(gateway.mcp_url, token) as client:
+    async with app_gateway.mcp_client(token) as client:
         err, body = await call(
             client,
             "update_state",
@@ -65,10 +71,10 @@ async def test_all_five_tools_round_trip_through_the_gateway(
 
 
 async def test_a_stale_expect_version_is_a_structured_conflict_and_writes_nothing(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     note = f"bb://{workspace}/plan/current"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         await call(client, "update_state", uri=note, digest="v1", body="a", expect_version=0)
         err, body = await call(
             client, "update_state", uri=note, digest="v2", body="b", expect_version=5
@@ -83,9 +89,9 @@ async def test_a_stale_expect_version_is_a_structured_conflict_and_writes_nothin
 
 
 async def test_bad_input_gets_invalid_argument_with_a_hint_never_a_trace(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         cases = [
             (
                 "update_state",
@@ -121,10 +127,10 @@ async def test_bad_input_gets_invalid_argument_with_a_hint_never_a_trace(
 
 
 async def test_scopes_refuse_before_the_handler_and_never_leak_other_topics(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     secret = f"bb://{workspace}/secret/plan"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as admin:
         await call(
             admin,
             "update_state",
@@ -140,7 +146,7 @@ async def test_scopes_refuse_before_the_handler_and_never_leak_other_topics(
         write=["public-notes"],
         caps=["board_read", "board_write"],
     )
-    async with mcp_client(gateway.mcp_url, narrow) as client:
+    async with app_gateway.mcp_client(narrow) as client:
         err, body = await call(client, "get_state", uris=[secret])
         assert not err and body["items"] == [{"uri": secret, "error": "forbidden"}], body
         assert "secret" in body["warnings"][0] and "otters" not in json.dumps(body)
@@ -164,17 +170,17 @@ async def test_scopes_refuse_before_the_handler_and_never_leak_other_topics(
 
 
 async def test_a_batch_reads_what_it_may_and_refuses_the_rest_per_item_without_a_leak(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     shown = f"bb://{workspace}/public-a/shown"
     secret = f"bb://{workspace}/ops/plan"
     absent = f"bb://{workspace}/ops/nothing-here"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as admin:
         for uri, digest in ((shown, "the open note"), (secret, "the runbook of the otters")):
             err, _ = await call(admin, "update_state", uri=uri, digest=digest, body="x" * 900)
             assert not err
     narrow = agent_token(issuer, workspace, read=["public-*"], write=[])
-    async with mcp_client(gateway.mcp_url, narrow) as client:
+    async with app_gateway.mcp_client(narrow) as client:
         for mode in ("digest", "full", "ref"):
             err, body = await call(
                 client, "get_state", uris=[secret, shown, absent, f"{secret}@1"], mode=mode
@@ -198,16 +204,16 @@ async def test_a_batch_reads_what_it_may_and_refuses_the_rest_per_item_without_a
 
 
 async def test_a_writer_may_not_link_to_or_cite_a_note_it_may_not_read(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     secret = f"bb://{workspace}/vault/s"
     mine = f"bb://{workspace}/pub/mine"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as admin:
         await call(admin, "update_state", uri=secret, digest="hidden", body="", expect_version=0)
         await call(admin, "update_state", uri=mine, digest="open", body="", expect_version=0)
     # May read and write pub, and nothing else: the vault note's name is all it knows.
     pub_only = agent_token(issuer, workspace, read=["pub"], write=["pub"])
-    async with mcp_client(gateway.mcp_url, pub_only) as client:
+    async with app_gateway.mcp_client(pub_only) as client:
         err, body = await call(client, "link_state", src=mine, rel="cites", dst=[secret])
         assert err and body["error"]["code"] == "forbidden", body
         assert "vault" in body["error"]["message"]
@@ -222,7 +228,7 @@ async def test_a_writer_may_not_link_to_or_cite_a_note_it_may_not_read(
         )
         assert err and body["error"]["code"] == "forbidden", body
         assert "vault" in body["error"]["message"]
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as admin:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as admin:
         _, read = await call(
             admin,
             "get_state",
@@ -237,52 +243,50 @@ async def test_a_writer_may_not_link_to_or_cite_a_note_it_may_not_read(
 
 
 async def test_missing_or_bad_tokens_get_http_401_with_www_authenticate(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     request = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    async with httpx.AsyncClient() as http:
-        plain = await http.post(gateway.mcp_url, content=request, headers=headers)
-        assert plain.status_code == 401
-        assert plain.headers["www-authenticate"].startswith("Bearer")
-        forged = agent_token(issuer, workspace)[:-4] + "AAAA"
-        bad = await http.post(
-            gateway.mcp_url,
-            content=request,
-            headers={**headers, "Authorization": f"Bearer {forged}"},
-        )
-        assert bad.status_code == 401
-        assert 'error="invalid_token"' in bad.headers["www-authenticate"]
-        assert bad.json()["error"]["data"]["code"] == "unauthenticated"
+    http = app_gateway.http
+    plain = await http.post(MCP_PATH, content=request, headers=headers)
+    assert plain.status_code == 401
+    assert plain.headers["www-authenticate"].startswith("Bearer")
+    forged = agent_token(issuer, workspace)[:-4] + "AAAA"
+    bad = await http.post(
+        MCP_PATH,
+        content=request,
+        headers={**headers, "Authorization": f"Bearer {forged}"},
+    )
+    assert bad.status_code == 401
+    assert 'error="invalid_token"' in bad.headers["www-authenticate"]
+    assert bad.json()["error"]["data"]["code"] == "unauthenticated"
 
 
 async def test_a_request_body_over_the_limit_is_refused_before_parsing(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    async with httpx.AsyncClient() as http:
-        response = await http.post(
-            gateway.mcp_url,
-            content=b"{" + b" " * (3 * 1024 * 1024),
-            headers={
-                "Authorization": f"Bearer {agent_token(issuer, workspace)}",
-                "Content-Type": "application/json",
-            },
-        )
+    response = await app_gateway.http.post(
+        MCP_PATH,
+        content=b"{" + b" " * (3 * 1024 * 1024),
+        headers={
+            "Authorization": f"Bearer {agent_token(issuer, workspace)}",
+            "Content-Type": "application/json",
+        },
+    )
     assert response.status_code == 413
     assert response.json()["error"]["data"]["code"] == "too_large"
 
 
 async def test_a_revoked_token_is_refused_by_every_gateway_process(
-    gateway: GatewayProcess,
+    app_gateway: InProcessGateway,
     redis_server: EmbeddedRedis,
     issuer: TokenIssuer,
     workspace: str,
-    tmp_path_factory: object,
+    tmp_path: Path,
 ) -> None:
-    import tempfile
-    from pathlib import Path
-
-    second = start_gateway(redis_server.url, Path(tempfile.mkdtemp()))
+    # The app in this process issues and revokes; a gateway in a process of its own, sharing
+    # only Redis, must refuse the revoked token.
+    second = start_gateway(redis_server.url, tmp_path / "second")
     try:
         admin = issuer.issue(
             subject="boss",
@@ -292,38 +296,37 @@ async def test_a_revoked_token_is_refused_by_every_gateway_process(
             capabilities=["admin", "board_read", "board_write"],
             ttl_seconds=600,
         )
-        async with httpx.AsyncClient() as http:
-            issued = await http.post(
-                gateway.url + "/admin/tokens",
-                headers={"Authorization": f"Bearer {admin}"},
-                json={
-                    "sub": "worker",
-                    "workspace": workspace,
-                    "read": ["notes"],
-                    "write": ["notes"],
-                    "caps": ["board_read", "board_write"],
-                    "ttl_seconds": 300,
-                },
-            )
-            assert issued.status_code == 200, issued.text
-            worker = issued.json()
-            too_much = await http.post(
-                gateway.url + "/admin/tokens",
-                headers={"Authorization": f"Bearer {admin}"},
-                json={"sub": "x", "workspace": workspace, "caps": ["file_read"]},
-            )
-            assert too_much.status_code == 403
+        http = app_gateway.http
+        issued = await http.post(
+            "/admin/tokens",
+            headers={"Authorization": f"Bearer {admin}"},
+            json={
+                "sub": "worker",
+                "workspace": workspace,
+                "read": ["notes"],
+                "write": ["notes"],
+                "caps": ["board_read", "board_write"],
+                "ttl_seconds": 300,
+            },
+        )
+        assert issued.status_code == 200, issued.text
+        worker = issued.json()
+        too_much = await http.post(
+            "/admin/tokens",
+            headers={"Authorization": f"Bearer {admin}"},
+            json={"sub": "x", "workspace": workspace, "caps": ["file_read"]},
+        )
+        assert too_much.status_code == 403
         uri = f"bb://{workspace}/notes/a"
         async with mcp_client(second.mcp_url, worker["token"]) as client:
             err, _ = await call(client, "update_state", uri=uri, digest="d", body="b")
             assert not err
-        async with httpx.AsyncClient() as http:
-            revoked = await http.post(
-                gateway.url + "/admin/revoke",
-                headers={"Authorization": f"Bearer {admin}"},
-                json={"id": worker["id"]},
-            )
-            assert revoked.status_code == 200
+        revoked = await http.post(
+            "/admin/revoke",
+            headers={"Authorization": f"Bearer {admin}"},
+            json={"id": worker["id"]},
+        )
+        assert revoked.status_code == 200
         async with mcp_client(second.mcp_url, worker["token"]) as client:
             err, body = await call(client, "get_state", uris=[uri])
             assert err and body["error"]["code"] == "unauthenticated"
@@ -332,23 +335,29 @@ async def test_a_revoked_token_is_refused_by_every_gateway_process(
 
 
 async def test_two_gateway_processes_race_cas_on_one_note_without_lost_updates(
-    gateway: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway,
+    redis_server: EmbeddedRedis,
+    issuer: TokenIssuer,
+    workspace: str,
+    tmp_path: Path,
 ) -> None:
-    import tempfile
-    from pathlib import Path
-
-    second = start_gateway(redis_server.url, Path(tempfile.mkdtemp()))
+    # One gateway is the app in this process, the other a process of its own: the two
+    # share only Redis.
+    second = start_gateway(redis_server.url, tmp_path / "second")
     token = agent_token(issuer, workspace)
     uri = f"bb://{workspace}/counter/n"
     try:
-        async with mcp_client(gateway.mcp_url, token) as client:
+        async with app_gateway.mcp_client(token) as client:
             await call(
                 client, "update_state", uri=uri, digest="counter", body="0", expect_version=0
             )
 
-        async def worker(url: str, n: int) -> int:
+        def client_of(url: str | None) -> contextlib.AbstractAsyncContextManager[Client]:
+            return app_gateway.mcp_client(token) if url is None else mcp_client(url, token)
+
+        async def worker(url: str | None, n: int) -> int:
             conflicts = 0
-            async with mcp_client(url, token) as client:
+            async with client_of(url) as client:
                 done = 0
                 while done < n:
                     _, read = await call(client, "get_state", uris=[uri], mode="full")
@@ -368,7 +377,7 @@ async def test_two_gateway_processes_race_cas_on_one_note_without_lost_updates(
                         done += 1
             return conflicts
 
-        await asyncio.gather(*(worker(u, 10) for u in (gateway.mcp_url, second.mcp_url) * 2))
+        await asyncio.gather(*(worker(u, 10) for u in (None, second.mcp_url) * 2))
         async with mcp_client(second.mcp_url, token) as client:
             _, read = await call(client, "get_state", uris=[uri], mode="full")
         assert read["items"][0]["body"] == "40"
@@ -377,32 +386,31 @@ async def test_two_gateway_processes_race_cas_on_one_note_without_lost_updates(
         stop_gateway(second)
 
 
-async def test_health_readiness_and_metrics_answer(gateway: GatewayProcess) -> None:
-    async with httpx.AsyncClient() as http:
-        assert (await http.get(gateway.url + "/healthz")).status_code == 200
-        assert (await http.get(gateway.url + "/readyz")).json() == {"status": "ready"}
-        metrics = (await http.get(gateway.url + "/metrics")).text
+async def test_health_readiness_and_metrics_answer(app_gateway: InProcessGateway) -> None:
+    http = app_gateway.http
+    assert (await http.get("/healthz")).status_code == 200
+    assert (await http.get("/readyz")).json() == {"status": "ready"}
+    metrics = (await http.get("/metrics")).text
     assert "bb_tool_calls_total" in metrics
 
 
 async def test_get_and_delete_on_the_endpoint_get_405_since_no_session_is_kept(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     headers = {
         "Authorization": f"Bearer {agent_token(issuer, workspace)}",
         "Accept": "text/event-stream",
     }
-    async with httpx.AsyncClient(timeout=5.0) as http:
-        for method in ("GET", "DELETE"):
-            for url in (gateway.mcp_url, gateway.mcp_url.rstrip("/")):
-                response = await http.request(method, url, headers=headers)
-                assert response.status_code == 405, (method, url)
-                assert response.headers["allow"] == "POST"
-                assert response.json()["error"]["code"] == "method_not_allowed"
+    for method in ("GET", "DELETE"):
+        for url in (MCP_PATH, MCP_PATH.rstrip("/")):
+            response = await app_gateway.http.request(method, url, headers=headers)
+            assert response.status_code == 405, (method, url)
+            assert response.headers["allow"] == "POST"
+            assert response.json()["error"]["code"] == "method_not_allowed"
 
 
 async def test_both_protocol_eras_are_served_by_the_same_endpoint(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     """Handshake-era clients (2025-06-18) and single-exchange ones (2026-07-28) both work."""
     uri = f"bb://{workspace}/eras/note"
@@ -424,36 +432,34 @@ async def test_both_protocol_eras_are_served_by_the_same_endpoint(
             params["_meta"] = meta
         return orjson.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
 
-    async with httpx.AsyncClient(timeout=10.0) as http:
-        created = await http.post(
-            gateway.mcp_url,
-            content=request(
-                "update_state", {"uri": uri, "digest": "d1", "body": "b"}, modern=False
-            ),
-            headers={**headers, **handshake},
-        )
-        assert created.status_code == 200
-        assert created.json()["result"]["structuredContent"]["version"] == 1
-        read = await http.post(
-            gateway.mcp_url,
-            content=request("get_state", {"uris": [uri]}, modern=True),
-            headers={**headers, **single, "Mcp-Name": "get_state"},
-        )
-        assert read.status_code == 200
-        [item] = read.json()["result"]["structuredContent"]["items"]
-        assert (item["uri"], item["digest"], item["version"]) == (uri, "d1", 1)
-        stale = await http.post(
-            gateway.mcp_url,
-            content=request(
-                "update_state",
-                {"uri": uri, "digest": "d2", "body": "c", "expect_version": 0},
-                modern=True,
-            ),
-            headers={**headers, **single, "Mcp-Name": "update_state"},
-        )
-        result = stale.json()["result"]
-        assert result["isError"] is True
-        assert result["structuredContent"]["error"]["code"] == "conflict"
+    http = app_gateway.http
+    created = await http.post(
+        MCP_PATH,
+        content=request("update_state", {"uri": uri, "digest": "d1", "body": "b"}, modern=False),
+        headers={**headers, **handshake},
+    )
+    assert created.status_code == 200
+    assert created.json()["result"]["structuredContent"]["version"] == 1
+    read = await http.post(
+        MCP_PATH,
+        content=request("get_state", {"uris": [uri]}, modern=True),
+        headers={**headers, **single, "Mcp-Name": "get_state"},
+    )
+    assert read.status_code == 200
+    [item] = read.json()["result"]["structuredContent"]["items"]
+    assert (item["uri"], item["digest"], item["version"]) == (uri, "d1", 1)
+    stale = await http.post(
+        MCP_PATH,
+        content=request(
+            "update_state",
+            {"uri": uri, "digest": "d2", "body": "c", "expect_version": 0},
+            modern=True,
+        ),
+        headers={**headers, **single, "Mcp-Name": "update_state"},
+    )
+    result = stale.json()["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["code"] == "conflict"
 
 
 def _worker_pids(parent: int) -> set[int]:
@@ -585,16 +591,16 @@ async def test_the_health_command_reports_the_board_and_fails_when_redis_is_gone
 
 
 async def test_listing_or_searching_a_topic_the_token_cannot_read_is_refused_not_emptied(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     writer = agent_token(issuer, workspace)
-    async with mcp_client(gateway.mcp_url, writer) as client:
+    async with app_gateway.mcp_client(writer) as client:
         err, _ = await call(
             client, "update_state", uri=f"bb://{workspace}/vault/k", digest="Hidden.", body="x"
         )
         assert not err
     reader = agent_token(issuer, workspace, sub="reader", read=["public"])
-    async with mcp_client(gateway.mcp_url, reader) as client:
+    async with app_gateway.mcp_client(reader) as client:
         for tool, args in (("list_keys", {}), ("search_keys", {"q": "hidden"})):
             err, body = await call(client, tool, topic="vault", **args)
             # Refused before the handler, naming the topic: an empty answer would read as
@@ -604,9 +610,9 @@ async def test_listing_or_searching_a_topic_the_token_cannot_read_is_refused_not
 
 
 async def test_a_missing_catch_up_note_says_what_it_is_and_resource_counts_are_plural_right(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         catch_up = f"bb://{workspace}/run/state/current"
         err, body = await call(client, "get_state", uris=[catch_up, f"bb://{workspace}/x/y"])
         assert not err

@@ -1,89 +1,96 @@
 """list_keys can be walked to its end: ``next`` passed back as ``after`` continues the listing.
 
 In every order, a note that is not written while the listing is walked is listed exactly
-once, however many other notes are rewritten or created meanwhile (through the real gateway,
-with writers running in threads beside the reader).
+once, however many other notes are rewritten or created meanwhile (through the gateway's app,
+with writers running as tasks beside the reader).
 """
 
 from __future__ import annotations
 
-import json
-import threading
+import asyncio
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
-from support import GatewayProcess, agent_token
+from app_support import InProcessGateway, gateway_in_a_loop
+from support import agent_token
 
 from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store import EmbeddedRedis
 
-HEADERS = {
-    "Content-Type": "application/json",
-    "Accept": "application/json, text/event-stream",
-    "MCP-Protocol-Version": "2025-06-18",
-}
 NOTES = 1000
 CHURN = 200  # notes n0000..n0199 are rewritten while the listing is walked
 
 
+@dataclass(frozen=True)
 class Caller:
-    def __init__(self, url: str, token: str) -> None:
-        self._url = url
-        self._http = httpx.Client(
-            timeout=60.0, headers={**HEADERS, "Authorization": f"Bearer {token}"}
-        )
+    gateway: InProcessGateway
+    token: str
 
-    def close(self) -> None:
-        self._http.close()
+    async def answer(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        """The tool's whole result, an error or not."""
+        params = {"name": tool, "arguments": arguments}
+        result: dict[str, Any] = (await self.gateway.rpc(self.token, "tools/call", params))[
+            "result"
+        ]
+        return result
 
-    def __call__(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        request = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments},
-        }
-        response = self._http.post(self._url, content=json.dumps(request).encode())
-        result = response.json()["result"]
+    async def __call__(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.answer(tool, **arguments)
         assert not result["isError"], result
         body: dict[str, Any] = result["structuredContent"]
         return body
 
 
+@dataclass(frozen=True)
+class Thousand:
+    """The gateway held open on its own loop for the module, the notes written once."""
+
+    runner: asyncio.Runner
+    workspace: str
+    call: Caller
+
+    def run(self, work: Coroutine[Any, Any, None]) -> None:
+        self.runner.run(work)
+
+
 @pytest.fixture(scope="module")
-def board_of_a_thousand(gateway: GatewayProcess, issuer: TokenIssuer) -> Iterator[tuple[str, str]]:
+def board_of_a_thousand(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory, issuer: TokenIssuer
+) -> Iterator[Thousand]:
     """One workspace of 1,000 notes in topic t, some rewritten so versions differ."""
     workspace = "ws-paging-1000"
-    token = agent_token(issuer, workspace)
-    call = Caller(gateway.mcp_url, token)
-    try:
-        for i in range(NOTES):
-            call("update_state", uri=f"bb://{workspace}/t/n{i:04d}", digest=f"Note {i}.", body="")
-        for i in range(0, NOTES, 7):  # versions 2 and 3 for some, with ties everywhere
-            for _ in range(1 + i % 2):
-                call(
-                    "update_state", uri=f"bb://{workspace}/t/n{i:04d}", digest=f"Note {i}!", body=""
-                )
-    finally:
-        call.close()
-    yield workspace, token
+    workdir = tmp_path_factory.mktemp("paging")
+    with gateway_in_a_loop(redis_server.url, workdir) as (runner, gateway):
+        call = Caller(gateway, agent_token(issuer, workspace))
+
+        async def fill() -> None:
+            for i in range(NOTES):
+                uri = f"bb://{workspace}/t/n{i:04d}"
+                await call("update_state", uri=uri, digest=f"Note {i}.", body="")
+            for i in range(0, NOTES, 7):  # versions 2 and 3 for some, with ties everywhere
+                for _ in range(1 + i % 2):
+                    uri = f"bb://{workspace}/t/n{i:04d}"
+                    await call("update_state", uri=uri, digest=f"Note {i}!", body="")
+
+        runner.run(fill())
+        yield Thousand(runner, workspace, call)
 
 
 def writers(
-    url: str, token: str, workspace: str, stop: threading.Event, done: list[int]
-) -> list[threading.Thread]:
+    call: Caller, workspace: str, stop: asyncio.Event, done: list[int]
+) -> list[asyncio.Task[None]]:
     """Two writers: one rewrites the churn notes round and round, one creates new notes.
     ``done`` holds how many writes each has made so far (the rewriter's first)."""
     done.extend([0, 0])
 
-    def rewrite() -> None:
-        call = Caller(url, token)
+    async def rewrite() -> None:
         i = 0
         while not stop.is_set():
-            call(
+            await call(
                 "update_state",
                 uri=f"bb://{workspace}/t/n{i % CHURN:04d}",
                 digest=f"Churn {i}.",
@@ -91,14 +98,12 @@ def writers(
             )
             i += 1
             done[0] = i
-        call.close()
 
-    def create() -> None:
-        call = Caller(url, token)
+    async def create() -> None:
         i = 0
         while not stop.is_set():
             # New names sort among the old ones ("n0500-new-3" after "n0500").
-            call(
+            await call(
                 "update_state",
                 uri=f"bb://{workspace}/t/n{(i * 37) % NOTES:04d}-new-{i}",
                 digest="New.",
@@ -106,62 +111,62 @@ def writers(
             )
             i += 1
             done[1] = i
-        call.close()
 
-    return [threading.Thread(target=rewrite), threading.Thread(target=create)]
+    return [asyncio.create_task(rewrite()), asyncio.create_task(create())]
 
 
 @pytest.mark.parametrize("order", ["recent", "name", "version"])
 @pytest.mark.parametrize("mode", ["digest", "table"])
 def test_every_untouched_note_is_listed_exactly_once_while_others_are_written(
-    gateway: GatewayProcess, board_of_a_thousand: tuple[str, str], order: str, mode: str
+    board_of_a_thousand: Thousand, order: str, mode: str
 ) -> None:
-    workspace, token = board_of_a_thousand
-    call = Caller(gateway.mcp_url, token)
-    stop = threading.Event()
-    done: list[int] = []
-    threads = writers(gateway.mcp_url, token, workspace, stop, done)
-    for thread in threads:
-        thread.start()
+    workspace, call = board_of_a_thousand.workspace, board_of_a_thousand.call
     seen: list[str] = []
     pages = 0
-    try:
-        # The walk starts once both writers are writing (polled; a busy machine is slow to
-        # start threads), and each must write during it (checked below, not a count).
-        started = time.monotonic()
-        while min(done) < 3:
-            assert time.monotonic() - started < 120, f"the writers did not start: {done}"
-            time.sleep(0.01)
-        before = list(done)
-        after: str | None = None
-        while True:
-            args: dict[str, Any] = {
-                "topic": "t",
-                "order": order,
-                "mode": mode,
-                "limit": 97,
-                # Small enough that the budget, not the limit, often ends a page.
-                "budget_tokens": 1500,
-            }
-            if after is not None:
-                args["after"] = after
-            page = call("list_keys", **args)
-            assert page["spent_tokens"] <= 1500
-            if mode == "table":
-                seen += [line.split("\t")[0] for line in page["table"].split("\n")[1:]]
-            else:
-                seen += [item["uri"] for item in page["items"]]
-            pages += 1
-            assert pages < 200, "the listing does not end"
-            if "next" not in page:
-                break
-            after = page["next"]
-        during = [now - then for now, then in zip(done, before, strict=True)]
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join()
-        call.close()
+    during: list[int] = []
+
+    async def walk() -> None:
+        nonlocal pages, during
+        stop = asyncio.Event()
+        done: list[int] = []
+        tasks = writers(call, workspace, stop, done)
+        try:
+            # The walk starts once both writers are writing (polled), and each must write
+            # during it (checked below, not a count).
+            started = time.monotonic()
+            while min(done) < 3:
+                assert time.monotonic() - started < 120, f"the writers did not start: {done}"
+                await asyncio.sleep(0.01)
+            before = list(done)
+            after: str | None = None
+            while True:
+                args: dict[str, Any] = {
+                    "topic": "t",
+                    "order": order,
+                    "mode": mode,
+                    "limit": 97,
+                    # Small enough that the budget, not the limit, often ends a page.
+                    "budget_tokens": 1500,
+                }
+                if after is not None:
+                    args["after"] = after
+                page = await call("list_keys", **args)
+                assert page["spent_tokens"] <= 1500
+                if mode == "table":
+                    seen.extend(line.split("\t")[0] for line in page["table"].split("\n")[1:])
+                else:
+                    seen.extend(item["uri"] for item in page["items"])
+                pages += 1
+                assert pages < 200, "the listing does not end"
+                if "next" not in page:
+                    break
+                after = page["next"]
+            during = [now - then for now, then in zip(done, before, strict=True)]
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks)
+
+    board_of_a_thousand.run(walk())
     counts = Counter(seen)
     untouched = [f"bb://{workspace}/t/n{i:04d}" for i in range(CHURN, NOTES)]
     assert [(u, counts[u]) for u in untouched if counts[u] != 1] == []
@@ -171,61 +176,51 @@ def test_every_untouched_note_is_listed_exactly_once_while_others_are_written(
 
 
 def test_a_listing_in_each_order_ends_with_every_note_when_nothing_is_written(
-    gateway: GatewayProcess, board_of_a_thousand: tuple[str, str]
+    board_of_a_thousand: Thousand,
 ) -> None:
-    workspace, token = board_of_a_thousand
-    call = Caller(gateway.mcp_url, token)
-    try:
+    workspace, call = board_of_a_thousand.workspace, board_of_a_thousand.call
+
+    async def check() -> None:
         everything = {
-            u for u in _walk(call, order="name", limit=200) if u.startswith(f"bb://{workspace}")
+            u
+            for u in await _walk(call, order="name", limit=200)
+            if u.startswith(f"bb://{workspace}")
         }
         for order in ("recent", "version"):
-            listed = _walk(call, order=order, limit=61)
+            listed = await _walk(call, order=order, limit=61)
             assert len(listed) == len(set(listed)) == len(everything)
             assert set(listed) == everything
-        by_version = _walk(call, order="version", limit=61, fields=["version"])
+        by_version = await _walk(call, order="version", limit=61, fields=["version"])
         assert by_version == sorted(by_version, key=lambda v: -int(v.split("\t")[1]))
-    finally:
-        call.close()
+
+    board_of_a_thousand.run(check())
 
 
-def _walk(call: Caller, **args: Any) -> list[str]:
+async def _walk(call: Caller, **args: Any) -> list[str]:
     fields = args.pop("fields", None)
     out: list[str] = []
     after = None
     while True:
         extra = {"after": after} if after else {}
         if fields:
-            page = call("list_keys", topic="t", mode="table", fields=fields, **args, **extra)
+            page = await call("list_keys", topic="t", mode="table", fields=fields, **args, **extra)
             out += page["table"].split("\n")[1:]
         else:
-            page = call("list_keys", topic="t", **args, **extra)
+            page = await call("list_keys", topic="t", **args, **extra)
             out += [i["uri"] for i in page["items"]]
         if "next" not in page:
             return out
         after = page["next"]
 
 
-def test_an_after_from_another_order_is_refused(
-    gateway: GatewayProcess, board_of_a_thousand: tuple[str, str]
-) -> None:
-    _, token = board_of_a_thousand
-    call = Caller(gateway.mcp_url, token)
-    try:
-        page = call("list_keys", topic="t", order="name", limit=3)
-        request = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": "list_keys",
-                "arguments": {"topic": "t", "order": "recent", "after": page["next"]},
-            },
-        }
-        response = call._http.post(call._url, content=json.dumps(request).encode())
-        result = response.json()["result"]
+def test_an_after_from_another_order_is_refused(board_of_a_thousand: Thousand) -> None:
+    call = board_of_a_thousand.call
+
+    async def check() -> None:
+        page = await call("list_keys", topic="t", order="name", limit=3)
+        result = await call.answer("list_keys", topic="t", order="recent", after=page["next"])
         assert result["isError"] is True
         assert result["structuredContent"]["error"]["code"] == "invalid_argument"
         assert result["structuredContent"]["error"]["argument"] == "after"
-    finally:
-        call.close()
+
+    board_of_a_thousand.run(check())

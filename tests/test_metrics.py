@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from app_support import InProcessGateway
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from support import GatewayProcess, agent_token, call, mcp_client, start_gateway, stop_gateway
@@ -17,9 +18,16 @@ from blackboard_mcp.store import EmbeddedRedis
 SAMPLE = re.compile(r"^(bb_\w+?)(?:_total|_count)?\{([^}]*)\} (\S+)$", re.MULTILINE)
 
 
-def samples(gateway: GatewayProcess) -> dict[tuple[str, str], float]:
-    text = httpx.get(gateway.url + "/metrics").text
+def parsed(text: str) -> dict[tuple[str, str], float]:
     return {(name, labels): float(value) for name, labels, value in SAMPLE.findall(text)}
+
+
+def samples(gateway: GatewayProcess) -> dict[tuple[str, str], float]:
+    return parsed(httpx.get(gateway.url + "/metrics").text)
+
+
+async def app_samples(gateway: InProcessGateway) -> dict[tuple[str, str], float]:
+    return parsed((await gateway.http.get("/metrics")).text)
 
 
 CALL_METRICS = ("bb_tool_calls", "bb_tool_latency_seconds", "bb_refused_calls")
@@ -37,11 +45,11 @@ def increases(
 
 
 async def test_each_call_counts_once_under_its_tool_and_outcome_and_refusals_under_their_code(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace, read=["open"], write=["open"])
-    before = samples(gateway)
-    async with mcp_client(gateway.mcp_url, token) as client:
+    before = await app_samples(app_gateway)
+    async with app_gateway.mcp_client(token) as client:
         for n in range(3):
             err, _ = await call(
                 client, "update_state", uri=f"bb://{workspace}/open/a", digest=f"d{n}", body=""
@@ -52,7 +60,7 @@ async def test_each_call_counts_once_under_its_tool_and_outcome_and_refusals_und
             assert not err and body["items"][0]["error"] == "forbidden"
         err, _ = await call(client, "get_state", uris=[f"bb://{workspace}/open/a"])
         assert not err
-    assert increases(before, samples(gateway)) == {
+    assert increases(before, await app_samples(app_gateway)) == {
         ("bb_tool_calls", 'outcome="ok",tool="update_state"'): 3.0,
         ("bb_tool_calls", 'outcome="forbidden",tool="get_state"'): 2.0,
         ("bb_tool_calls", 'outcome="ok",tool="get_state"'): 1.0,
@@ -63,12 +71,12 @@ async def test_each_call_counts_once_under_its_tool_and_outcome_and_refusals_und
 
 
 async def test_calls_to_tools_that_do_not_exist_share_one_series_whatever_name_they_send(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str
 ) -> None:
     token = agent_token(issuer, workspace, read=["open"], write=["open"])
     names = [f"no_such_tool_{n}_{workspace}" for n in range(3)]
-    before = samples(gateway)
-    async with mcp_client(gateway.mcp_url, token) as client:
+    before = await app_samples(app_gateway)
+    async with app_gateway.mcp_client(token) as client:
         for name in names:
             # The spec's answer: a JSON-RPC invalid-params error, the tool error as its data.
             with pytest.raises(MCPError) as refused:
@@ -76,10 +84,10 @@ async def test_calls_to_tools_that_do_not_exist_share_one_series_whatever_name_t
             assert refused.value.code == INVALID_PARAMS
             assert refused.value.error.data["code"] == "invalid_argument"
             assert "update_state" in refused.value.error.data["hint"]
-    text = httpx.get(gateway.url + "/metrics").text
+    text = (await app_gateway.http.get("/metrics")).text
     # A client choosing the names must not be able to add series to /metrics without end.
     assert not [name for name in names if name in text]
-    moved = increases(before, samples(gateway))
+    moved = increases(before, parsed(text))
     assert {key: value for key, value in moved.items() if 'tool="unknown"' in key[1]} == {
         ("bb_tool_calls", 'outcome="invalid_argument",tool="unknown"'): 3.0,
         ("bb_tool_latency_seconds", 'tool="unknown"'): 3.0,
@@ -160,7 +168,7 @@ async def test_every_scrape_of_a_gateway_with_two_workers_counts_every_workers_c
         for _ in range(8):
             with httpx.Client() as fresh:  # a new connection: either worker may answer
                 text = fresh.get(gateway.url + "/metrics").text
-            found = {(n, labels): float(v) for n, labels, v in SAMPLE.findall(text)}
+            found = parsed(text)
             seen.append(found.get(key, 0.0))
         assert seen == [float(writes)] * 8
     finally:

@@ -1,5 +1,5 @@
 """Property tests: random and hostile arguments and tokens for all five tools, through the
-real gateway process, with three invariants checked on every single example:
+gateway's app in process, with three invariants checked on every single example:
 
 (a) the answer is a structured tool error with a documented code, or a correct answer in the
     documented shape; never an HTTP 5xx, never ``internal``, never a stack trace;
@@ -24,6 +24,7 @@ read would show is not enough to prove that nothing else was written.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import operator
@@ -35,14 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import jwt
 import orjson
 import pytest
 import redis
+from app_support import InProcessGateway, gateway_in_a_loop
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from support import TEST_JWT_SECRET, GatewayProcess, agent_token
+from support import TEST_JWT_SECRET, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import EmbeddedRedis, TiktokenCounter
@@ -152,7 +153,13 @@ class Reply:
     www_authenticate: str | None
 
 
-def post(http: httpx.Client, url: str, header: str | None, tool: Any, arguments: Any) -> Reply:
+def post(
+    runner: asyncio.Runner,
+    gateway: InProcessGateway,
+    header: str | None,
+    tool: Any,
+    arguments: Any,
+) -> Reply:
     request = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -162,10 +169,12 @@ def post(http: httpx.Client, url: str, header: str | None, tool: Any, arguments:
     headers = dict(MCP_HEADERS)
     if header is not None:
         headers["Authorization"] = header.strip()  # h11 refuses edge whitespace
-    response = http.post(
-        url,
-        content=json.dumps(request, ensure_ascii=False, allow_nan=False).encode(),
-        headers=headers,
+    response = runner.run(
+        gateway.http.post(
+            gateway.mcp_url,
+            content=json.dumps(request, ensure_ascii=False, allow_nan=False).encode(),
+            headers=headers,
+        )
     )
     try:
         payload = response.json()
@@ -303,9 +312,9 @@ def assert_only_acknowledged_writes(
 
 @dataclass(eq=False)  # hashable by identity, so strategies built from it can be cached
 class World:
-    http: httpx.Client
+    runner: asyncio.Runner  # the loop the gateway runs on, driven one call at a time
+    gateway: InProcessGateway
     redis: redis.Redis[bytes]
-    url: str
     ws: str
     other_ws: str
     admin: Viewer
@@ -340,7 +349,7 @@ class World:
         raise AssertionError(f"no admin for {viewer.label}")
 
     def call(self, viewer: Viewer, tool: Any, arguments: Any) -> Reply:
-        return post(self.http, self.url, viewer.header, tool, arguments)
+        return post(self.runner, self.gateway, viewer.header, tool, arguments)
 
     def snapshot(self) -> Snapshot:
         return snapshot(self.redis, self.workspaces)
@@ -361,11 +370,29 @@ def _plant(world: World, arguments: dict[str, Any], viewer: Viewer | None = None
 
 
 @pytest.fixture(scope="module")
-def world(
-    gateway: GatewayProcess, issuer: TokenIssuer, redis_server: EmbeddedRedis
-) -> Iterator[World]:
+def gateway_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("properties-gateway")
+
+
+@pytest.fixture(scope="module")
+def in_process(
+    redis_server: EmbeddedRedis, gateway_workdir: Path
+) -> Iterator[tuple[asyncio.Runner, InProcessGateway]]:
+    """The gateway's app, held open on one event loop for the module's examples."""
     if not redis_server.running:  # another test may have stopped the session's Redis
         redis_server.start()
+    with gateway_in_a_loop(redis_server.url, gateway_workdir) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def world(
+    in_process: tuple[asyncio.Runner, InProcessGateway],
+    gateway_workdir: Path,
+    issuer: TokenIssuer,
+    redis_server: EmbeddedRedis,
+) -> Iterator[World]:
+    runner, gateway = in_process
     ws = "ws-prop-" + uuid.uuid4().hex[:10]
     other = "ws-prop-" + uuid.uuid4().hex[:10]
     full = frozenset({"board_read", "board_write", "file_read"})
@@ -380,24 +407,23 @@ def world(
 
     marks = {k: _marker(k) for k in ("name", "digest", "body", "cell", "pubx", "foreign", "col")}
     secret_uri = f"bb://{ws}/vault/{marks['name']}/plan"
-    # source_path fixtures: the gateway's source root is "sources" beside its log file.
-    source_root = gateway.log_path.parent / "sources"
+    # source_path fixtures: the gateway's source root is "sources" in its working folder.
+    source_root = gateway_workdir / "sources"
     assert source_root.is_dir()
     tag = uuid.uuid4().hex[:8]
     outside_marker = _marker("outside")
-    outside = gateway.log_path.parent / f"prop-outside-{tag}.txt"
+    outside = gateway_workdir / f"prop-outside-{tag}.txt"
     outside.write_text(f"outside the root: {outside_marker}\n")
     inside = [f"prop-{tag}.txt", f"prop-{tag}.csv", f"prop-link-{tag}.txt"]
     (source_root / inside[0]).write_text("# Notes\nOtters float.\n")
     (source_root / inside[1]).write_text("a,b\n1,2\n")
     (source_root / inside[2]).symlink_to(outside)  # a link out of the root
     oracle_word = _marker("oracle")
-    http = httpx.Client(timeout=60.0)
     client = redis.Redis.from_url(redis_server.url)
     world = World(
-        http=http,
+        runner=runner,
+        gateway=gateway,
         redis=client,
-        url=gateway.mcp_url,
         ws=ws,
         other_ws=other,
         admin=viewer("admin", ws, ["*"], ["*"], set(full)),
@@ -493,7 +519,6 @@ def world(
     try:
         yield world
     finally:
-        http.close()
         client.close()
         for path in world.planted_files:
             path.unlink(missing_ok=True)

@@ -7,56 +7,55 @@ moved 50 MiB into the gateway process.
 
 from __future__ import annotations
 
-import json
+import asyncio
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 import redis
-from support import GatewayProcess, agent_token
+from app_support import InProcessGateway, gateway_in_a_loop
+from support import agent_token
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import EmbeddedRedis
 
-HEADERS = {
-    "Content-Type": "application/json",
-    "Accept": "application/json, text/event-stream",
-    "MCP-Protocol-Version": "2025-06-18",
-}
 MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BigBoard:
+    """The gateway held open on its own loop for the module, with the notes written once."""
+
+    runner: asyncio.Runner
+    gateway: InProcessGateway
+    token: str
+    uris: list[str]
+
+    def call(self, tool: str, **args: Any) -> dict[str, Any]:
+        answer = self.runner.run(
+            self.gateway.rpc(self.token, "tools/call", {"name": tool, "arguments": args})
+        )
+        result: dict[str, Any] = answer["result"]
+        return result
 
 
 @pytest.fixture(scope="module")
 def fifty_big_notes(
-    gateway: GatewayProcess, issuer: TokenIssuer
-) -> Iterator[tuple[httpx.Client, list[str]]]:
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory, issuer: TokenIssuer
+) -> Iterator[BigBoard]:
     workspace = "ws-amplification"
-    http = httpx.Client(
-        timeout=120.0,
-        headers={**HEADERS, "Authorization": f"Bearer {agent_token(issuer, workspace)}"},
-    )
     uris = [f"bb://{workspace}/big/n{i:02d}" for i in range(50)]
-    paragraph = "Replica lag grows with the write rate of the primary. " * 20 + "\n\n"
-    for i, uri in enumerate(uris):
-        # Each body differs (no shared blob) and is exactly 1 MiB.
-        body = (f"Note {i}. " + paragraph * (MIB // len(paragraph) + 1))[:MIB]
-        reply = _call(http, gateway, "update_state", uri=uri, digest=f"Big note {i}.", body=body)
-        assert not reply["isError"], reply
-    yield http, uris
-    http.close()
-
-
-def _call(http: httpx.Client, gateway: GatewayProcess, tool: str, **args: Any) -> dict[str, Any]:
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": args},
-    }
-    response = http.post(gateway.mcp_url, content=json.dumps(request).encode())
-    result: dict[str, Any] = response.json()["result"]
-    return result
+    workdir = tmp_path_factory.mktemp("amplification")
+    with gateway_in_a_loop(redis_server.url, workdir) as (runner, gateway):
+        board = BigBoard(runner, gateway, agent_token(issuer, workspace), uris)
+        paragraph = "Replica lag grows with the write rate of the primary. " * 20 + "\n\n"
+        for i, uri in enumerate(uris):
+            # Each body differs (no shared blob) and is exactly 1 MiB.
+            body = (f"Note {i}. " + paragraph * (MIB // len(paragraph) + 1))[:MIB]
+            reply = board.call("update_state", uri=uri, digest=f"Big note {i}.", body=body)
+            assert not reply["isError"], reply
+        yield board
 
 
 def _sent_by_redis(server: EmbeddedRedis) -> int:
@@ -77,19 +76,17 @@ def _sent_by_redis(server: EmbeddedRedis) -> int:
     ],
 )
 def test_a_small_budget_over_fifty_notes_of_a_mebibyte_fetches_kilobytes(
-    fifty_big_notes: tuple[httpx.Client, list[str]],
-    gateway: GatewayProcess,
+    fifty_big_notes: BigBoard,
     redis_server: EmbeddedRedis,
     mode: str,
     budget: int,
     ceiling: int,
 ) -> None:
-    http, uris = fifty_big_notes
-    args: dict[str, Any] = {"uris": uris, "mode": mode, "budget_tokens": budget}
+    args: dict[str, Any] = {"uris": fifty_big_notes.uris, "mode": mode, "budget_tokens": budget}
     if mode == "fields":
         args["fields"] = ["body", "size"]
     before = _sent_by_redis(redis_server)
-    result = _call(http, gateway, "get_state", **args)
+    result = fifty_big_notes.call("get_state", **args)
     sent = _sent_by_redis(redis_server) - before
     body = result["structuredContent"]
     assert not result["isError"], body

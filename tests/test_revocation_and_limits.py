@@ -1,8 +1,8 @@
 """Revocations and rate limits: kept per workspace, lasting as long as the token, counted last.
 
 Two workspaces with agents of the same names share one gateway and one Redis, as tenants of a
-real deployment do. Every test runs against a gateway whose rate limit is a handful of calls a
-minute, so a limit crossing a workspace would show.
+real deployment do. Every test runs against a gateway (the app in process, on the real Redis)
+whose rate limit is a handful of calls a minute, so a limit crossing a workspace would show.
 """
 
 from __future__ import annotations
@@ -10,23 +10,17 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import jwt
 import pytest
 import redis
+from app_support import InProcessGateway, in_process_gateway
 from redis.crc import key_slot
-from support import (
-    GatewayProcess,
-    admin_token,
-    agent_token,
-    call,
-    mcp_client,
-    start_gateway,
-    stop_gateway,
-)
+from support import admin_token, agent_token, call
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import EmbeddedRedis
@@ -35,17 +29,10 @@ LIMIT = 5
 MAX_TOKEN_TTL = 90 * 86400  # BB_MAX_TOKEN_TTL's documented default
 
 
-@pytest.fixture(scope="module")
-def limited(
-    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[GatewayProcess]:
-    process = start_gateway(
-        redis_server.url,
-        tmp_path_factory.mktemp("limited"),
-        extra_env={"BB_RATE_LIMIT_PER_MINUTE": str(LIMIT)},
-    )
-    yield process
-    stop_gateway(process)
+@pytest.fixture
+async def limited(redis_url: str, tmp_path: Path) -> AsyncIterator[InProcessGateway]:
+    async with in_process_gateway(redis_url, tmp_path, rate_limit_per_minute=LIMIT) as gateway:
+        yield gateway
 
 
 def fresh_workspace() -> str:
@@ -56,68 +43,67 @@ def token_id(token: str) -> str:
     return str(jwt.decode(token, options={"verify_signature": False})["jti"])
 
 
-def revoke(gateway: GatewayProcess, admin: str, body: Any, *, force: bool = True) -> httpx.Response:
+async def revoke(
+    gateway: InProcessGateway, admin: str, body: Any, *, force: bool = True
+) -> httpx.Response:
     """POST /admin/revoke. The tokens here are made with the key, not issued through the
     board, so none is on record: a revocation by id or subject is forced unless told not."""
     if force and isinstance(body, dict) and ("id" in body or "sub" in body):
         body = {**body, "force": True}
-    return httpx.post(
-        gateway.url + "/admin/revoke",
-        headers={"Authorization": f"Bearer {admin}"},
-        json=body,
-        timeout=10.0,
+    return await gateway.http.post(
+        "/admin/revoke", headers={"Authorization": f"Bearer {admin}"}, json=body
     )
 
 
-async def outcome(gateway: GatewayProcess, token: str, workspace: str) -> str:
+async def outcome(gateway: InProcessGateway, token: str, workspace: str) -> str:
     """The error code of one read by ``token`` ("ok" when it is answered)."""
-    async with mcp_client(gateway.mcp_url, token) as client:
+    async with gateway.mcp_client(token) as client:
         err, body = await call(client, "get_state", uris=[f"bb://{workspace}/notes/n"])
     return body["error"]["code"] if err else "ok"
 
 
 async def test_an_admin_revoking_a_subject_locks_out_only_its_own_workspaces_agent(
-    limited: GatewayProcess, issuer: TokenIssuer
+    limited: InProcessGateway, issuer: TokenIssuer
 ) -> None:
     acme, other = fresh_workspace(), fresh_workspace()
     acme_agent = agent_token(issuer, acme, sub="shared-agent")
     other_agent = agent_token(issuer, other, sub="shared-agent")
-    answer = revoke(limited, admin_token(issuer, other), {"sub": "shared-agent"})
+    answer = await revoke(limited, admin_token(issuer, other), {"sub": "shared-agent"})
     assert answer.status_code == 200, answer.text
     assert await outcome(limited, other_agent, other) == "unauthenticated"
     assert await outcome(limited, acme_agent, acme) == "ok"
 
 
 async def test_an_admin_cannot_revoke_another_workspaces_token_by_id_or_by_presenting_it(
-    limited: GatewayProcess, issuer: TokenIssuer
+    limited: InProcessGateway, issuer: TokenIssuer
 ) -> None:
     acme, other = fresh_workspace(), fresh_workspace()
     acme_agent = agent_token(issuer, acme, sub="worker-1")
     other_admin = admin_token(issuer, other)
     # An id names a token of the admin's own workspace: another workspace's is not found
     # there, and untouched even when forced.
-    answer = revoke(limited, other_admin, {"id": token_id(acme_agent)}, force=False)
+    answer = await revoke(limited, other_admin, {"id": token_id(acme_agent)}, force=False)
     assert answer.status_code == 404, answer.text
-    answer = revoke(limited, other_admin, {"id": token_id(acme_agent)})
+    answer = await revoke(limited, other_admin, {"id": token_id(acme_agent)})
     assert answer.status_code == 200, answer.text
     assert await outcome(limited, acme_agent, acme) == "ok"
-    answer = revoke(limited, other_admin, {"token": acme_agent})
+    answer = await revoke(limited, other_admin, {"token": acme_agent})
     assert answer.status_code == 403, answer.text
     assert answer.json()["error"]["code"] == "forbidden"
     assert await outcome(limited, acme_agent, acme) == "ok"
     # The workspace's own admin can.
-    answer = revoke(limited, admin_token(issuer, acme), {"token": acme_agent})
+    answer = await revoke(limited, admin_token(issuer, acme), {"token": acme_agent})
     assert answer.status_code == 200, answer.text
     assert await outcome(limited, acme_agent, acme) == "unauthenticated"
 
 
 async def test_one_workspaces_agent_cannot_spend_another_workspaces_rate_limit(
-    limited: GatewayProcess, issuer: TokenIssuer
+    limited: InProcessGateway, issuer: TokenIssuer
 ) -> None:
     acme, other = fresh_workspace(), fresh_workspace()
     sub = "worker-" + uuid.uuid4().hex[:6]
     busy = agent_token(issuer, other, sub=sub)
-    async with mcp_client(limited.mcp_url, busy) as client:
+    async with limited.mcp_client(busy) as client:
         codes = []
         for _ in range(LIMIT + 1):
             err, body = await call(client, "get_state", uris=[f"bb://{other}/notes/n"])
@@ -127,20 +113,20 @@ async def test_one_workspaces_agent_cannot_spend_another_workspaces_rate_limit(
 
 
 async def test_a_revoked_token_does_not_spend_its_subjects_rate_limit(
-    limited: GatewayProcess, issuer: TokenIssuer
+    limited: InProcessGateway, issuer: TokenIssuer
 ) -> None:
     ws = fresh_workspace()
     sub = "worker-" + uuid.uuid4().hex[:6]
     stolen = agent_token(issuer, ws, sub=sub)
-    answer = revoke(limited, admin_token(issuer, ws), {"id": token_id(stolen)})
+    answer = await revoke(limited, admin_token(issuer, ws), {"id": token_id(stolen)})
     assert answer.status_code == 200, answer.text
-    async with mcp_client(limited.mcp_url, stolen) as client:
+    async with limited.mcp_client(stolen) as client:
         for _ in range(2 * LIMIT):
             err, body = await call(client, "get_state", uris=[f"bb://{ws}/notes/n"])
             assert err and body["error"]["code"] == "unauthenticated"
     # The token that replaced it still has its whole budget.
     replacement = agent_token(issuer, ws, sub=sub)
-    async with mcp_client(limited.mcp_url, replacement) as client:
+    async with limited.mcp_client(replacement) as client:
         for _ in range(LIMIT):
             err, body = await call(client, "get_state", uris=[f"bb://{ws}/notes/n"])
             assert not err, body
@@ -159,26 +145,26 @@ def marks_of(redis_url: str, name: str) -> dict[str, int]:
 
 
 async def test_a_revocation_lasts_as_long_as_the_token_whatever_the_caller_says(
-    limited: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer
+    limited: InProcessGateway, redis_server: EmbeddedRedis, issuer: TokenIssuer
 ) -> None:
     ws = fresh_workspace()
     admin = admin_token(issuer, ws)
     presented = agent_token(issuer, ws, sub="w-presented", ttl=900)
     by_id = agent_token(issuer, ws, sub="w-by-id", ttl=900)
     # The caller cannot say when a revocation ends.
-    answer = revoke(limited, admin, {"id": token_id(by_id), "expires_at": time.time() + 1})
+    answer = await revoke(limited, admin, {"id": token_id(by_id), "expires_at": time.time() + 1})
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["code"] == "invalid_argument"
     assert not marks_of(redis_server.url, token_id(by_id))
     # A presented token is revoked until its own expiry (the server read it from the token).
-    assert revoke(limited, admin, {"token": presented}).status_code == 200
+    assert (await revoke(limited, admin, {"token": presented})).status_code == 200
     [ttl] = marks_of(redis_server.url, token_id(presented)).values()
     assert 900 <= ttl <= 900 + 300
     # An id alone tells nothing of the expiry: the mark outlives any token the board accepts.
-    assert revoke(limited, admin, {"id": token_id(by_id)}).status_code == 200
+    assert (await revoke(limited, admin, {"id": token_id(by_id)})).status_code == 200
     [ttl] = marks_of(redis_server.url, token_id(by_id)).values()
     assert MAX_TOKEN_TTL <= ttl <= MAX_TOKEN_TTL + 300
-    assert revoke(limited, admin, {"sub": "w-subject"}).status_code == 200
+    assert (await revoke(limited, admin, {"sub": "w-subject"})).status_code == 200
     [ttl] = marks_of(redis_server.url, "w-subject").values()
     assert MAX_TOKEN_TTL <= ttl <= MAX_TOKEN_TTL + 300
     for token in (presented, by_id):
@@ -186,10 +172,12 @@ async def test_a_revocation_lasts_as_long_as_the_token_whatever_the_caller_says(
 
 
 async def test_a_revoke_is_audited_in_the_workspace_it_affects_only(
-    limited: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer
+    limited: InProcessGateway, redis_server: EmbeddedRedis, issuer: TokenIssuer
 ) -> None:
     acme, other = fresh_workspace(), fresh_workspace()
-    assert revoke(limited, admin_token(issuer, other), {"sub": "shared-agent"}).status_code == 200
+    assert (
+        await revoke(limited, admin_token(issuer, other), {"sub": "shared-agent"})
+    ).status_code == 200
     client = redis.Redis.from_url(redis_server.url)
     try:
         streams = {
@@ -234,14 +222,14 @@ class CommandLog:
 
 
 async def test_the_per_call_check_is_one_command_on_the_workspaces_slot(
-    limited: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer
+    limited: InProcessGateway, redis_server: EmbeddedRedis, issuer: TokenIssuer
 ) -> None:
     ws = fresh_workspace()
     sub = "slot-" + uuid.uuid4().hex[:6]
     token = agent_token(issuer, ws, sub=sub)
     # Marks exist for the subject and for another token, so the check reads real keys.
     admin = admin_token(issuer, ws)
-    assert revoke(limited, admin, {"sub": "someone-else"}).status_code == 200
+    assert (await revoke(limited, admin, {"sub": "someone-else"})).status_code == 200
     assert await outcome(limited, agent_token(issuer, ws, sub="warm-up"), ws) == "ok"
     with CommandLog(redis_server.url) as log:
         assert await outcome(limited, token, ws) == "ok"
@@ -261,21 +249,21 @@ async def test_the_per_call_check_is_one_command_on_the_workspaces_slot(
 
 
 async def test_a_revoked_tokens_writes_are_refused_in_their_first_round_trip_writing_nothing(
-    limited: GatewayProcess, redis_server: EmbeddedRedis, issuer: TokenIssuer
+    limited: InProcessGateway, redis_server: EmbeddedRedis, issuer: TokenIssuer
 ) -> None:
     ws = fresh_workspace()
     sub = "gone-" + uuid.uuid4().hex[:6]
     token = agent_token(issuer, ws, sub=sub)
     reader = agent_token(issuer, ws, sub="reader-" + uuid.uuid4().hex[:6])
-    async with mcp_client(limited.mcp_url, token) as client:
+    async with limited.mcp_client(token) as client:
         for path in ("a", "b"):
             err, body = await call(
                 client, "update_state", uri=f"bb://{ws}/notes/{path}", digest="v1", body="x"
             )
             assert not err, body
-    assert revoke(limited, admin_token(issuer, ws), {"sub": sub}).status_code == 200
+    assert (await revoke(limited, admin_token(issuer, ws), {"sub": sub})).status_code == 200
     with CommandLog(redis_server.url) as log:
-        async with mcp_client(limited.mcp_url, token) as client:
+        async with limited.mcp_client(token) as client:
             err, body = await call(
                 client,
                 "update_state",
@@ -303,7 +291,7 @@ async def test_a_revoked_tokens_writes_are_refused_in_their_first_round_trip_wri
     # but the UNWATCH that gives the connection back clean.
     assert "MULTI" not in sent and "EXEC" not in sent, sent
     assert sent.count("UNWATCH") == 3, sent
-    async with mcp_client(limited.mcp_url, reader) as client:
+    async with limited.mcp_client(reader) as client:
         err, body = await call(
             client,
             "get_state",
@@ -318,12 +306,12 @@ async def test_a_revoked_tokens_writes_are_refused_in_their_first_round_trip_wri
 
 
 async def test_a_write_counts_once_against_the_rate_limit_and_past_it_writes_nothing(
-    limited: GatewayProcess, issuer: TokenIssuer
+    limited: InProcessGateway, issuer: TokenIssuer
 ) -> None:
     ws = fresh_workspace()
     token = agent_token(issuer, ws, sub="busy-" + uuid.uuid4().hex[:6])
     reader = agent_token(issuer, ws, sub="reader-" + uuid.uuid4().hex[:6])
-    async with mcp_client(limited.mcp_url, token) as client:
+    async with limited.mcp_client(token) as client:
         version = 0
         for step in range(LIMIT):
             err, body = await call(
@@ -346,28 +334,30 @@ async def test_a_write_counts_once_against_the_rate_limit_and_past_it_writes_not
         )
         assert err and body["error"]["code"] == "rate_limited", body
         assert body["error"]["retry_after"] > 0
-    async with mcp_client(limited.mcp_url, reader) as client:
+    async with limited.mcp_client(reader) as client:
         err, body = await call(client, "get_state", uris=[f"bb://{ws}/notes/n"])
     assert not err, body
     assert (body["items"][0]["version"], body["items"][0]["digest"]) == (LIMIT, "step 4")
 
 
 async def test_listing_and_search_are_refused_to_a_revoked_token_and_counted_against_the_limit(
-    limited: GatewayProcess, issuer: TokenIssuer
+    limited: InProcessGateway, issuer: TokenIssuer
 ) -> None:
     # list_keys and search_keys are admitted in a round trip of their own, before the
     # handler (the other three carry the check in their first round trip): the same verdicts.
     ws = fresh_workspace()
     sub = "lister-" + uuid.uuid4().hex[:6]
     writer = agent_token(issuer, ws, sub="writer-" + uuid.uuid4().hex[:6])
-    async with mcp_client(limited.mcp_url, writer) as client:
+    async with limited.mcp_client(writer) as client:
         err, body = await call(
             client, "update_state", uri=f"bb://{ws}/notes/n", digest="otters", body=""
         )
         assert not err, body
     stolen = agent_token(issuer, ws, sub=sub)
-    assert revoke(limited, admin_token(issuer, ws), {"id": token_id(stolen)}).status_code == 200
-    async with mcp_client(limited.mcp_url, stolen) as client:
+    assert (
+        await revoke(limited, admin_token(issuer, ws), {"id": token_id(stolen)})
+    ).status_code == 200
+    async with limited.mcp_client(stolen) as client:
         for tool, arguments in (
             ("list_keys", {"topic": "notes"}),
             ("search_keys", {"q": "otters"}),
@@ -377,7 +367,7 @@ async def test_listing_and_search_are_refused_to_a_revoked_token_and_counted_aga
     # The replacement's budget is whole (the revoked calls spent none of it), and each
     # listing or search spends one call of it.
     replacement = agent_token(issuer, ws, sub=sub)
-    async with mcp_client(limited.mcp_url, replacement) as client:
+    async with limited.mcp_client(replacement) as client:
         for step in range(LIMIT):
             if step % 2:
                 err, body = await call(client, "search_keys", q="otters")

@@ -6,7 +6,8 @@ import uuid
 from typing import TYPE_CHECKING
 
 import pytest
-from support import GatewayProcess, agent_token, call, mcp_client
+from app_support import InProcessGateway
+from support import agent_token, call
 
 if TYPE_CHECKING:
     from blackboard_mcp.auth import TokenIssuer
@@ -28,14 +29,15 @@ HOSTILE = {
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 async def test_hostile_file_content_gets_a_structured_answer(
-    gateway: GatewayProcess, issuer: TokenIssuer, workspace: str, name: str
+    app_gateway: InProcessGateway, issuer: TokenIssuer, workspace: str, name: str
 ) -> None:
     content, expected, phrase = HOSTILE[name]
-    folder = gateway.log_path.parent / "sources" / uuid.uuid4().hex[:8]
+    assert app_gateway.source_root is not None
+    folder = app_gateway.source_root / uuid.uuid4().hex[:8]
     folder.mkdir()
     (folder / name).write_bytes(content)
     uri = f"bb://{workspace}/t/hostile"
-    async with mcp_client(gateway.mcp_url, agent_token(issuer, workspace)) as client:
+    async with app_gateway.mcp_client(agent_token(issuer, workspace)) as client:
         is_error, body = await call(
             client, "update_state", uri=uri, digest="hostile", source_path=f"{folder.name}/{name}"
         )

@@ -51,7 +51,7 @@ async def _listing(
     url: str, settings: Settings, workspace: str, subject: str | None
 ) -> list[ListedToken]:
     from blackboard_mcp._composition import open_key_client
-    from blackboard_mcp.gateway import RecordedTokens
+    from blackboard_mcp._token_records import RecordedTokens
     from blackboard_mcp.store import RedisTokenInventory
 
     client = open_key_client(settings, url=url)
@@ -86,8 +86,8 @@ def _table(rows: list[dict[str, object]]) -> str:
 
 def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
     from blackboard_mcp._composition import open_key_client, token_revoker
+    from blackboard_mcp._token_records import RecordedTokens
     from blackboard_mcp.auth import AuthError
-    from blackboard_mcp.gateway import RecordedTokens
     from blackboard_mcp.store import RedisRevocationList, RedisTokenInventory
 
     from ._key_files import offline_verifier

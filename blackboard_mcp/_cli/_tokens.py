@@ -61,8 +61,8 @@ def issue_on_record(
 ) -> str:
     """Sign a token and record it in the board's token inventory (its Redis at ``url``)."""
     from blackboard_mcp._composition import open_key_client
+    from blackboard_mcp._token_records import RecordedTokens
     from blackboard_mcp.auth import issue_recorded
-    from blackboard_mcp.gateway import RecordedTokens
     from blackboard_mcp.store import RedisTokenInventory
 
     issuer = key_issuer(settings)

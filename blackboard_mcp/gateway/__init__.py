@@ -5,7 +5,6 @@ from ._errors import ERROR_CODES, GatewayError, RateLimited, UnknownArgument, Un
 from ._logs import JsonFormatter, configure_logging
 from ._oauth_metadata import MCP_PATH
 from ._schemas import TOOL_NAMES, TOOLS
-from .admin import RecordedTokens
 
 __all__ = [
     "ERROR_CODES",
@@ -16,7 +15,6 @@ __all__ = [
     "GatewayParts",
     "JsonFormatter",
     "RateLimited",
-    "RecordedTokens",
     "UnknownArgument",
     "UnknownTool",
     "configure_logging",

@@ -1,7 +1,9 @@
 """auth's ``TokenInventory`` on the store's records: auth's typed records in, JSON kept.
 
 auth decides what a record is and what its status means; the store keeps JSON in Redis and
-knows nothing of tokens. This is where the two meet, for the gateway and the CLI alike.
+knows nothing of tokens. This is where the two meet, for the gateway and the CLI alike: the
+composition hands one to the gateway, and a command builds its own without loading the HTTP
+edge.
 """
 
 from __future__ import annotations
