@@ -14,7 +14,7 @@ from typing import Any
 
 import uvicorn
 from mcp.server.lowlevel import Server
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
@@ -53,7 +53,7 @@ def build() -> Starlette:
         async with sessions.run():
             yield
 
-    return Starlette(routes=[Mount("/mcp", app=StreamableHTTPASGIApp(sessions))], lifespan=lifespan)
+    return Starlette(routes=[Mount("/mcp", app=sessions.handle_request)], lifespan=lifespan)
 
 
 if __name__ == "__main__":
