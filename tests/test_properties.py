@@ -1269,6 +1269,12 @@ def test_search_syntax_in_q_neither_fails_nor_leaks_nor_hides_a_matching_note(
 ) -> None:
     viewer = data.draw(callers(world), label="caller")
     args = data.draw(search_arguments(world), label="args")
+    # The write properties may rewrite any note an admin can, the oracle among them: it holds
+    # its word again before each search, so what the oracle asks is always true of the board.
+    planted = world.redis.hget(_note_key(world.oracle_uri), "digest") or b""
+    if world.oracle_word.encode() not in planted:
+        oracle = {"digest": f"oracle note {world.oracle_word}", "body": "otter"}
+        _plant(world, {"uri": world.oracle_uri, **oracle})
     is_error, body = checked_call(world, viewer, "search_keys", args)
     q, limit = args.get("q"), args.get("limit")
     oracle_applies = (
