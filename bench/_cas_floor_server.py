@@ -3,11 +3,12 @@
 An ASGI app on uvicorn (uvloop, httptools, one worker: the gateway's server settings) that
 answers a JSON-RPC ``tools/call`` of update_state by sending Redis exactly the commands the
 store sends for it, in the same two round trips: WATCH, the note's HMGET and the call's
-admission script; then MULTI, the topic and order indexes, the commit script with the note's
-fields, EXEC; on the connection kind the store's transactions use (store/connection/_wire.py), lent
-by the board's pool. It checks ``expect_version`` against what it read, as the store does. It does
-not verify a token, validate arguments, count tokens, authorise, audit or measure anything:
-no gateway that keeps those can cost less per write than this.
+admission script; then MULTI, the script that keeps the old version (history at the board's
+default bounds), the topic and order indexes, the commit script with the note's fields, EXEC;
+on the connection kind the store's transactions use (store/connection/_wire.py), lent by the
+board's pool. It checks ``expect_version`` against what it read, as the store does. It does not
+verify a token, validate arguments, count tokens, authorise, audit or measure anything: no
+gateway that keeps those can cost less per write than this.
 
     python bench/_cas_floor_server.py PORT REDIS_URL
 """
@@ -28,6 +29,7 @@ from blackboard_mcp.store.connection import _key_names as keys
 from blackboard_mcp.store.connection._board_client import pool_options
 from blackboard_mcp.store.connection._pool import WaitingConnectionPool
 from blackboard_mcp.store.notes._commit import _SCRIPT as _COMMIT
+from blackboard_mcp.store.notes._history import HistoryLimits, keep_version_command
 
 
 class FloorApp:
@@ -86,6 +88,7 @@ class FloorApp:
             }
             second = [
                 ("MULTI",),
+                keep_version_command(ws, member, HistoryLimits()),
                 ("SADD", keys.topics(ws), topic),
                 ("ZADD", keys.by_name(ws, topic), 0, path),
                 ("ZADD", keys.by_version(ws, topic), version, path),

@@ -22,14 +22,15 @@ A third kind of cell is the floor (``bench/_cas_floor_server.py``): uvicorn with
 gateway's server settings and an ASGI app that sends Redis exactly the store's commands for
 the write, in the same two round trips, and does nothing else (no token, no validation, no
 token counting, no audit). It says how much of the gap to bare redis-py is the HTTP server
-and the Redis work themselves, which no gateway can shed. ``--workers N`` adds a gateway
-with N uvicorn workers (``BB_WORKERS``).
+and the Redis work themselves, which no gateway can shed. ``--workers N`` (repeatable) adds a
+gateway with N uvicorn workers (``BB_WORKERS``).
 
     python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]...
-                             [--pure-parser] [--workers N]
+                             [--pure-parser] [--workers N]...
 
-Prints, per round, writes/s of each cell, the gateway's CPU ms per write and the ratio
-gateway/bare (bare with hiredis); then the median of the rounds.
+Prints, per round, writes/s of each cell, the gateway's CPU ms per write, Redis's own CPU ms
+and network bytes (in and out, every connection) per write, and the ratio gateway/bare (bare
+with hiredis); then the median of the rounds.
 """
 
 from __future__ import annotations
@@ -78,6 +79,34 @@ class Cell:
     conflicts: int = 0
     errors: int = 0
     cpu_ms_per_write: float | None = None
+    redis_cpu_ms_per_write: float | None = None
+    redis_bytes_per_write: float | None = None
+
+
+@dataclass(frozen=True)
+class RedisUse:
+    """Redis's own CPU seconds (INFO cpu, its main and background threads) and the bytes it
+    read and wrote on its connections (INFO stats): what a cell cost the store itself."""
+
+    cpu_seconds: float
+    net_bytes: int
+
+    @staticmethod
+    def now(client: redis.Redis[bytes]) -> RedisUse:
+        cpu, stats = client.info("cpu"), client.info("stats")
+        return RedisUse(
+            cpu_seconds=float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
+            net_bytes=int(stats["total_net_input_bytes"]) + int(stats["total_net_output_bytes"]),
+        )
+
+    def per_write(self, since: RedisUse, writes: int) -> tuple[float | None, float | None]:
+        """CPU ms and bytes per write between ``since`` and this reading."""
+        if not writes:
+            return None, None
+        return (
+            1000 * (self.cpu_seconds - since.cpu_seconds) / writes,
+            (self.net_bytes - since.net_bytes) / writes,
+        )
 
 
 def _call(client: httpx.Client, port: int, arguments: dict[str, object]) -> dict[str, object]:
@@ -106,8 +135,11 @@ def seed(port: int, token: str, tag: str, clients: int) -> list[int]:
         return versions
 
 
-def run_gateway(port: int, pid: int, token: str, tag: str, clients: int, seconds: int) -> Cell:
+def run_gateway(
+    port: int, pid: int, token: str, tag: str, clients: int, seconds: int, store: redis.Redis[bytes]
+) -> Cell:
     versions = seed(port, token, tag, clients)
+    before = RedisUse.now(store)
     out, cpu = wrk(
         "cas_update.lua", port, token, clients, seconds,
         WORKSPACE, tag, ",".join(map(str, versions)), cpu_of=pid,
@@ -116,11 +148,14 @@ def run_gateway(port: int, pid: int, token: str, tag: str, clients: int, seconds
     if match is None:
         raise SystemExit(f"wrk printed no CAS line:\n{out}")
     ok, conflict, error, http_error = map(int, match.groups())
+    redis_cpu, redis_bytes = RedisUse.now(store).per_write(before, ok)
     return Cell(
         writes_per_s=ok / seconds,
         conflicts=conflict,
         errors=error + http_error,
         cpu_ms_per_write=1000 * cpu / ok if ok else None,
+        redis_cpu_ms_per_write=redis_cpu,
+        redis_bytes_per_write=redis_bytes,
     )
 
 
@@ -150,7 +185,9 @@ def _bare_worker(
     out.put(commits)
 
 
-def run_bare(url: str, tag: str, clients: int, seconds: int, *, pure: bool) -> Cell:
+def run_bare(
+    url: str, tag: str, clients: int, seconds: int, store: redis.Redis[bytes], *, pure: bool
+) -> Cell:
     ctx = multiprocessing.get_context("fork")
     out: Queue[int] = ctx.Queue()
     start_at = time.time() + 1.0  # every process connected before the window opens
@@ -160,12 +197,20 @@ def run_bare(url: str, tag: str, clients: int, seconds: int, *, pure: bool) -> C
         )
         for i in range(clients)
     ]
+    before = RedisUse.now(store)
     for proc in procs:
         proc.start()
     commits = sum(out.get(timeout=60 + seconds) for _ in procs)
+    # Read before the joins: the processes' exits add nothing, but the reading must not
+    # include another cell's start either.
+    redis_cpu, redis_bytes = RedisUse.now(store).per_write(before, commits)
     for proc in procs:
         proc.join()
-    return Cell(writes_per_s=commits / seconds)
+    return Cell(
+        writes_per_s=commits / seconds,
+        redis_cpu_ms_per_write=redis_cpu,
+        redis_bytes_per_write=redis_bytes,
+    )
 
 
 def _hiredis_available() -> bool:
@@ -194,7 +239,13 @@ def main() -> int:
     parser.add_argument(
         "--pure-parser", action="store_true", help="also bare redis-py without hiredis"
     )
-    parser.add_argument("--workers", type=int, help="also a gateway with this many workers")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        action="append",
+        default=[],
+        help="also a gateway with this many uvicorn workers (repeatable: --workers 2 --workers 4)",
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk)")
@@ -208,6 +259,7 @@ def main() -> int:
         revisions(args.against) as trees,
         embedded_redis(work / "redis", append_only=False) as server,
         contextlib.ExitStack() as running,
+        redis.Redis.from_url(server.url) as store,
     ):
         gateways: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
 
@@ -218,8 +270,8 @@ def main() -> int:
 
         for label, tree in trees:
             gateway(f"gateway{'' if tree is None else f' @{label}'}, hiredis", package_root=tree)
-        if args.workers:
-            gateway(f"gateway, {args.workers} workers, hiredis", workers=args.workers)
+        for count in args.workers:
+            gateway(f"gateway, {count} workers, hiredis", workers=count)
         gateways[FLOOR] = running.enter_context(
             script_server("_cas_floor_server.py", server.url, name="the floor server")
         )
@@ -234,10 +286,12 @@ def main() -> int:
         for round_no, order in rounds(args.rounds, list(enumerate(gateways.items()))):
             for number, (name, (proc, port)) in order:
                 tag = f"r{round_no}-g{number}"
-                cells.add(name, run_gateway(port, proc.pid, token, tag, args.clients, seconds))
+                cells.add(
+                    name, run_gateway(port, proc.pid, token, tag, args.clients, seconds, store)
+                )
             for name, pure in bare_cells:
                 tag = f"r{round_no}-{int(pure)}"
-                cells.add(name, run_bare(server.url, tag, args.clients, seconds, pure=pure))
+                cells.add(name, run_bare(server.url, tag, args.clients, seconds, store, pure=pure))
             print(f"round {round_no}:")
             _print_round(cells.latest())
     print(f"median of {args.rounds} rounds, {args.clients} clients, {seconds:g} s per cell:")
@@ -248,12 +302,22 @@ def main() -> int:
                 conflicts=sum(c.conflicts for c in cells[name]),
                 errors=sum(c.errors for c in cells[name]),
                 cpu_ms_per_write=_or_none(cells.median(name, lambda c: c.cpu_ms_per_write)),
+                redis_cpu_ms_per_write=_or_none(
+                    cells.median(name, lambda c: c.redis_cpu_ms_per_write)
+                ),
+                redis_bytes_per_write=_or_none(
+                    cells.median(name, lambda c: c.redis_bytes_per_write)
+                ),
             )
             for name in cells.cells()
         }
     )
     failed = any(c.errors for name in cells.cells() for c in cells[name])
     return 1 if failed else 0
+
+
+def _figure(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
 
 
 def _or_none(value: float) -> float | None:
@@ -263,10 +327,13 @@ def _or_none(value: float) -> float | None:
 def _print_round(row: dict[str, Cell]) -> None:
     bare = row[BARE].writes_per_s
     for name, cell in row.items():
-        cpu = f"{cell.cpu_ms_per_write:.2f}" if cell.cpu_ms_per_write is not None else "-"
+        cpu = _figure(cell.cpu_ms_per_write, ".2f")
+        redis_cpu = _figure(cell.redis_cpu_ms_per_write, ".3f")
+        redis_bytes = _figure(cell.redis_bytes_per_write, ".0f")
         ratio = cell.writes_per_s / bare if bare else 0.0
         print(
             f"  {name:<42} {cell.writes_per_s:>8.0f} writes/s  gateway CPU ms/write {cpu:>5}"
+            f"  Redis CPU ms/write {redis_cpu:>5}  Redis bytes/write {redis_bytes:>5}"
             f"  conflicts {cell.conflicts:>3}  errors {cell.errors:>3}  /bare {ratio:.3f}"
         )
     sys.stdout.flush()
