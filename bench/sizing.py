@@ -24,7 +24,9 @@ call them, one call at a time (``--no-reads`` skips this):
 
 - ``search_keys`` with the default limit, ``--queries`` times each, for a rare word (one
   note's digest holds it) and a common word (the vocabulary's most frequent searchable word,
-  in many notes): p50 and p99 ms, and how many notes each matches;
+  in many notes): p50 and p99 ms, and how many notes each matches; each twice, side by side:
+  with the store's default search window (the latest writes first) and with none
+  (``search_window=0``: every match scored, as before the window);
 - ``list_keys`` of the topic ``big`` (else ``t0``), default order and limit (or
   ``--page-limit``), page after page through ``next`` until the topic is done: p50 and p99 ms
   per page, the pages, the whole walk's time, and a check that every note came exactly once.
@@ -57,6 +59,7 @@ from redis.commands.search.query import Query
 
 from blackboard_mcp.store import (
     Board,
+    BoardLimits,
     ListKeys,
     SearchKeys,
     UpdateState,
@@ -263,7 +266,11 @@ async def load(
     )
     if reads is not None and layout is NOW:
         searchable = (w for w, _ in drawn.most_common() if query_terms(w) == [w])
-        await measure_reads(sync, board, reads, topics, probe_digest, next(searchable))
+        whole = Board(client=board_client(url), limits=BoardLimits(search_window=0))
+        try:
+            await measure_reads(sync, board, whole, reads, topics, probe_digest, next(searchable))
+        finally:
+            await whole.close()
     await board.close()
     sync.close()
 
@@ -289,26 +296,48 @@ async def _timed(call: Callable[[], Awaitable[object]], times: int) -> list[floa
 
 
 async def measure_reads(
-    sync: redis.Redis, board: Board, reads: Reads, topics: Topics, rare: str, common: str
+    sync: redis.Redis,
+    board: Board,
+    whole: Board,
+    reads: Reads,
+    topics: Topics,
+    rare: str,
+    common: str,
 ) -> None:
-    """Search and list_keys through the board, one call at a time, each call timed whole."""
+    """Search and list_keys through the board, one call at a time, each call timed whole.
+
+    ``whole`` is the same board with no search window: every match scored."""
+    window = BoardLimits().search_window
     for label, word in (("rare", rare), ("common", common)):
         # How many notes hold the word (what the query must score), asked of Redis directly.
         query = Query(f"@ws:{{size}} ({word})").no_content().paging(0, 0).dialect(2)
         matches = [
             sync.ft(index).search(query).total for index in (INDEX_NAME, digest_index(INDEX_NAME))
         ]
+        answers: dict[str, list[str]] = {}
+        for scope, searched in ((f"window {window:,}", board), ("whole board", whole)):
 
-        async def search(word: str = word) -> object:
-            return await board.search_keys(SearchKeys.parse({"q": word}), workspace="size")
+            async def search(
+                word: str = word,
+                searched: Board = searched,
+                scope: str = scope,
+                answers: dict[str, list[str]] = answers,
+            ) -> object:
+                found = await searched.search_keys(SearchKeys.parse({"q": word}), workspace="size")
+                answers[scope] = [item["uri"] for item in found["items"]]
+                return found
 
-        await _timed(search, 5)  # warm-up
-        samples = await _timed(search, reads.queries)
-        print(
-            f"search_keys {label:<6} word {word!r:<12} {matches[0]:>9,} notes"
-            f" ({matches[1]:,} digests), default limit, {reads.queries} calls:  {_ms(samples)}",
-            flush=True,
-        )
+            await _timed(search, 5)  # warm-up
+            samples = await _timed(search, reads.queries)
+            print(
+                f"search_keys {label:<6} word {word!r:<12} {matches[0]:>9,} notes"
+                f" ({matches[1]:,} digests), default limit, {scope:<13}, {reads.queries} calls:"
+                f"  {_ms(samples)}",
+                flush=True,
+            )
+        window_answer, whole_answer = answers.values()
+        same = window_answer == whole_answer
+        print(f"  the window's answer and the whole board's: {'the same' if same else 'differ'}")
     topic, expected = topics.walked()
     seen: Counter[str] = Counter()
     pages: list[float] = []

@@ -81,6 +81,7 @@ def board_limits(settings: Settings) -> BoardLimits:
         wait_timeout_ms=settings.wait_replicas_timeout_ms,
         history_versions=settings.history_versions,
         history_max_age_seconds=settings.history_max_age_seconds,
+        search_window=settings.search_window,
     )
 
 

@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     # settings do not import the store).
     history_versions: int = Field(default=50, ge=0, le=1000)
     history_max_age_seconds: int = Field(default=30 * 24 * 3600, ge=0)
+    # How many of a workspace's latest writes a search looks among first (0: the whole board
+    # every time); store/search/_search.py.
+    search_window: int = Field(default=20_000, ge=0, le=100_000_000)
 
     # Auth
     jwt_secret: SecretStr | None = None

@@ -66,11 +66,24 @@ def _indexes(url: str) -> set[str]:
         client.close()
 
 
-@pytest.mark.parametrize("create", [V1_CREATE, V2_CREATE], ids=["v1", "v2"])
+# The third, as its release created them: the notes index without term positions,
+# frequencies or field flags, and the digests index beside it; neither had `seq`.
+_V3_OPTIONS = ["ON", "HASH", "PREFIX", "1", "bbn:", "NOOFFSETS", "NOFREQS", "NOFIELDS"]
+_TAG = ["TAG", "SEPARATOR", ","]
+V3_CREATE = [
+    ["FT.CREATE", "bb-notes-v3", *_V3_OPTIONS, "SCHEMA", "ws", *_TAG, "topic", *_TAG,
+     "kind", *_TAG, "digest", "TEXT", "body", "TEXT", "stext", "TEXT", "updated", "NUMERIC"],
+    ["FT.CREATE", "bb-digests-v1", *_V3_OPTIONS, "SCHEMA", "ws", *_TAG, "topic", *_TAG,
+     "digest", "TEXT"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("creates", [[V1_CREATE], [V2_CREATE], V3_CREATE], ids=["v1", "v2", "v3"])
 async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_index_is_gone(
-    redis_url: str, create: list[str]
+    redis_url: str, creates: list[list[str]]
 ) -> None:
-    raw(redis_url).execute_command(*create)
+    for create in creates:
+        raw(redis_url).execute_command(*create)
     old = Board(client=board_client(redis_url))
     for i in range(30):
         await old.update_state(
@@ -84,7 +97,7 @@ async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_ind
             author="a",
         )
     await old.client.aclose()  # type: ignore[attr-defined]
-    assert _indexes(redis_url) == {create[1]}
+    assert _indexes(redis_url) == {create[1] for create in creates}
 
     board = Board(client=board_client(redis_url))
     try:
@@ -94,6 +107,9 @@ async def test_an_old_board_searches_its_notes_after_the_upgrade_and_the_old_ind
         info = await board.client.ft(INDEX_NAME).info()  # type: ignore[no-untyped-call]
         options = {o.decode() if isinstance(o, bytes) else o for o in info["index_options"]}
         assert {"NOOFFSETS", "NOFREQS", "NOFIELDS"} <= options
+        for name in CURRENT:
+            fields = (await board.client.ft(name).info())["attributes"]  # type: ignore[no-untyped-call]
+            assert any(b"seq" in field or "seq" in field for field in fields), name
         by_digest = await board.search_keys(SearchKeys.parse({"q": "walrus"}), workspace="up")
         assert [i["uri"] for i in by_digest["items"]] == ["bb://up/t/n7"]
         assert by_digest["items"][0]["digest"] == "note 7 about walrus migration"

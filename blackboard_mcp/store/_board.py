@@ -89,6 +89,10 @@ class BoardLimits:
     # history off, or the age bound off.
     history_versions: int = 50
     history_max_age_seconds: int = 30 * 24 * 3600
+    # A search ranks the matches among the notes of the workspace's last ``search_window``
+    # writes when they hold enough, else the whole workspace's (store/search/_search.py);
+    # 0 ranks the whole workspace's every time.
+    search_window: int = 20_000
 
     def __post_init__(self) -> None:
         # The settings check these too; a Board built in code must not get past them: each
@@ -99,6 +103,8 @@ class BoardLimits:
             )
         if self.history_max_age_seconds < 0:
             raise ValueError("history_max_age_seconds must be 0 (no bound) or more")
+        if self.search_window < 0:
+            raise ValueError("search_window must be 0 (the whole board) or more")
 
 
 class Board:
@@ -318,6 +324,7 @@ class Board:
                 readable=readable,
                 home=home,
                 index=index,
+                window=self._limits.search_window,
             )
 
         return await self._at_home(workspace, search)

@@ -637,4 +637,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="form-action 'none'\"",
         tests=("tests/test_board_headers.py",),
     ),
+    Mutation(
+        name="search-window-never-widens",
+        why="a word the latest writes hold too few of is not looked for in the older notes",
+        path="blackboard_mcp/store/search/_search.py",
+        original="            if since is not None and len(group) < wanted:\n",
+        replacement="            if False:\n",
+        tests=("tests/test_search_window.py",),
+    ),
 )

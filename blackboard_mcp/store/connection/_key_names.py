@@ -8,12 +8,12 @@ transaction touches one workspace only).
 from __future__ import annotations
 
 NOTE_PREFIX = "bbn:"
-INDEX_NAME = "bb-notes-v3"
+INDEX_NAME = "bb-notes-v4"
 # The digests-only index beside each notes index (store/connection/_search_index.py): its
 # name with this prefix.
-DIGEST_INDEX_PREFIX = "bb-digests-v1"
+DIGEST_INDEX_PREFIX = "bb-digests-v2"
 # Earlier versions' indexes over the same notes, dropped (never with DD) when a board starts.
-RETIRED_INDEX_NAMES = ("bb-notes-v1", "bb-notes-v2")
+RETIRED_INDEX_NAMES = ("bb-notes-v1", "bb-notes-v2", "bb-notes-v3", "bb-digests-v1")
 
 
 def digest_index(index: str) -> str:

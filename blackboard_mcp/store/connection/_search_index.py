@@ -33,8 +33,17 @@ SCHEMA: tuple[Field, ...] = (
     # Not SORTABLE: the retention sweep sorts a batch by it, which RediSearch does from the
     # documents; a sort vector in the index cost every note about 20 bytes.
     NumericField("updated"),
+    # The workspace's sequence number of the note's last write: a search looks first among
+    # the notes of the last writes (store/search/_search.py), so that a common word costs
+    # what those hold, not what the whole board holds.
+    NumericField("seq"),
 )
-DIGEST_SCHEMA: tuple[Field, ...] = (TagField("ws"), TagField("topic"), TextField("digest"))
+DIGEST_SCHEMA: tuple[Field, ...] = (
+    TagField("ws"),
+    TagField("topic"),
+    TextField("digest"),
+    NumericField("seq"),
+)
 
 
 async def ensure_index(client: RedisCommands, name: str = keys.INDEX_NAME) -> bool:

@@ -208,9 +208,11 @@ def build_query(
     *,
     every: bool,
     quote_all: bool = False,
+    since: int | None = None,
 ) -> str:
     """Filters, then the positive parts (all of them when ``every``, else any), then the
-    exclusions. ``topics=None`` searches every topic of the workspace."""
+    exclusions. ``topics=None`` searches every topic of the workspace; ``since`` keeps to
+    the notes last written at that sequence number or later."""
     if every:
         parts = [_term(t, quote_all) for t in parsed.terms]
         parts += [f"{p}*" for p in parsed.prefixes]
@@ -230,4 +232,6 @@ def build_query(
     scope = f"@ws:{{{escape_tag(workspace)}}}"
     if topics is not None:
         scope += f" @topic:{{{'|'.join(escape_tag(t) for t in topics)}}}"
+    if since is not None:
+        scope += f" @seq:[{int(since)} +inf]"
     return f"{scope} ({joined}){excluded}"

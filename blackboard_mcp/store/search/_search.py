@@ -8,12 +8,20 @@ match ranks above a note that matches the same words in its body only.
 The notes holding every word (and every prefix and phrase) come first; when they are fewer
 than ``limit``, the notes holding some of them follow, each group in score order. Exclusions
 apply to both. How ``q`` is read, and why none of it reaches the parser as syntax: _query.py.
+
+RediSearch scores every note a query matches to pick the best ``limit``, so a word that one
+note in seven holds costs a board of a million notes tens of milliseconds. Each group is
+therefore looked for first among the notes of the workspace's last ``window`` writes (their
+``seq``), whose matches cost what the window holds whatever the board's size, and among the
+whole workspace's only when those hold fewer than the group needs. What that gives up: an
+older note that would outrank them is not seen while the latest writes hold enough matches.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from redis.commands.search.query import Query
@@ -55,9 +63,11 @@ def _query(
     *,
     every: bool,
     quote_all: bool,
+    since: int | None,
 ) -> Query:
+    text = build_query(workspace, topics, parsed, every=every, quote_all=quote_all, since=since)
     query: Query = (
-        Query(build_query(workspace, topics, parsed, every=every, quote_all=quote_all))  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+        Query(text)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
         # Ids only: on a cluster node RediSearch 2.10 returns no fields of a document whose
         # slot differs from the slot of the index name (checked here), and a primary's index
         # holds many workspaces' slots. The note's uri and digest come from its hash, read
@@ -80,10 +90,12 @@ async def search_keys(
     readable: Readable,
     home: BoardClient,
     index: str = keys.INDEX_NAME,
+    window: int = 0,
 ) -> dict[str, Any]:
     """``client`` and ``index`` search this workspace's notes (one index per cluster primary,
     or the coordinator's); ``home`` is the workspace's own node, which the provenance of
-    the hits is read from."""
+    the hits is read from. ``window``: how many of the latest writes are looked among first
+    (0: the whole workspace at once)."""
     topic, limit = request.topic, request.limit
     parsed = parse_q(request.q)
     warnings = list(parsed.notices)
@@ -106,22 +118,18 @@ async def search_keys(
         cursor = int(sequence or 0)
         if not parsed.searchable or topics == []:
             return _envelope(counter, [], warnings, cursor)
+        # Sequence numbers start at 1: with no more writes than the window, every note is in it.
+        since = cursor - window + 1 if 0 < window < cursor else None
+        search = _Search(client, index, workspace, topics, parsed, limit, warnings)
         ranked: list[tuple[str, float]] = []
         for every in (True, False) if parsed.parts > 1 else (True,):
             wanted = limit - len(ranked)
             if wanted <= 0:
                 break
-            # The notes holding every part must hold the phrases; all must hold no excluded one.
-            checked = parsed.checks_text if every else bool(parsed.excluded_phrases)
-            fetch = limit * (PHRASE_CANDIDATES if checked else 1) + len(ranked)
-            scored = await _run(client, index, workspace, topics, parsed, fetch, every, warnings)
-            seen = {key for key, _ in ranked}
-            group = sorted(
-                ((k, v) for k, v in scored.items() if k not in seen),
-                key=lambda item: (-item[1], item[0]),
-            )
-            if checked:
-                group = await _with_phrases(client, parsed, group, every)
+            group = await search.group(ranked, every=every, since=since)
+            if since is not None and len(group) < wanted:
+                # The latest writes hold too few of these: the whole workspace's.
+                group = await search.group(ranked, every=every, since=None)
             ranked.extend(group[:wanted])
         key_prefix = len(keys.note(workspace, ""))
         found = [(key[key_prefix:], score) for key, score in ranked]
@@ -168,6 +176,47 @@ async def search_keys(
     return _envelope(counter, entries, warnings, cursor)
 
 
+@dataclass(frozen=True)
+class _Search:
+    """One search_keys call's query, run a group at a time."""
+
+    client: RedisCommands
+    index: str
+    workspace: str
+    topics: list[str] | None
+    parsed: Parsed
+    limit: int
+    warnings: list[str]
+
+    async def group(
+        self, ranked: list[tuple[str, float]], *, every: bool, since: int | None
+    ) -> list[tuple[str, float]]:
+        """The group's hits not ``ranked`` already, best first, their phrases checked."""
+        parsed = self.parsed
+        # The notes holding every part must hold the phrases; all must hold no excluded one.
+        checked = parsed.checks_text if every else bool(parsed.excluded_phrases)
+        fetch = self.limit * (PHRASE_CANDIDATES if checked else 1) + len(ranked)
+        scored = await _run(
+            self.client,
+            self.index,
+            self.workspace,
+            self.topics,
+            parsed,
+            fetch,
+            every,
+            self.warnings,
+            since,
+        )
+        seen = {key for key, _ in ranked}
+        group = sorted(
+            ((k, v) for k, v in scored.items() if k not in seen),
+            key=lambda item: (-item[1], item[0]),
+        )
+        if checked:
+            group = await _with_phrases(self.client, parsed, group, every)
+        return group
+
+
 async def _run(
     client: RedisCommands,
     index: str,
@@ -177,9 +226,10 @@ async def _run(
     limit: int,
     every: bool,
     warnings: list[str],
+    since: int | None,
 ) -> dict[str, float]:
     """One group's hits and scores, recovering from a parser refusal or a missing index."""
-    query = _query(workspace, topics, parsed, limit, every=every, quote_all=False)
+    query = _query(workspace, topics, parsed, limit, every=every, quote_all=False, since=since)
     try:
         return await _scores(client, index, query, exact=bool(parsed.excluded))
     except ResponseError as exc:
@@ -188,7 +238,9 @@ async def _run(
             # A word this server's parser reserves that RESERVED_WORDS does not know yet
             # (another RediSearch version): quoted, every word is plain text.
             log.warning("search query refused by the parser, retrying quoted: %s", exc)
-            query = _query(workspace, topics, parsed, limit, every=every, quote_all=True)
+            query = _query(
+                workspace, topics, parsed, limit, every=every, quote_all=True, since=since
+            )
         elif "no such index" in message:
             # The index went away (a FLUSHALL, a new empty Redis): rebuild it and retry
             # once it has indexed the notes already there.
