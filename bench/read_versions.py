@@ -96,21 +96,28 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--against", action="append", default=[], metavar="REV")
+    parser.add_argument(
+        "--cell",
+        action="append",
+        choices=CELLS,
+        help="measure only this cell (repeatable); every cell without it",
+    )
     args = parser.parse_args()
+    cells = tuple(args.cell or CELLS)
+    started = time.strftime("%Y-%m-%d %H:%M")
     measured: Figures[tuple[str, str], dict[str, float]] = Figures()
     with revisions(args.against) as trees, embedded_redis() as redis:
         for _, order in rounds(args.rounds, trees):
-            for cell in CELLS:
+            for cell in cells:
                 for label, tree in order:
                     result = run_cell(redis.url, tree, label, cell, args.seconds)
                     measured.add((label, cell), result)
     print(
         f"get_state through the store, one call at a time; {args.seconds:g} s per cell, "
-        f"median of {args.rounds} rounds, revisions' order alternating; started "
-        f"{time.strftime('%Y-%m-%d %H:%M')}"
+        f"median of {args.rounds} rounds, revisions' order alternating; started {started}"
     )
     print(f"{'cell':<24} {'revision':<14} {'calls/s':>9} {'CPU ms/call':>12} {'/ this':>8}")
-    for cell in CELLS:
+    for cell in cells:
         base = measured.median((THIS_CHECKOUT, cell), lambda r: r["calls_per_s"])
         for label, _ in trees:
             rate = measured.median((label, cell), lambda r: r["calls_per_s"])

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from blackboard_mcp.store import Board, ListKeys, TiktokenCounter, UpdateState
+from blackboard_mcp.store.reads._budget import finish
+
+_COUNTER = TiktokenCounter()
 
 
 @pytest.mark.parametrize("mode", ["digest", "table", "ref"])
@@ -37,3 +44,38 @@ async def test_table_mode_costs_about_half_of_the_same_rows_as_json(board: Board
     as_json = await board.list_keys(ListKeys.parse({"topic": "t", "mode": "digest"}), workspace="w")
     as_table = await board.list_keys(ListKeys.parse({"topic": "t", "mode": "table"}), workspace="w")
     assert as_table["spent_tokens"] < 0.7 * as_json["spent_tokens"]
+
+
+@given(
+    items=st.lists(
+        st.fixed_dictionaries(
+            {
+                "uri": st.from_regex(r"bb://w/t/[a-z0-9]{1,8}", fullmatch=True),
+                "digest": st.text(max_size=200),
+                "links": st.lists(st.from_regex(r"bb://w/[a-z]{1,3}/[0-9]{1,3}", fullmatch=True)),
+            }
+        ),
+        max_size=20,
+    ),
+    warnings=st.lists(st.text(max_size=300), max_size=3),
+)
+def test_spent_tokens_is_the_exact_count_of_the_answer_that_holds_it(
+    items: list[dict[str, Any]], warnings: list[str]
+) -> None:
+    response: dict[str, Any] = {"items": items, "spent_tokens": 0, "warnings": warnings}
+    spent = finish(_COUNTER, response)
+    assert response["spent_tokens"] == spent
+    assert spent == _COUNTER.count(orjson.dumps(response).decode())
+
+
+@pytest.mark.parametrize("words", range(985, 1000))
+def test_spent_tokens_is_exact_where_the_number_gains_a_digit_group(words: int) -> None:
+    # Around 999 -> 1000 tokens the number's own cost goes from one token to two.
+    response: dict[str, Any] = {"items": [{"digest": " a" * words}], "spent_tokens": 0}
+    spent = finish(_COUNTER, response)
+    assert spent == _COUNTER.count(orjson.dumps(response).decode())
+
+
+def test_spent_tokens_is_exact_when_an_item_carries_the_same_key() -> None:
+    response: dict[str, Any] = {"items": [{"spent_tokens": 12345}], "spent_tokens": 0}
+    assert finish(_COUNTER, response) == _COUNTER.count(orjson.dumps(response).decode())

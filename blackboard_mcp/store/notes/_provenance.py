@@ -156,12 +156,13 @@ def provenance_warnings(
         (link["rel"], (link.get("to") or link["from"])[len(workspace_prefix) :]) for link in links
     }
     warnings: list[str] = []
+    incoming, outgoing = sorted(provenance.incoming.items()), sorted(provenance.outgoing.items())
     # Contradictions and supersessions against this note: open, or about an older version.
     settled: set[tuple[str, str]] = set()
     for rel, verb in (("supersedes", "superseded"), ("contradicts", "contradicted")):
         older = [
             (member, record[1])
-            for (r, member), record in sorted(provenance.incoming.items())
+            for (r, member), record in incoming
             if r == rel and (rel, member) in visible_links and record[1] < version
         ]
         if older:
@@ -180,7 +181,7 @@ def provenance_warnings(
     # What this note contradicts as it was: the other note has moved on since.
     moved_contradicted = set()
     said: set[str] = set()
-    for (rel, member), record in sorted(provenance.outgoing.items()):
+    for (rel, member), record in outgoing:
         if rel != "contradicts" or (rel, member) not in visible_links:
             continue
         current = provenance.now.get(member)
@@ -204,7 +205,7 @@ def provenance_warnings(
     # What this note was built on and has moved on since: each other note named once, in
     # one line per relation (a note citing fifty others that all moved on costs one line).
     moved: dict[str, list[tuple[str, int, int | None]]] = {}
-    for (rel, member), record in sorted(provenance.outgoing.items()):
+    for (rel, member), record in outgoing:
         if rel not in DERIVED or member in said or (rel, member) not in visible_links:
             continue
         change = _moved_on(member, record[1], provenance.now.get(member))

@@ -60,12 +60,38 @@ def clean_cut(text: str, max_tokens: int, counter: TokenCounter) -> str:
     return head
 
 
+# The envelope's own key, as the serializer writes it; a key inside an item or a string's
+# text cannot look like this (a string's quotes are escaped).
+_SPENT_KEY = '"spent_tokens":'
+
+
 def finish(counter: TokenCounter, response: dict[str, Any]) -> int:
     """Set ``spent_tokens`` to the exact token count of ``response`` as serialized; return it.
 
-    The count includes the number itself, so it is found as a fixed point: the digits of a
-    number are tokens of their own (groups of up to three), so this settles in a step or two.
+    The count includes the number itself, so it is found as a fixed point. The rest of the
+    response is counted once: cl100k's pre-tokenizer makes a number's digits tokens of their
+    own (no token joins them to the ``":`` before or the ``,`` or ``}`` after), so the whole
+    is the text around the number plus the number's own count, whatever the number.
     """
+    response["spent_tokens"] = 0
+    text = orjson.dumps(response).decode()
+    key = text.find(_SPENT_KEY)
+    if key != -1 and text.find(_SPENT_KEY, key + 1) == -1:
+        cut = key + len(_SPENT_KEY)
+        around = count_json(counter, text[:cut]) + count_json(counter, text[cut + 1 :])
+        spent = around
+        # Monotone in the number's width, so this climbs to the fixed point in a step or two.
+        for _ in range(8):
+            settled = around + counter.count(str(spent))
+            if settled == spent:
+                response["spent_tokens"] = spent
+                return spent
+            spent = settled
+    return _finish_by_recounting(counter, response)
+
+
+def _finish_by_recounting(counter: TokenCounter, response: dict[str, Any]) -> int:
+    """``finish`` by counting the whole response until the number in it is its count."""
     spent = int(response.get("spent_tokens") or 0)
     response["spent_tokens"] = spent
     real = count_json(counter, orjson.dumps(response).decode())
