@@ -142,14 +142,26 @@ async def write_links(
 
 
 def decode_links(
-    workspace: str, outgoing: set[bytes], incoming: set[bytes]
+    workspace: str,
+    outgoing: set[bytes],
+    incoming: set[bytes],
+    topic_shown: Callable[[str], bool] | None = None,
 ) -> list[dict[str, str]]:
-    """Both directions as ``{rel, to}`` / ``{rel, from}`` items, sorted for stable output."""
+    """Both directions as ``{rel, to}`` / ``{rel, from}`` items, sorted for stable output;
+    with ``topic_shown``, only the links whose other end is in a topic it admits (asked once
+    per topic)."""
+    prefix = f"bb://{workspace}/"
+    shown: dict[str, bool] = {}
     out: list[dict[str, str]] = []
-    for raw in sorted(outgoing):
-        rel, member = raw.decode().split("\t", 1)
-        out.append({"rel": rel, "to": f"bb://{workspace}/{member}"})
-    for raw in sorted(incoming):
-        rel, member = raw.decode().split("\t", 1)
-        out.append({"rel": rel, "from": f"bb://{workspace}/{member}"})
+    for direction, raws in (("to", outgoing), ("from", incoming)):
+        for raw in sorted(raws):
+            rel, member = raw.decode().split("\t", 1)
+            if topic_shown is not None:
+                topic = member.split("/", 1)[0]
+                admitted = shown.get(topic)
+                if admitted is None:
+                    admitted = shown[topic] = topic_shown(topic)
+                if not admitted:
+                    continue
+            out.append({"rel": rel, direction: prefix + member})
     return out

@@ -152,9 +152,8 @@ def provenance_warnings(
     """
     if provenance is None:
         return link_warnings(uri, links)
-    visible_links = {
-        (link["rel"], (link.get("to") or link["from"])[len(workspace_prefix) :]) for link in links
-    }
+    cut = len(workspace_prefix)
+    visible_links = {(link["rel"], (link.get("to") or link["from"])[cut:]) for link in links}
     warnings: list[str] = []
     incoming, outgoing = sorted(provenance.incoming.items()), sorted(provenance.outgoing.items())
     # Contradictions and supersessions against this note: open, or about an older version.
@@ -173,52 +172,52 @@ def provenance_warnings(
                 f"this note is at v{version}"
             )
             settled.update((rel, m) for m, _ in older)
-    open_links = [
-        link
-        for link in links
-        if "from" not in link or (link["rel"], link["from"][len(workspace_prefix) :]) not in settled
-    ]
+    now = provenance.now
     # What this note contradicts as it was: the other note has moved on since.
-    moved_contradicted = set()
-    said: set[str] = set()
-    for (rel, member), record in outgoing:
+    moved_contradicted: set[str] = set()
+    for (rel, member), (_, at) in outgoing:
         if rel != "contradicts" or (rel, member) not in visible_links:
             continue
-        current = provenance.now.get(member)
-        if current is not None and current > record[1]:
+        current = now.get(member)
+        if current is not None and current > at:
             moved_contradicted.add(member)
-            said.add(member)
             warnings.append(
-                f"{uri} contradicts {workspace_prefix}{member} as it was at v{record[1]}; "
+                f"{uri} contradicts {workspace_prefix}{member} as it was at v{at}; "
                 f"it is at v{current}"
             )
-    open_links = [
-        link
-        for link in open_links
-        if not (
-            link["rel"] == "contradicts"
-            and "to" in link
-            and link["to"][len(workspace_prefix) :] in moved_contradicted
-        )
-    ]
-    warnings = link_warnings(uri, open_links) + warnings
+    if settled or moved_contradicted:
+        links = [
+            link
+            for link in links
+            if not (
+                ("from" in link and (link["rel"], link["from"][cut:]) in settled)
+                or (
+                    link["rel"] == "contradicts"
+                    and "to" in link
+                    and link["to"][cut:] in moved_contradicted
+                )
+            )
+        ]
+    warnings = link_warnings(uri, links) + warnings
     # What this note was built on and has moved on since: each other note named once, in
     # one line per relation (a note citing fifty others that all moved on costs one line).
+    said = set(moved_contradicted)
     moved: dict[str, list[tuple[str, int, int | None]]] = {}
-    for (rel, member), record in outgoing:
-        if rel not in DERIVED or member in said or (rel, member) not in visible_links:
+    for (rel, member), (_, at) in outgoing:
+        phrase = DERIVED.get(rel)
+        if phrase is None or member in said or (rel, member) not in visible_links:
             continue
-        change = _moved_on(member, record[1], provenance.now.get(member))
-        if change:
+        current = now.get(member)
+        if current != at:
             said.add(member)
-            moved.setdefault(DERIVED[rel], []).append((member, *change))
+            moved.setdefault(phrase, []).append((member, at, current))
     for member, at in provenance.sources:
         if member in said or not readable(member.split("/", 1)[0]):
             continue
-        change = _moved_on(member, at, provenance.now.get(member))
-        if change:
+        current = now.get(member)
+        if current != at:
             said.add(member)
-            moved.setdefault(SOURCE_VERB, []).append((member, *change))
+            moved.setdefault(SOURCE_VERB, []).append((member, at, current))
     for verb, changes in moved.items():
         if len(changes) == 1:
             member, at, current = changes[0]
@@ -232,16 +231,12 @@ def provenance_warnings(
             warnings.append(f"{uri} {verb} {workspace_prefix}{member} v{at}; {said_of}")
         else:
             named = ", ".join(
-                f"{workspace_prefix}{member} v{at} "
-                + ("(deleted)" if current is None else f"(now v{current})")
-                for member, at, current in changes
+                [
+                    f"{workspace_prefix}{member} v{at} (deleted)"
+                    if current is None
+                    else f"{workspace_prefix}{member} v{at} (now v{current})"
+                    for member, at, current in changes
+                ]
             )
             warnings.append(f"{uri} {verb} notes written since: {named}")
     return warnings
-
-
-def _moved_on(member: str, at: int, current: int | None) -> tuple[int, int | None] | None:
-    """(the version recorded, the version now: None when deleted) where ``member`` moved on."""
-    if current == at:
-        return None
-    return at, current

@@ -381,13 +381,7 @@ def readable_links(
     workspace: str, outgoing: set[bytes], incoming: set[bytes], readable: Readable
 ) -> list[dict[str, str]]:
     # A link into a topic the caller may not read would leak that note's name.
-    links = decode_links(workspace, outgoing, incoming)
-    prefix = len(f"bb://{workspace}/")
-    return [
-        link
-        for link in links
-        if readable((link.get("to") or link["from"])[prefix:].split("/", 1)[0])
-    ]
+    return decode_links(workspace, outgoing, incoming, readable)
 
 
 def _entries(
