@@ -102,6 +102,23 @@ def gated_client(url: str, gate: ReadGate) -> BoardClient:
     return board_client(url, wire_class=wire_class)
 
 
+class RoundTrips:
+    """Counts the round trips a board's wires make to Redis."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def client(self, url: str) -> BoardClient:
+        counter = self
+
+        class _CountingWire(WireConnection):
+            async def round_trip(self, packed: bytes, count: int) -> list[Any]:
+                counter.count += 1
+                return await super().round_trip(packed, count)
+
+        return board_client(url, wire_class=_CountingWire)
+
+
 async def write_read_list_and_search(url: str) -> None:
     """A board on ``url`` starts, writes a note and rewrites it with CAS, and finds it by
     get_state, list_keys and search_keys: every kind of the store's Redis connection used."""

@@ -18,6 +18,7 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 from app_support import InProcessGateway, in_process_gateway
+from store_support import RoundTrips
 from support import admin_token, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
@@ -431,4 +432,38 @@ async def test_a_note_judges_at_most_256_links_each_way_and_says_the_rest_plainl
     assert answer["warnings"] == [
         f"{target} is contradicted by {doubters[256]} and 43 more",
         f"{target} was contradicted by {doubters[0]} at v1 and 255 more; this note is at v2",
+    ]
+
+
+async def test_a_full_read_asks_the_linked_notes_versions_with_its_content_in_two_round_trips(
+    redis_url: str,
+) -> None:
+    # The fields and links first; then the body, with the versions now of the notes it cites,
+    # in one round trip: provenance costs a read no round trip of its own.
+    trips = RoundTrips()
+    board = Board(client=trips.client(redis_url))
+    await board.start()
+    try:
+        hub = "bb://trips/notes/hub"
+        cited = [f"bb://trips/{topic}/n{i}" for topic in ("a", "b") for i in range(3)]
+        for uri in [hub, *cited]:
+            await board.update_state(
+                UpdateState.parse({"uri": uri, "digest": "v1", "body": "v1"}), author="me"
+            )
+        await board.link_state(
+            LinkState.parse({"src": hub, "rel": "cites", "dst": cited}), author="me"
+        )
+        for uri in cited:
+            await board.update_state(
+                UpdateState.parse({"uri": uri, "digest": "v2", "body": "v2", "expect_version": 1}),
+                author="me",
+            )
+        trips.count = 0
+        answer = await board.get_state(GetState.parse({"uris": [hub], "mode": "full"}))
+        assert trips.count == 2
+    finally:
+        await board.close()
+    assert answer["items"][0]["body"] == "v1"
+    assert answer["warnings"] == [
+        f"{hub} cites notes written since: " + ", ".join(f"{uri} v1 (now v2)" for uri in cited)
     ]

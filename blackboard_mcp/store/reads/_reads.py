@@ -13,6 +13,7 @@ get_state and list_keys share those two passes, so they stay in one module, a li
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -144,27 +145,49 @@ async def _fetch_meta(
 _JUDGED_LINKS = 256
 
 
-async def judge_provenance(
-    client: BoardClient,
-    addresses: Sequence[Address],
-    fetched: Fetched,
-    readable: Readable,
-) -> list[Provenance | None]:
-    """Each note's provenance: its links' version records (an incoming link's from the note
-    that made it) and the current versions of the notes at their other ends and of its
-    sources, in one round trip for the whole read; None for a note with neither links nor
-    sources. Nothing is asked of a topic the caller may not read."""
-    judged: list[Provenance | None] = []
-    commands: list[tuple[Any, ...]] = []
-    # Per command, what it answers: (position, "now", member) or (position, "in", rel, member).
-    asked: list[tuple[Any, ...]] = []
+@dataclass
+class ProvenanceQuestions:
+    """What a read must ask Redis to judge its notes' provenance, and where the answers go.
+
+    ``judged`` holds each note's provenance (None for a note with neither links nor sources),
+    its records decoded and the other notes' versions still unknown until ``answer``."""
+
+    judged: list[Provenance | None]
+    commands: list[tuple[Any, ...]]
+    # Per command, what it answers: (position, "now", topic, paths) or (position, "in", rel,
+    # member).
+    asked: list[tuple[Any, ...]]
+
+    def answer(self, replies: Sequence[Any]) -> list[Provenance | None]:
+        for question, reply in zip(self.asked, replies, strict=True):
+            provenance = self.judged[question[0]]
+            assert provenance is not None
+            if question[1] == "now":
+                topic, paths = question[2], question[3]
+                for path, score in zip(paths, reply, strict=True):
+                    if score is not None:
+                        provenance.now[f"{topic}/{path}"] = int(float(score))
+            else:
+                record = decode_record(reply)
+                if record is not None:
+                    provenance.incoming[(question[2], question[3])] = record
+        return self.judged
+
+
+def provenance_questions(
+    addresses: Sequence[Address], fetched: Fetched, readable: Readable
+) -> ProvenanceQuestions:
+    """Each note's links' version records (an incoming link's from the note that made it) and
+    the current versions of the notes at their other ends and of its sources, as commands for
+    one round trip. Nothing is asked of a topic the caller may not read."""
+    questions = ProvenanceQuestions([], [], [])
     for n, (address, (note, outgoing, incoming, records)) in enumerate(
         zip(addresses, fetched, strict=True)
     ):
         ws = address.workspace
         sources = _sources_at(note, f"{SCHEME}{ws}/") if note is not None else []
         if note is None or not (outgoing or incoming or sources):
-            judged.append(None)
+            questions.judged.append(None)
             continue
         # At most _JUDGED_LINKS each way: a note any number of others link to costs a read a
         # bounded round trip (the rest give the plain warnings of their relation).
@@ -173,8 +196,10 @@ async def judge_provenance(
         for raw in sorted(incoming)[:_JUDGED_LINKS]:
             rel, _, member = raw.decode().partition("\t")
             if readable(member.split("/", 1)[0]):
-                commands.append(("HGET", keys.links_at(ws, member), f"{rel}\t{address.member}"))
-                asked.append((n, "in", rel, member))
+                questions.commands.append(
+                    ("HGET", keys.links_at(ws, member), f"{rel}\t{address.member}")
+                )
+                questions.asked.append((n, "in", rel, member))
         others = provenance.others()
         # Versions now, one command per topic: the topic's notes by version hold them.
         by_topic: dict[str, list[str]] = {}
@@ -183,24 +208,23 @@ async def judge_provenance(
             if readable(topic):
                 by_topic.setdefault(topic, []).append(path)
         for topic, paths in by_topic.items():
-            commands.append(("ZMSCORE", keys.by_version(ws, topic), *paths))
-            asked.append((n, "now", topic, paths))
-        judged.append(provenance)
-    if not commands:
-        return judged
-    for question, reply in zip(asked, await client.round_trip(commands), strict=True):
-        provenance = judged[question[0]]
-        assert provenance is not None
-        if question[1] == "now":
-            topic, paths = question[2], question[3]
-            for path, score in zip(paths, reply, strict=True):
-                if score is not None:
-                    provenance.now[f"{topic}/{path}"] = int(float(score))
-        else:
-            record = decode_record(reply)
-            if record is not None:
-                provenance.incoming[(question[2], question[3])] = record
-    return judged
+            questions.commands.append(("ZMSCORE", keys.by_version(ws, topic), *paths))
+            questions.asked.append((n, "now", topic, paths))
+        questions.judged.append(provenance)
+    return questions
+
+
+async def judge_provenance(
+    client: BoardClient,
+    addresses: Sequence[Address],
+    fetched: Fetched,
+    readable: Readable,
+) -> list[Provenance | None]:
+    """Each note's provenance (``provenance_questions``), asked in one round trip of its own."""
+    questions = provenance_questions(addresses, fetched, readable)
+    if not questions.commands:
+        return questions.judged
+    return questions.answer(await client.round_trip(questions.commands))
 
 
 def _sources_at(note: dict[str, str], prefix: str) -> list[tuple[str, int]]:
@@ -254,7 +278,8 @@ async def _fetch_content(
     counter: TokenCounter,
     wanted: list[tuple[Entry, Address, dict[str, str]]],
     prefix_bytes: int | None,
-) -> list[int]:
+    also: Sequence[tuple[Any, ...]] = (),
+) -> tuple[list[int], list[Any]]:
     """Give each entry its content: one field of the note, or its blob (whole, or the first
     ``prefix_bytes`` bytes of the first entry when only that one may be shown, cut).
 
@@ -265,6 +290,9 @@ async def _fetch_content(
     read shows. Returns the positions in ``wanted`` whose note moved on: their entries are
     left without content, for the caller to read again. An entry whose fields came with its
     body (a second reading) takes that body as it is: both are of one moment of the hash.
+
+    ``also`` are other commands of the read (its provenance questions) sent in the same round
+    trip; their replies are returned beside the positions.
     """
     commands: list[tuple[Any, ...]] = []
     # Per command: the position in ``wanted``, the bytes a blob range must hold (None for a
@@ -303,10 +331,11 @@ async def _fetch_content(
         else:
             commands.append(("GETRANGE", blob_key, begin, end - 1))
             expected.append((i, end - begin, begin))
-    if not commands:
-        return []
+    if not commands and not also:
+        return [], []
+    replies = await client.round_trip([*commands, *also])
     moved: list[int] = []
-    for (i, length, offset), raw in zip(expected, await client.round_trip(commands), strict=True):
+    for (i, length, offset), raw in zip(expected, replies[: len(commands)], strict=True):
         entry, _, note = wanted[i]
         if length is None:
             version, data = raw
@@ -319,7 +348,7 @@ async def _fetch_content(
                 moved.append(i)
                 continue
         _give_content(counter, entry, note, data or b"", offset)
-    return moved
+    return moved, replies[len(commands) :]
 
 
 def _give_content(
@@ -393,10 +422,14 @@ def _entries(
     readable: Readable,
     judged: Sequence[Provenance | None] | None = None,
     mark_past: bool = True,
+    pending: list[_Pending] | None = None,
 ) -> list[tuple[Entry, dict[str, str] | None]]:
     """The items; a past version's says so and names the current one, unless ``mark_past``
     is off (a note's list of versions, where the first is the current one). ``judged`` is
-    each note's provenance (``judge_provenance``), for the warnings that say what moved on."""
+    each note's provenance (``judge_provenance``), for the warnings that say what moved on.
+
+    With ``pending``, ``judged`` is not answered yet: a note with provenance gets its links'
+    plain warnings for now, and a ``_Pending`` in ``pending`` to replace them once it is."""
     out: list[tuple[Entry, dict[str, str] | None]] = []
     for n, (address, fetched_note) in enumerate(zip(addresses, fetched, strict=True)):
         note, outgoing, incoming, _ = fetched_note
@@ -427,14 +460,18 @@ def _entries(
             continue
         links = readable_links(address.workspace, outgoing, incoming, readable)
         current = note.get(CURRENT_VERSION)
+        version = int(current or note.get("version") or 0)
+        provenance = judged[n] if judged is not None else None
+        later = pending is not None and provenance is not None
         warnings = provenance_warnings(
             address.uri,
-            int(current or note.get("version") or 0),
+            version,
             links,
-            judged[n] if judged is not None else None,
+            None if later else provenance,
             workspace_prefix=f"{SCHEME}{address.workspace}/",
             readable=readable,
         )
+        said = len(warnings)
         if current is not None and mark_past:
             warnings.append(
                 f"{address.uri} is a past version; the note is at version {current} "
@@ -447,8 +484,33 @@ def _entries(
             entry.rest_of = f"{address.note.uri}@{note['version']}"
         if current is not None and mark_past:
             entry.item["current_version"] = int(current)
+        if later and pending is not None:
+            pending.append(_Pending(entry, n, address, version, links, said))
         out.append((entry, note))
     return out
+
+
+@dataclass
+class _Pending:
+    """An entry read before its provenance was answered: the first ``said`` of its warnings
+    are its links' plain ones, replaced by ``settle`` with what the answers show."""
+
+    entry: Entry
+    position: int  # in the read's addresses (and its provenance questions)
+    address: Address
+    version: int
+    links: list[dict[str, str]] = field(repr=False)
+    said: int
+
+    def settle(self, judged: Sequence[Provenance | None], readable: Readable) -> None:
+        self.entry.warnings[: self.said] = provenance_warnings(
+            self.address.uri,
+            self.version,
+            self.links,
+            judged[self.position],
+            workspace_prefix=f"{SCHEME}{self.address.workspace}/",
+            readable=readable,
+        )
 
 
 def _start_at(entry: Entry, start: int, size: int) -> None:
@@ -471,11 +533,18 @@ async def _show(
     built: list[tuple[Entry, dict[str, str] | None]],
     render: Render,
     refetch: Refetch,
+    questions: ProvenanceQuestions | None = None,
+    pending: Sequence[_Pending] = (),
+    readable: Readable | None = None,
 ) -> tuple[dict[str, Any], int]:
     """Plan from estimates, fetch the content of what is planned, then fit exactly.
 
     An item whose note was written between the two round trips is read again, its fields
-    with its body (``refetch``), and the plan made anew: every item shown is one version."""
+    with its body (``refetch``), and the plan made anew: every item shown is one version.
+
+    ``questions`` (the entries' provenance, ``pending`` their warnings until it is answered)
+    go with the first content round trip. The plan counts the links' plain warnings for those
+    entries; the fit, after the answers, counts what is shown exactly."""
     for _ in range(READ_ATTEMPTS):
         entries = [e for e, _ in built]
         base = finish(counter, render([], [], 0))
@@ -487,7 +556,14 @@ async def _show(
         ]
         wanted = [(built[p][0], addresses[p], built[p][1] or {}) for p in positions]
         prefix = budget * _PREFIX_BYTES_PER_TOKEN if count == 0 else None
-        moved = [positions[i] for i in await _fetch_content(client, counter, wanted, prefix)]
+        also = questions.commands if questions is not None else []
+        found_moved, answers = await _fetch_content(client, counter, wanted, prefix, also)
+        if questions is not None and readable is not None:
+            judged = questions.answer(answers)
+            for waiting in pending:
+                waiting.settle(judged, readable)
+            questions = None
+        moved = [positions[i] for i in found_moved]
         if not moved:
             fitted = fit(counter, budget, entries, count, render)
             return fitted.response, fitted.shown
@@ -541,7 +617,19 @@ async def get_state(
             )
 
         by_address = dict(zip(allowed, fetched, strict=True))
-        built = await build(addresses, [by_address.get(a, REFUSED) for a in addresses])
+        found = [by_address.get(a, REFUSED) for a in addresses]
+        # The provenance of what was found is asked with the content, in one round trip.
+        questions = provenance_questions(addresses, found, readable)
+        pending: list[_Pending] = []
+        built = _entries(
+            addresses,
+            found,
+            mode=checked_mode,
+            fields=checked_fields,
+            readable=readable,
+            judged=questions.judged,
+            pending=pending,
+        )
         notices = [
             f"the token may not read topic {t!r}; those items are refused" for t in refused_topics
         ]
@@ -566,7 +654,18 @@ async def get_state(
             )
             return await build(again, fetched_again)
 
-        response, _ = await _show(client, counter, budget, addresses, built, render, refetch)
+        response, _ = await _show(
+            client,
+            counter,
+            budget,
+            addresses,
+            built,
+            render,
+            refetch,
+            questions=questions,
+            pending=pending,
+            readable=readable,
+        )
     return response
 
 
