@@ -154,7 +154,7 @@ class ProvenanceQuestions:
 
     judged: list[Provenance | None]
     commands: list[tuple[Any, ...]]
-    # Per command, what it answers: (position, "now", topic, paths) or (position, "in", rel,
+    # Per command, what it answers: (position, "now", members) or (position, "in", rel,
     # member).
     asked: list[tuple[Any, ...]]
 
@@ -163,10 +163,10 @@ class ProvenanceQuestions:
             provenance = self.judged[question[0]]
             assert provenance is not None
             if question[1] == "now":
-                topic, paths = question[2], question[3]
-                for path, score in zip(paths, reply, strict=True):
+                now = provenance.now
+                for member, score in zip(question[2], reply, strict=True):
                     if score is not None:
-                        provenance.now[f"{topic}/{path}"] = int(float(score))
+                        now[member] = int(float(score))
             else:
                 record = decode_record(reply)
                 if record is not None:
@@ -204,12 +204,15 @@ def provenance_questions(
         # Versions now, one command per topic: the topic's notes by version hold them.
         by_topic: dict[str, list[str]] = {}
         for member in sorted(others):
-            topic, _, path = member.partition("/")
+            topic = member.partition("/")[0]
             if readable(topic):
-                by_topic.setdefault(topic, []).append(path)
-        for topic, paths in by_topic.items():
-            questions.commands.append(("ZMSCORE", keys.by_version(ws, topic), *paths))
-            questions.asked.append((n, "now", topic, paths))
+                by_topic.setdefault(topic, []).append(member)
+        for topic, members in by_topic.items():
+            cut = len(topic) + 1
+            questions.commands.append(
+                ("ZMSCORE", keys.by_version(ws, topic), *[m[cut:] for m in members])
+            )
+            questions.asked.append((n, "now", members))
         questions.judged.append(provenance)
     return questions
 
