@@ -3,8 +3,9 @@
 A read makes two passes over Redis. The first fetches each note's small fields (sizes and
 stored token counts among them) and its links; the budget then decides which items can be
 shown, and the second fetches content (a body, an offloaded blob, or just the start of one
-for an item that will be cut) for those items only. A read at a small budget over notes of a
-megabyte each moves kilobytes, not megabytes.
+for an item that will be cut) for those items only, and get_state's provenance questions
+(the linked notes' versions now) with it. A read at a small budget over notes of a megabyte
+each moves kilobytes, not megabytes.
 
 get_state and list_keys share those two passes, so they stay in one module, a little over
 400 lines.
