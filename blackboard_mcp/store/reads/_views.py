@@ -7,6 +7,7 @@ afterwards, and only for the items the budget shows (see _reads.py).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -65,6 +66,8 @@ def every_topic(_topic: str) -> bool:
     return True
 
 
+# A note's times are read far more often than they change: each stored text formatted once.
+@functools.lru_cache(maxsize=8192)
 def iso_time(ms: str) -> str:
     if not ms:
         return ""
