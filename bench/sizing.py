@@ -3,9 +3,9 @@
 Writes N notes (a digest of about 80 bytes and a body of ``--body-bytes`` of random words from
 a 2,000-word vocabulary, over 5 topics) through the store, then prints Redis's used_memory
 growth against the payload bytes (digest + body), split into the note hashes, the search index
-and the rest (the topic listings and the change log), and checks that search still finds a
-note by a word of its digest and by a word of its body. Each layout is loaded into the same
-emptied Redis in turn, in one run:
+and the rest (of which the per-topic sorted sets and the change log are named), and checks
+that search still finds a note by a word of its digest and by a word of its body. Each
+layout is loaded into the same emptied Redis in turn, in one run:
 
 - ``now``: this version: a notes index of document ids only (no term offsets, frequencies or
   field flags) beside a digests index, notes kept as listpacks.
@@ -230,13 +230,24 @@ async def load(
     await asyncio.sleep(0.5)
     after = int(sync.info("memory")["used_memory"])
     index_bytes = sum(float(sync.ft(n).info()["total_index_memory_sz_mb"]) * 1e6 for n in indexes)
-    notes_bytes = 0
+    # Every key's MEMORY USAGE (the value, its key and its entry in the keyspace), by the
+    # family its name starts with.
+    by_family: Counter[str] = Counter()
     pipe = sync.pipeline(transaction=False)
-    for key in sync.scan_iter(match=f"{NOTE_PREFIX}*", count=10_000):
+    families: list[str] = []
+
+    def settle() -> None:
+        for family, used in zip(families, pipe.execute(), strict=True):
+            by_family[family] += used or 0
+        families.clear()
+
+    for key in sync.scan_iter(count=10_000):
+        families.append(_family(key))
         pipe.memory_usage(key, samples=0)
-        if len(pipe) == 10_000:
-            notes_bytes += sum(n or 0 for n in pipe.execute())
-    notes_bytes += sum(n or 0 for n in pipe.execute())
+        if len(families) == 10_000:
+            settle()
+    settle()
+    notes_bytes = by_family["note"]
     other = after - before - index_bytes - notes_bytes
     uri = f"bb://size/{topics.of(notes // 2)}/n{notes // 2}"
     found_digest = any(
@@ -259,6 +270,8 @@ async def load(
     print(
         f"{layout.name:<26} {ratio:5.2f}x   notes {notes_bytes / payload:4.2f}x"
         f"  index {index_bytes / payload:4.2f}x  other {other / payload:4.2f}x"
+        f" (topic sets {by_family['topic sets'] / payload:4.2f}x,"
+        f" change log {by_family['change log'] / payload:4.2f}x)"
         f"   {(after - before) / notes:6.0f} B/note  loaded {notes / load_s:5.0f}/s"
         f"  search finds a digest word {'yes' if found_digest else 'NO'},"
         f" a body word {'yes' if found_body else 'NO'}",
@@ -273,6 +286,19 @@ async def load(
             await whole.close()
     await board.close()
     sync.close()
+
+
+def _family(key: bytes) -> str:
+    """What a key of the board holds, from its name's prefix (store/connection/_key_names.py)."""
+    if key.startswith(NOTE_PREFIX.encode()):
+        return "note"
+    prefix = key.split(b":", 1)[0]
+    # (``bbtk:{ws}`` alone is the token inventory; a topic's set by kind names its topic.)
+    if prefix in (b"bbtn", b"bbtv") or (prefix == b"bbtk" and key.count(b":") >= 3):
+        return "topic sets"
+    if prefix == b"bbc":
+        return "change log"
+    return "rest"
 
 
 @dataclass(frozen=True)
