@@ -467,3 +467,45 @@ async def test_a_full_read_asks_the_linked_notes_versions_with_its_content_in_tw
     assert answer["warnings"] == [
         f"{hub} cites notes written since: " + ", ".join(f"{uri} v1 (now v2)" for uri in cited)
     ]
+
+
+async def test_reads_of_linked_notes_stay_within_every_budget_though_planned_before_judged(
+    board: Board,
+) -> None:
+    # The plan counts the links' plain warnings; the judged ones, longer here, come with the
+    # content: whatever the budget, the answer's exact cost stays within it.
+    hubs = [f"bb://w/t/hub{i}" for i in range(3)]
+    cited = [f"bb://w/c/n{i}" for i in range(12)]
+    for uri in hubs:
+        await board.update_state(
+            UpdateState.parse({"uri": uri, "digest": "hub", "body": "word " * 120}), author="me"
+        )
+    for uri in cited:
+        await board.update_state(
+            UpdateState.parse({"uri": uri, "digest": "v1", "body": "v1"}), author="me"
+        )
+    for uri in hubs:
+        await board.link_state(
+            LinkState.parse({"src": uri, "rel": "cites", "dst": cited}), author="me"
+        )
+    for uri in cited:
+        await board.update_state(
+            UpdateState.parse({"uri": uri, "digest": "v2", "body": "v2", "expect_version": 1}),
+            author="me",
+        )
+    shown = set()
+    for budget in range(60, 2400, 23):
+        try:
+            answer = await board.get_state(
+                GetState.parse({"uris": hubs, "mode": "full", "budget_tokens": budget})
+            )
+        except InvalidArgument:
+            continue  # not even the envelope fits
+        assert answer["spent_tokens"] <= budget, budget
+        shown.add(len(answer["items"]))
+        for item in answer["items"]:
+            if "body" in item and "cut" not in item:
+                assert f"{item['uri']} cites notes written since: " in " ".join(
+                    answer.get("warnings", [])
+                )
+    assert shown >= {1, 2, 3}
