@@ -435,6 +435,29 @@ async def test_a_note_judges_at_most_256_links_each_way_and_says_the_rest_plainl
     ]
 
 
+async def cite_notes_that_move_on(
+    board: Board, hubs: list[str], cited: list[str], *, hub_body: str = "v1"
+) -> None:
+    """Each of ``hubs`` cites every one of ``cited``, and each cited note is written again."""
+    for uri in hubs:
+        await board.update_state(
+            UpdateState.parse({"uri": uri, "digest": "hub", "body": hub_body}), author="me"
+        )
+    for uri in cited:
+        await board.update_state(
+            UpdateState.parse({"uri": uri, "digest": "v1", "body": "v1"}), author="me"
+        )
+    for uri in hubs:
+        await board.link_state(
+            LinkState.parse({"src": uri, "rel": "cites", "dst": cited}), author="me"
+        )
+    for uri in cited:
+        await board.update_state(
+            UpdateState.parse({"uri": uri, "digest": "v2", "body": "v2", "expect_version": 1}),
+            author="me",
+        )
+
+
 async def test_a_full_read_asks_the_linked_notes_versions_with_its_content_in_two_round_trips(
     redis_url: str,
 ) -> None:
@@ -443,21 +466,10 @@ async def test_a_full_read_asks_the_linked_notes_versions_with_its_content_in_tw
     trips = RoundTrips()
     board = Board(client=trips.client(redis_url))
     await board.start()
+    hub = "bb://trips/notes/hub"
+    cited = [f"bb://trips/{topic}/n{i}" for topic in ("a", "b") for i in range(3)]
     try:
-        hub = "bb://trips/notes/hub"
-        cited = [f"bb://trips/{topic}/n{i}" for topic in ("a", "b") for i in range(3)]
-        for uri in [hub, *cited]:
-            await board.update_state(
-                UpdateState.parse({"uri": uri, "digest": "v1", "body": "v1"}), author="me"
-            )
-        await board.link_state(
-            LinkState.parse({"src": hub, "rel": "cites", "dst": cited}), author="me"
-        )
-        for uri in cited:
-            await board.update_state(
-                UpdateState.parse({"uri": uri, "digest": "v2", "body": "v2", "expect_version": 1}),
-                author="me",
-            )
+        await cite_notes_that_move_on(board, [hub], cited)
         trips.count = 0
         answer = await board.get_state(GetState.parse({"uris": [hub], "mode": "full"}))
         assert trips.count == 2
@@ -475,24 +487,9 @@ async def test_reads_of_linked_notes_stay_within_every_budget_though_planned_bef
     # The plan counts the links' plain warnings; the judged ones, longer here, come with the
     # content: whatever the budget, the answer's exact cost stays within it.
     hubs = [f"bb://w/t/hub{i}" for i in range(3)]
-    cited = [f"bb://w/c/n{i}" for i in range(12)]
-    for uri in hubs:
-        await board.update_state(
-            UpdateState.parse({"uri": uri, "digest": "hub", "body": "word " * 120}), author="me"
-        )
-    for uri in cited:
-        await board.update_state(
-            UpdateState.parse({"uri": uri, "digest": "v1", "body": "v1"}), author="me"
-        )
-    for uri in hubs:
-        await board.link_state(
-            LinkState.parse({"src": uri, "rel": "cites", "dst": cited}), author="me"
-        )
-    for uri in cited:
-        await board.update_state(
-            UpdateState.parse({"uri": uri, "digest": "v2", "body": "v2", "expect_version": 1}),
-            author="me",
-        )
+    await cite_notes_that_move_on(
+        board, hubs, [f"bb://w/c/n{i}" for i in range(12)], hub_body="word " * 120
+    )
     shown = set()
     for budget in range(60, 2400, 23):
         try:
