@@ -607,8 +607,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="staleness-never-seen",
         why="a note derived from one written since reads as if nothing had moved on",
         path="blackboard_mcp/store/notes/_provenance.py",
-        original="        if current != at:\n            said.add(member)\n            moved.setdefault(phrase",
-        replacement="        if False:\n            said.add(member)\n            moved.setdefault(phrase",
+        original=(
+            "        if current != at:\n            said.add(member)\n"
+            "            moved.setdefault(phrase"
+        ),
+        replacement=(
+            "        if False:\n            said.add(member)\n            moved.setdefault(phrase"
+        ),
         tests=("tests/test_provenance.py",),
     ),
     Mutation(
