@@ -554,6 +554,21 @@ async def test_an_idle_listener_waits_again_and_again_without_growing_anything()
     assert await listener.wait(0) and interest.sleepers == []
 
 
+async def test_a_wait_ends_on_time_though_the_wait_before_it_was_longer() -> None:
+    grant = Grant("a", "ws", ("*",), (), frozenset(), frozenset(), "t", 0.0, 1e12)
+    interest = Interest(grant, frozenset(), None, limit=4)
+    listener = Listener(grant, interest)
+    interest.listeners[listener] = None
+    # A long wait ended by a change leaves its timer for the next wait; a shorter wait after
+    # it must not wait for that timer.
+    waiting = asyncio.create_task(listener.wait(3600))
+    await asyncio.sleep(0)
+    interest.publish(Notice.of(Change("ws", "t", 1, "write", "bb://ws/t/k", 1, "a", 0)))
+    assert await waiting
+    assert [n.change.uri for n in interest.read(listener, 10)] == ["bb://ws/t/k"]
+    assert not await asyncio.wait_for(listener.wait(0), timeout=10)
+
+
 class _FloodedFeed:
     """A change log that holds two full reads and then a few entries more, and then
     nothing: ``next`` then waits until the test ends."""

@@ -325,7 +325,7 @@ class Listener:
     grant: Grant
     interest: Interest
     cursor: int = 0
-    waiter: asyncio.Future[None] | None = None
+    waiter: asyncio.Future[bool] | None = None
     on_drop: Callable[[], None] = field(default=lambda: None)
     dropped: bool = False
     closing: bool = False  # end the stream once what is waiting is sent
@@ -334,6 +334,11 @@ class Listener:
     # it hears (None before it has taken any): a dropped client catches up from there.
     resume_after: int | None = None
     checked_at: float = field(default_factory=time.monotonic)
+    # One timer a listener, moved only when a wait must end sooner than it: a wait that ends
+    # with a change (most of them, under load) leaves it for the next, instead of each wait
+    # setting a timer and cancelling it, thousands of times a second over many listeners.
+    _timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    _wait_until: float = 0.0
 
     @property
     def limit(self) -> int:
@@ -365,25 +370,46 @@ class Listener:
     def wake(self) -> None:
         waiter = self.waiter
         if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+            waiter.set_result(True)
 
     async def wait(self, seconds: float) -> bool:
         """Wait up to ``seconds`` for something to send (or the end); False if nothing came."""
         if self.has_changes or self.closing:
             return True
-        waiter = self.waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = self.waiter = loop.create_future()
         if not self.asleep:
             # Once until the next change: a quiet stream waits again every few seconds.
             self.asleep = True
             self.interest.sleepers.append(self)
+        self._wait_until = loop.time() + max(0.0, seconds)
+        timer = self._timer
+        if timer is None or timer.when() > self._wait_until:
+            if timer is not None:
+                timer.cancel()
+            self._timer = loop.call_at(self._wait_until, self._time_is_up)
         try:
-            async with asyncio.timeout(max(0.0, seconds)):
-                await waiter
-        except TimeoutError:
-            return self.has_changes or self.closing
+            woken = await waiter
         finally:
             self.waiter = None
-        return True
+        return woken or self.has_changes or self.closing
+
+    def _time_is_up(self) -> None:
+        self._timer = None
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            return  # not waiting: the next wait sets a timer of its own
+        loop = waiter.get_loop()
+        if loop.time() >= self._wait_until:
+            waiter.set_result(False)
+        else:
+            # This wait began after the timer was set, and ends later.
+            self._timer = loop.call_at(self._wait_until, self._time_is_up)
+
+    def stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 class ChangeHub:
@@ -480,6 +506,7 @@ class ChangeHub:
         if listener not in interest.listeners:
             return
         del interest.listeners[listener]
+        listener.stop_timer()
         if listener.asleep:
             interest.sleepers.remove(listener)
         self._count -= 1
