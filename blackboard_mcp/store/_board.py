@@ -248,7 +248,7 @@ class Board:
         # into an error.
         try:
             async with self._placement.operation():
-                await self._client.sadd(keys.workspaces(), workspace)
+                await self._placement.send([("SADD", keys.workspaces(), workspace)])
         except StoreError as exc:
             log.warning("workspace %s not added to the registry: %s", workspace, exc)
 
