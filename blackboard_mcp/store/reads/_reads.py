@@ -74,7 +74,7 @@ Fetched = list[FetchedNote]
 REFUSED: FetchedNote = (None, set(), set(), {})
 
 
-async def _fetch_meta(
+async def fetch_meta(
     client: BoardClient,
     workspace: str,
     addresses: Sequence[Address],
@@ -604,7 +604,7 @@ async def get_state(
         "full" if any(a.start is not None for a in allowed) else checked_mode, checked_fields
     )
     async with client.operation():
-        fetched, cursor, _ = await _fetch_meta(
+        fetched, cursor, _ = await fetch_meta(
             client, addresses[0].workspace, allowed, names, gate=gate
         )
 
@@ -653,7 +653,7 @@ async def get_state(
 
         async def refetch(again: list[Address]) -> list[tuple[Entry, dict[str, str] | None]]:
             # The fields with the body, in one command per note: of one version.
-            fetched_again, _, _ = await _fetch_meta(
+            fetched_again, _, _ = await fetch_meta(
                 client, addresses[0].workspace, again, [*names, "body"]
             )
             return await build(again, fetched_again)
@@ -724,7 +724,7 @@ async def list_keys(
             )
             addresses = [Address(workspace, r.topic, r.path) for r in rows]
         names = META_FIELDS if checked_mode == "table" else fields_for(checked_mode, checked_fields)
-        fetched, now, deleted = await _fetch_meta(
+        fetched, now, deleted = await fetch_meta(
             client, workspace, addresses, names, deletions_after=since
         )
         gone = [

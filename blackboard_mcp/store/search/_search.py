@@ -35,7 +35,7 @@ from ..notes._addresses import SCHEME, Address
 from ..notes._provenance import provenance_warnings
 from ..notes._tokencount import TokenCounter
 from ..reads._budget import Entry, finish, fit, plan
-from ..reads._reads import Fetched, judge_provenance, readable_links
+from ..reads._reads import Fetched, fetch_meta, judge_provenance, readable_links
 from ..reads._views import Readable, every_topic
 from ..requests import SearchKeys
 from ..requests._read_options import DEFAULT_BUDGET
@@ -100,20 +100,20 @@ async def search_keys(
     parsed = parse_q(request.q)
     warnings = list(parsed.notices)
     async with home.operation():
-        pipe = client.redis.pipeline(transaction=False)
-        pipe.get(keys.sequence(workspace))
+        # The workspace's keys are on its own node: read on the store's own wires.
         topics: list[str] | None
         if topic is not None:
             # Scopes were checked by the gateway; the predicate is applied here as well.
             topics = [t for t in [topic] if readable(t)]
-            [sequence] = await pipe.execute()
+            [sequence] = await home.round_trip([("GET", keys.sequence(workspace))])
         elif readable is every_topic:
             # Nothing to leave out: no topic filter, which would double the query's cost.
             topics = None
-            [sequence] = await pipe.execute()
+            [sequence] = await home.round_trip([("GET", keys.sequence(workspace))])
         else:
-            pipe.smembers(keys.topics(workspace))
-            sequence, known = await pipe.execute()
+            sequence, known = await home.round_trip(
+                [("GET", keys.sequence(workspace)), ("SMEMBERS", keys.topics(workspace))]
+            )
             topics = sorted(t for t in (k.decode() for k in known) if readable(t))
         cursor = int(sequence or 0)
         if not parsed.searchable or topics == []:
@@ -132,27 +132,20 @@ async def search_keys(
                 group = await search.group(ranked, every=every, since=None)
             ranked.extend(group[:wanted])
         key_prefix = len(keys.note(workspace, ""))
-        found = [(key[key_prefix:], score) for key, score in ranked]
-        pipe = client.redis.pipeline(transaction=False)
-        for member, _ in found:
-            pipe.hmget(keys.note(workspace, member), _HIT_FIELDS)
-            pipe.smembers(keys.links_out(workspace, member))
-            pipe.smembers(keys.links_in(workspace, member))
-            pipe.hgetall(keys.links_at(workspace, member))
-        replies = await pipe.execute() if found else []
+        found = [(_hit_address(workspace, key[key_prefix:]), score) for key, score in ranked]
+        # The hits' fields and links, as get_state reads them: one round trip on a wire.
+        fetched_all, _, _ = (
+            await fetch_meta(home, workspace, [a for a, _ in found], _HIT_FIELDS)
+            if found
+            else ([], 0, [])
+        )
         hits: list[tuple[Address, float]] = []
         fetched: Fetched = []
-        for i, (member, score) in enumerate(found):
-            stored, outgoing, incoming, records = replies[4 * i : 4 * i + 4]
-            if stored[0] is None:
+        for (address, score), got in zip(found, fetched_all, strict=True):
+            if got[0] is None:
                 continue  # gone since the index answered
-            note = {
-                f: v.decode() if v is not None else ""
-                for f, v in zip(_HIT_FIELDS, stored, strict=True)
-            }
-            topic, path = member.split("/", 1)
-            hits.append((Address(workspace, topic, path), score))
-            fetched.append((note, outgoing, incoming, records))
+            hits.append((address, score))
+            fetched.append(got)
         addresses = [address for address, _ in hits]
         judged = await judge_provenance(home, addresses, fetched, readable)
     entries = []
@@ -174,6 +167,11 @@ async def search_keys(
         )
         entries.append(Entry(uri, item, said))
     return _envelope(counter, entries, warnings, cursor)
+
+
+def _hit_address(workspace: str, member: str) -> Address:
+    topic, path = member.split("/", 1)
+    return Address(workspace, topic, path)
 
 
 @dataclass(frozen=True)
