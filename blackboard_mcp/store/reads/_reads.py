@@ -250,6 +250,8 @@ def _as_mapping(reply: Any) -> dict[bytes, bytes]:
     """An HGETALL reply as a dict: a flat list on RESP2, a map on RESP3."""
     if isinstance(reply, dict):
         return reply
+    if not reply:
+        return {}  # most notes have no links
     return dict(zip(reply[::2], reply[1::2], strict=True))
 
 
@@ -264,7 +266,8 @@ def _version_of(
     """The fields of what ``address`` names: the note, or the kept version it asks for."""
     if values[0] is None:
         return None
-    note = {f: _text(v) for f, v in zip(names, values, strict=True)}
+    # Inline, not _text: this runs for every field of every note a read or a listing shows.
+    note = {f: v.decode() if v is not None else "" for f, v in zip(names, values, strict=True)}
     if kept is None or note["version"] == str(address.version):
         if kept is not None:
             note["uri"] = address.uri
