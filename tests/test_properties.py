@@ -1253,6 +1253,13 @@ def test_list_keys_lists_only_readable_topics_within_limit_whatever_the_argument
     checked_call(world, viewer, "list_keys", data.draw(list_arguments(world), label="args"))
 
 
+def _excluded_words(q: str) -> list[str]:
+    """The words of the query's excluded terms (``-word``), as the README says they read."""
+    return [
+        w.lower() for term in re.findall(r"(?:^|\s)-(\S+)", q) for w in re.findall(r"\w+", term)
+    ]
+
+
 def _first_words(q: str, count: int) -> list[str]:
     words: dict[str, None] = {}
     for word in re.findall(r"\w+", q):
@@ -1275,12 +1282,18 @@ def test_search_syntax_in_q_neither_fails_nor_leaks_nor_hides_a_matching_note(
     if world.oracle_word.encode() not in planted:
         oracle = {"digest": f"oracle note {world.oracle_word}", "body": "otter"}
         _plant(world, {"uri": world.oracle_uri, **oracle})
+    oracle_text = b" ".join(
+        v or b""
+        for v in world.redis.hmget(_note_key(world.oracle_uri), ["digest", "body", "stext"])
+    ).decode()
     is_error, body = checked_call(world, viewer, "search_keys", args)
     q, limit = args.get("q"), args.get("limit")
     oracle_applies = (
         isinstance(q, str)
         and len(q) <= 10_000
         and world.oracle_word in _first_words(q, 32)
+        # A word the query excludes (``-otter``) that the note holds leaves it out, as asked.
+        and not set(_excluded_words(q)) & set(_first_words(oracle_text, 1_000))
         and args.get("topic") == "pub-notes"
         and viewer.can_read(world.ws, "pub-notes")
         and (limit is None or (_is_int(limit) and 2 <= limit <= 50))
@@ -1289,7 +1302,7 @@ def test_search_syntax_in_q_neither_fails_nor_leaks_nor_hides_a_matching_note(
     if oracle_applies:
         event("the oracle note had to be found")
         # Whatever syntax surrounds it, a word of the note's digest finds the note: the
-        # caller's text can only add words, never subtract results.
+        # caller's text can only add words, and exclude none the note holds.
         assert not is_error, body
         assert world.oracle_uri in [i["uri"] for i in body["items"]], body
 
