@@ -491,7 +491,7 @@ def _entries(
             entry.rest_of = f"{address.note.uri}@{note['version']}"
         if current is not None and mark_past:
             entry.item["current_version"] = int(current)
-        if later and pending is not None:
+        if pending is not None and later:
             pending.append(_Pending(entry, n, address, version, links, said))
         out.append((entry, note))
     return out
@@ -520,6 +520,21 @@ class _Pending:
         )
 
 
+@dataclass
+class _AskedWithContent:
+    """A read's provenance questions, sent with its content, and the entries whose warnings
+    wait for the answers."""
+
+    questions: ProvenanceQuestions
+    pending: list[_Pending]
+    readable: Readable
+
+    def settle(self, replies: Sequence[Any]) -> None:
+        judged = self.questions.answer(replies)
+        for waiting in self.pending:
+            waiting.settle(judged, self.readable)
+
+
 def _start_at(entry: Entry, start: int, size: int) -> None:
     """Read ``entry``'s content from byte ``start``: planned on the share of the stored
     count its bytes are (the fit that follows is exact)."""
@@ -540,18 +555,16 @@ async def _show(
     built: list[tuple[Entry, dict[str, str] | None]],
     render: Render,
     refetch: Refetch,
-    questions: ProvenanceQuestions | None = None,
-    pending: Sequence[_Pending] = (),
-    readable: Readable | None = None,
+    asked: _AskedWithContent | None = None,
 ) -> tuple[dict[str, Any], int]:
     """Plan from estimates, fetch the content of what is planned, then fit exactly.
 
     An item whose note was written between the two round trips is read again, its fields
     with its body (``refetch``), and the plan made anew: every item shown is one version.
 
-    ``questions`` (the entries' provenance, ``pending`` their warnings until it is answered)
-    go with the first content round trip. The plan counts the links' plain warnings for those
-    entries; the fit, after the answers, counts what is shown exactly."""
+    ``asked`` (the entries' provenance questions) goes with the first content round trip.
+    The plan counts the links' plain warnings for those entries; the fit, after the answers,
+    counts what is shown exactly."""
     for _ in range(READ_ATTEMPTS):
         entries = [e for e, _ in built]
         base = finish(counter, render([], [], 0))
@@ -563,13 +576,11 @@ async def _show(
         ]
         wanted = [(built[p][0], addresses[p], built[p][1] or {}) for p in positions]
         prefix = budget * _PREFIX_BYTES_PER_TOKEN if count == 0 else None
-        also = questions.commands if questions is not None else []
+        also = asked.questions.commands if asked is not None else []
         found_moved, answers = await _fetch_content(client, counter, wanted, prefix, also)
-        if questions is not None and readable is not None:
-            judged = questions.answer(answers)
-            for waiting in pending:
-                waiting.settle(judged, readable)
-            questions = None
+        if asked is not None:
+            asked.settle(answers)
+            asked = None
         moved = [positions[i] for i in found_moved]
         if not moved:
             fitted = fit(counter, budget, entries, count, render)
@@ -669,9 +680,7 @@ async def get_state(
             built,
             render,
             refetch,
-            questions=questions,
-            pending=pending,
-            readable=readable,
+            asked=_AskedWithContent(questions, pending, readable),
         )
     return response
 
