@@ -27,6 +27,7 @@ from blackboard_mcp.gateway._json_answers import send_json_bytes
 from blackboard_mcp.store.access._admission import _ADMIT
 from blackboard_mcp.store.connection import _key_names as keys
 from blackboard_mcp.store.connection._board_client import pool_options
+from blackboard_mcp.store.connection._field_names import FIELD
 from blackboard_mcp.store.connection._pool import WaitingConnectionPool
 from blackboard_mcp.store.notes._commit import _SCRIPT as _COMMIT
 from blackboard_mcp.store.notes._history import HistoryLimits, keep_version_command
@@ -65,7 +66,7 @@ class FloorApp:
         try:
             first = [
                 ("WATCH", note),
-                ("HMGET", note, "version", "digest", "blob", "kind"),
+                ("HMGET", note, FIELD.version, FIELD.digest, FIELD.blob, FIELD.kind),
                 ("EVAL", _ADMIT, 3, f"{note}:t", f"{note}:s", f"{note}:w", int(now), 0, 120),
             ]
             replies = await wire.round_trip(_packed(first), len(first))
@@ -77,14 +78,13 @@ class FloorApp:
                 return {"isError": True, "structuredContent": body}
             version = old + 1
             fields = {
-                "uri": uri,
-                "ws": ws,
-                "topic": topic,
-                "kind": "text",
-                "digest": arguments["digest"],
-                "body": arguments.get("body", ""),
-                "version": version,
-                "author": "floor",
+                FIELD.ws: ws,
+                FIELD.topic: topic,
+                FIELD.kind: "text",
+                FIELD.digest: arguments["digest"],
+                FIELD.body: arguments.get("body", ""),
+                FIELD.version: version,
+                FIELD.author: "floor",
             }
             second = [
                 ("MULTI",),

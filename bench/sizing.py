@@ -66,6 +66,7 @@ from blackboard_mcp.store import (
     board_client,
 )
 from blackboard_mcp.store.connection._board_client import RoutedClient
+from blackboard_mcp.store.connection._field_names import FIELD
 from blackboard_mcp.store.connection._key_names import (
     INDEX_NAME,
     NOTE_PREFIX,
@@ -79,10 +80,12 @@ from blackboard_mcp.store.notes._notes import KINDS
 from blackboard_mcp.store.search._query import query_terms
 
 # The fields of the single index of the first two releases: the digest weighted 5, the update
-# time sortable.
+# time sortable (over this version's stored field names, each under its long name).
 OLD_SCHEMA = (
-    "SCHEMA", "ws", "TAG", "topic", "TAG", "kind", "TAG", "digest", "TEXT", "WEIGHT", "5.0",
-    "body", "TEXT", "stext", "TEXT", "updated", "NUMERIC", "SORTABLE",
+    "SCHEMA", FIELD.ws, "AS", "ws", "TAG", FIELD.topic, "AS", "topic", "TAG",
+    FIELD.kind, "AS", "kind", "TAG", FIELD.digest, "AS", "digest", "TEXT", "WEIGHT", "5.0",
+    FIELD.body, "AS", "body", "TEXT", FIELD.stext, "AS", "stext", "TEXT",
+    FIELD.updated, "AS", "updated", "NUMERIC", "SORTABLE",
 )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from app_support import InProcessGateway, in_process_gateway
 from support import admin_token, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.store.connection._field_names import FIELD
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ async def age_notes(redis_url: str, workspace: str, count: int, days: int) -> No
     try:
         long_ago = int((time.time() - days * 86400) * 1000)
         for i in range(count):
-            await client.hset(keys.note(workspace, f"research/n{i}"), "updated", long_ago)
+            await client.hset(keys.note(workspace, f"research/n{i}"), FIELD.updated, long_ago)
     finally:
         await client.aclose()
 

@@ -13,6 +13,7 @@ from support import agent_token, call
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, GetState, InvalidArgument, SearchKeys, TooLarge, UpdateState
+from blackboard_mcp.store.connection._field_names import FIELD
 
 ORIGIN = uri("origin", topic="src")
 AUTHOR = "agent"
@@ -163,8 +164,8 @@ async def test_append_crossing_the_offload_threshold_moves_the_body_to_a_blob(
                 author=AUTHOR,
             )
             expected += chunk
-            stored = client.hget("bbn:{ws}:t/log", "body").decode()
-            blob = client.hget("bbn:{ws}:t/log", "blob").decode()
+            stored = client.hget("bbn:{ws}:t/log", FIELD.body).decode()
+            blob = client.hget("bbn:{ws}:t/log", FIELD.blob).decode()
             if len(expected.encode()) > 10 * 1024:
                 assert stored == ""
                 assert client.get(f"bbb:{{ws}}:{blob}").decode() == expected
@@ -242,7 +243,9 @@ async def test_an_append_to_a_note_near_the_size_limit_keeps_every_byte(
     # Larger than any read's budget: looked at in Redis, and read back by its last part.
     client = raw(redis_url)
     try:
-        blob, size, version = client.hmget("bbn:{ws}:t/big", ["blob", "size", "version"])
+        blob, size, version = client.hmget(
+            "bbn:{ws}:t/big", [FIELD.blob, FIELD.size, FIELD.version]
+        )
         assert blob is not None and blob.startswith(b"log-")
         assert client.get(b"bbb:{ws}:" + blob) == (start + "tail-1 tail-2").encode()
         size = int(size or 0)
@@ -271,7 +274,7 @@ async def test_appending_to_a_note_that_shares_its_blob_leaves_the_other_note_wh
         )
     client = raw(redis_url)
     try:
-        [blob] = {client.hget(f"bbn:{{ws}}:t/{n}", "blob") for n in ("a", "b")}
+        [blob] = {client.hget(f"bbn:{{ws}}:t/{n}", FIELD.blob) for n in ("a", "b")}
         assert client.hget("bbr:{ws}", blob) == b"2"
         await board_without_history.update_state(
             UpdateState.parse({"uri": uri("a"), "digest": "Twin.", "append": " more"}),
@@ -279,7 +282,7 @@ async def test_appending_to_a_note_that_shares_its_blob_leaves_the_other_note_wh
         )
         assert (await body_of(board_without_history, uri("a")))[0] == shared + " more"
         assert (await body_of(board_without_history, uri("b")))[0] == shared
-        own = client.hget("bbn:{ws}:t/a", "blob")
+        own = client.hget("bbn:{ws}:t/a", FIELD.blob)
         assert own is not None and own.startswith(b"log-") and own != blob
         assert client.hget("bbr:{ws}", blob) == b"1"
         # Rewritten whole, the note's log blob is freed; deleted, the shared one goes too.
@@ -345,7 +348,7 @@ async def test_a_logs_search_text_stops_at_its_limit_on_a_whole_character(
         )
     client = raw(redis_url)
     try:
-        stext = client.hget("bbn:{ws}:t/log", "stext") or b""
+        stext = client.hget("bbn:{ws}:t/log", FIELD.stext) or b""
     finally:
         client.close()
     assert 16 * 1024 - 4 < len(stext) <= 16 * 1024

@@ -25,6 +25,7 @@ from test_board_page import CHROMIUM, addr, open_board
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.gateway.page._routes import outcome_for_the_page
 from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.store.connection._field_names import FIELD
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
@@ -341,7 +342,7 @@ async def age_notes(url: str, workspace: str, keys: list[str], days: int) -> Non
     try:
         long_ago = int((time.time() - days * 86400) * 1000)
         for key in keys:
-            await client.hset(keys_of.note(workspace, key), "updated", long_ago)
+            await client.hset(keys_of.note(workspace, key), FIELD.updated, long_ago)
     finally:
         await client.aclose()
 

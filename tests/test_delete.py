@@ -22,6 +22,7 @@ from support import admin_token, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
 from blackboard_mcp.store import Board, EmbeddedRedis, LinkState, UpdateState, board_client
+from blackboard_mcp.store.connection._field_names import FIELD
 
 BIG = "big body line\n" * 1500  # over the 10 KB offload threshold: a blob
 ALONE = "alone body line\n" * 1500
@@ -333,8 +334,8 @@ def assert_consistent(url: str, workspace: str) -> None:
         refs: dict[str, int] = {}
         for member in notes:
             note = client.hgetall(f"bbn:{{{workspace}}}:{member}")
-            assert note.get(b"version"), member  # no half-written note
-            blob = note.get(b"blob", b"").decode()
+            assert note.get(FIELD.version.encode()), member  # no half-written note
+            blob = note.get(FIELD.blob.encode(), b"").decode()
             if blob:
                 refs[blob] = refs.get(blob, 0) + 1
                 assert client.exists(f"bbb:{{{workspace}}}:{blob}")
@@ -361,7 +362,7 @@ def assert_consistent(url: str, workspace: str) -> None:
                 listed_kept.add(f"{member}@{version.decode()}")
         assert kept == listed_kept, kept ^ listed_kept
         for name in kept:
-            blob = (client.hget(f"bbh:{{{workspace}}}:{name}", "blob") or b"").decode()
+            blob = (client.hget(f"bbh:{{{workspace}}}:{name}", FIELD.blob) or b"").decode()
             if blob:
                 refs[blob] = refs.get(blob, 0) + 1
                 assert client.exists(f"bbb:{{{workspace}}}:{blob}")

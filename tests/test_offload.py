@@ -7,6 +7,7 @@ import hashlib
 from store_support import raw, uri
 
 from blackboard_mcp.store import Board, GetState, SearchKeys, UpdateState
+from blackboard_mcp.store.connection._field_names import LONG_NAMES
 
 AUTHOR = "agent"
 # Multibyte on purpose: the threshold is in bytes, and a blob must round-trip every one.
@@ -17,7 +18,8 @@ OTHER_LARGE = "another large body \u00e9\n" * 800
 def note_hash(redis_url: str, member: str) -> dict[str, str]:
     client = raw(redis_url)
     try:
-        return {k.decode(): v.decode() for k, v in client.hgetall(f"bbn:{{ws}}:{member}").items()}
+        stored = client.hgetall(f"bbn:{{ws}}:{member}")
+        return {LONG_NAMES[k.decode()]: v.decode() for k, v in stored.items()}
     finally:
         client.close()
 

@@ -31,6 +31,7 @@ from blackboard_mcp.store import (
     check_record,
     every_topic,
 )
+from blackboard_mcp.store.connection._field_names import FIELD
 
 
 @pytest.fixture
@@ -395,7 +396,9 @@ async def test_provenance_records_not_as_a_write_stores_them_are_passed_over(
     await gateway.ok(token, "link_state", src=note, rel="cites", dst=[other])
     raw = redis.Redis.from_url(redis_url)
     try:
-        raw.hset(f"bbn:{{{workspace}}}:t/n", mapping={"sources": sources, "source_at": source_at})
+        raw.hset(
+            f"bbn:{{{workspace}}}:t/n", mapping={FIELD.sources: sources, FIELD.source_at: source_at}
+        )
         raw.hset(f"bbla:{{{workspace}}}:t/n", mapping=links_at)
     finally:
         raw.close()

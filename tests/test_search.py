@@ -536,3 +536,17 @@ def test_q_holds_at_most_32_parts_whatever_their_kind() -> None:
     parts = [*parsed.words, *parsed.prefixes, *parsed.excluded]
     phrase_words = [w for p in (*parsed.phrases, *parsed.excluded_phrases) for w in p]
     assert len(parts) + len(phrase_words) <= 32, parsed
+
+
+async def test_a_quote_left_open_asks_for_the_rest_of_q_as_a_phrase(board: Board) -> None:
+    await write_notes(
+        board,
+        {
+            "in-order": ("Replica lag grew.", "Body."),
+            "apart": ("Lag on the replica.", "Body."),
+        },
+    )
+    names, _ = await hits_and_warnings(board, '"replica lag')
+    assert names == ["in-order"]
+    names, _ = await hits_and_warnings(board, "replica lag")
+    assert sorted(names) == ["apart", "in-order"]

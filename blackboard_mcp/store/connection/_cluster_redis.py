@@ -39,6 +39,7 @@ from redis.exceptions import MovedError
 from .._errors import StoreError, Unavailable
 from . import _key_names as keys
 from ._board_client import BoardClient, RedisCommands, RoutedClient, pool_options
+from ._field_layout import convert_field_layout
 from ._location import failure_reason, redacted_url
 from ._nodes import NodeReport, node_report
 from ._pool import WaitingConnectionPool
@@ -202,6 +203,7 @@ class ClusterRedis:
 
     async def start(self) -> None:
         await self._ready()
+        await convert_field_layout(self._routed)
         await self._ensure_indexes()
         await drop_retired_keys(self._routed)
 

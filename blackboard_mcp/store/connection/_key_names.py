@@ -8,12 +8,19 @@ transaction touches one workspace only).
 from __future__ import annotations
 
 NOTE_PREFIX = "bbn:"
-INDEX_NAME = "bb-notes-v4"
+INDEX_NAME = "bb-notes-v5"
 # The digests-only index beside each notes index (store/connection/_search_index.py): its
 # name with this prefix.
-DIGEST_INDEX_PREFIX = "bb-digests-v2"
+DIGEST_INDEX_PREFIX = "bb-digests-v3"
 # Earlier versions' indexes over the same notes, dropped (never with DD) when a board starts.
-RETIRED_INDEX_NAMES = ("bb-notes-v1", "bb-notes-v2", "bb-notes-v3", "bb-digests-v1")
+RETIRED_INDEX_NAMES = (
+    "bb-notes-v1",
+    "bb-notes-v2",
+    "bb-notes-v3",
+    "bb-notes-v4",
+    "bb-digests-v1",
+    "bb-digests-v2",
+)
 
 
 def digest_index(index: str) -> str:
@@ -28,9 +35,12 @@ def note(workspace: str, member: str) -> str:
     return f"{NOTE_PREFIX}{{{workspace}}}:{member}"
 
 
+VERSION_PREFIX = "bbh:"
+
+
 def version(workspace: str, member: str, version: int | str) -> str:
     """A kept past version of a note (store/notes/_history.py): a copy of its hash."""
-    return f"bbh:{{{workspace}}}:{member}@{version}"
+    return f"{VERSION_PREFIX}{{{workspace}}}:{member}@{version}"
 
 
 def versions(workspace: str, member: str) -> str:
@@ -161,6 +171,11 @@ def member_prefixes(workspace: str) -> dict[str, str]:
         "versions": versions(workspace, ""),
         "version_times": version_times(workspace),
     }
+
+
+def field_layout() -> str:
+    """The layout of note fields the board's notes are all in (connection/_field_layout.py)."""
+    return "bbfields"
 
 
 def workspaces() -> str:

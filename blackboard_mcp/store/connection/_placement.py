@@ -24,6 +24,7 @@ from .._errors import Unavailable
 from . import _key_names as keys
 from ._board_client import BoardClient, RedisCommands, RoutedClient, board_client
 from ._cluster_redis import ClusterRedis
+from ._field_layout import convert_field_layout
 from ._location import failure_reason, redacted_url
 from ._nodes import NodeReport, node_report
 from ._redis_errors import DEFAULT_REDIS_TIMEOUT_SECONDS, RedisOperation
@@ -134,10 +135,14 @@ class SingleRedis:
         """Create the search index if this is the first process to start on this Redis.
 
         An upgraded board gets this version's index, built in the background from the notes
-        already there (``/readyz`` says "building" until it is done), and loses the old one.
+        already there (``/readyz`` says "building" until it is done), and loses the old one;
+        notes stored in an earlier layout are converted first (_field_layout.py).
         """
-        await ensure_index(self._client)
+        # The old indexes go before the fields are renamed, which they would re-index for
+        # nothing.
         await retire_old_indexes(self._client)
+        await convert_field_layout(self._client)
+        await ensure_index(self._client)
         await drop_retired_keys(self._client)
 
     async def refresh(self, *, force: bool = False) -> None:

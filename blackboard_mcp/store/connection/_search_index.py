@@ -12,6 +12,7 @@ from redis.exceptions import ResponseError
 
 from . import _key_names as keys
 from ._board_client import RedisCommands
+from ._field_names import FIELD
 
 log = logging.getLogger(__name__)
 
@@ -21,28 +22,30 @@ DIGEST_WEIGHT = 5.0
 # Two indexes over the same notes. The notes index keeps, per word, only which notes hold it
 # (no positions, frequencies or field flags: under half the memory of the index with them);
 # the digests index, over the digests alone, is what ranks a digest match above a body-only
-# match, which without field flags the notes index cannot tell apart.
+# match, which without field flags the notes index cannot tell apart. Each field is indexed
+# under its long name (``AS``), so a query says ``@digest:`` whatever the note hash calls it
+# (_field_names.py).
 SCHEMA: tuple[Field, ...] = (
-    TagField("ws"),
-    TagField("topic"),
-    TagField("kind"),
-    TextField("digest"),
-    TextField("body"),
+    TagField(FIELD.ws, as_name="ws"),
+    TagField(FIELD.topic, as_name="topic"),
+    TagField(FIELD.kind, as_name="kind"),
+    TextField(FIELD.digest, as_name="digest"),
+    TextField(FIELD.body, as_name="body"),
     # The searchable head of an offloaded body (see _writes.SEARCH_TEXT_BYTES).
-    TextField("stext"),
+    TextField(FIELD.stext, as_name="stext"),
     # Not SORTABLE: the retention sweep sorts a batch by it, which RediSearch does from the
     # documents; a sort vector in the index cost every note about 20 bytes.
-    NumericField("updated"),
+    NumericField(FIELD.updated, as_name="updated"),
     # The workspace's sequence number of the note's last write: a search looks first among
     # the notes of the last writes (store/search/_search.py), so that a common word costs
     # what those hold, not what the whole board holds.
-    NumericField("seq"),
+    NumericField(FIELD.seq, as_name="seq"),
 )
 DIGEST_SCHEMA: tuple[Field, ...] = (
-    TagField("ws"),
-    TagField("topic"),
-    TextField("digest"),
-    NumericField("seq"),
+    TagField(FIELD.ws, as_name="ws"),
+    TagField(FIELD.topic, as_name="topic"),
+    TextField(FIELD.digest, as_name="digest"),
+    NumericField(FIELD.seq, as_name="seq"),
 )
 
 

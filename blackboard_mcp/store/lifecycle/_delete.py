@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from .._errors import InvalidArgument, NotFound
 from ..connection import _key_names as keys
 from ..connection._board_client import RedisCommands
+from ..connection._field_names import lua
 from ..notes._addresses import SCHEME, parse_address, validate_name
 
 # Notes per script call: long enough to amortise the round trip, short enough that one
@@ -30,7 +31,8 @@ BATCH = 100
 # How many deleted addresses a report names; the count is always exact.
 REPORTED = 100
 
-_SCRIPT = """
+_SCRIPT = lua(
+    """
 local refs, seqkey, log, gone, topics = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local p_note, p_out, p_in = ARGV[1], ARGV[2], ARGV[3]
 local p_recent, p_name, p_version, p_kind, p_blob = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
@@ -57,7 +59,7 @@ local function forget_versions(member)
   local set = p_kept_set .. member
   for _, ver in ipairs(redis.call('ZRANGE', set, 0, -1)) do
     local kept = p_kept .. member .. '@' .. ver
-    local blob = redis.call('HGET', kept, 'blob')
+    local blob = redis.call('HGET', kept, $blob)
     if blob and blob ~= '' and redis.call('HINCRBY', refs, blob, -1) <= 0 then
       redis.call('HDEL', refs, blob)
       redis.call('DEL', p_blob .. blob)
@@ -70,7 +72,7 @@ end
 for i = 18, #ARGV do
   local member = ARGV[i]
   local note = p_note .. member
-  local f = redis.call('HMGET', note, 'topic', 'kind', 'blob', 'version', 'updated')
+  local f = redis.call('HMGET', note, $topic, $kind, $blob, $version, $updated)
   -- A retention sweep passes a cutoff: a note written again since it looked is kept.
   if f[4] and (cutoff == nil or tonumber(f[5] or 0) < cutoff) then
     local topic = f[1]
@@ -117,6 +119,7 @@ if #deleted > 0 and redis.call('ZCARD', gone) > keep then
 end
 return deleted
 """
+)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import orjson
 from .._errors import InvalidArgument, NotFound
 from ..connection import _key_names as keys
 from ..connection._board_client import BoardClient
+from ..connection._field_names import FIELD
 from ..notes._addresses import Address
 from ..notes._tables import parse_tsv
 from ..reads._live import note_content
@@ -28,7 +29,7 @@ async def restore_request(client: BoardClient, address: Address) -> UpdateState:
         )
     ws, member = address.workspace, address.member
     async with client.operation():
-        current = await client.redis.hget(keys.note(ws, member), "version")
+        current = await client.redis.hget(keys.note(ws, member), FIELD.version)
         if current is None:
             raise NotFound(f"no note at {address.note.uri}", uri=address.note.uri)
         if int(current) == address.version:
@@ -37,7 +38,8 @@ async def restore_request(client: BoardClient, address: Address) -> UpdateState:
                 argument="uri",
             )
         digest, sources, confidence = await client.redis.hmget(
-            keys.version(ws, member, address.version), ["digest", "sources", "confidence"]
+            keys.version(ws, member, address.version),
+            [FIELD.digest, FIELD.sources, FIELD.confidence],
         )
     if digest is None:
         raise NotFound(f"version {address.version} of {address.note.uri} is not kept")

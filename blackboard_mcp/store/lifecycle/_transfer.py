@@ -26,6 +26,7 @@ import orjson
 from .._errors import InvalidArgument, TooLarge
 from ..connection import _key_names as keys
 from ..connection._board_client import RedisCommands
+from ..connection._field_names import LONG_NAMES, STORED_NAMES, lua
 from ..notes._addresses import SCHEME, Address, parse_address, validate_name
 from ..notes._links import RELATIONS
 from ..notes._notes import KINDS, MAX_AUTHOR_CHARS, MAX_SOURCES, check_confidence, check_digest
@@ -47,20 +48,21 @@ _TIME_FIELDS = ("created", "updated")
 # Returns the note's new sequence number; for a note already there, -1 when it is this
 # record (same version and digest: written by an earlier run of the same import, which this
 # run completes) and 0 when it is another note (kept, and its links from the file left out).
-_IMPORT = """
+_IMPORT = lua(
+    """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local digest = ''
   for i = 9, #ARGV, 2 do
-    if ARGV[i] == 'digest' then digest = ARGV[i + 1] end
+    if ARGV[i] == $digest then digest = ARGV[i + 1] end
   end
-  local stored = redis.call('HMGET', KEYS[1], 'version', 'digest')
+  local stored = redis.call('HMGET', KEYS[1], $version, $digest)
   if stored[1] == ARGV[4] and stored[2] == digest then return -1 end
   return 0
 end
 local seq = redis.call('INCR', KEYS[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local fields = {'seq', seq}
+local fields = {$seq, seq}
 for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('ZADD', KEYS[4], 0, ARGV[1])
@@ -75,6 +77,7 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'seq', seq, 'op', 'impo
   'uri', ARGV[3], 'version', ARGV[4], 'author', ARGV[5], 'at', now)
 return seq
 """
+)
 
 # Adds a kept past version to a note, only if the note is the one the file gives it to
 # (its current version and digest) and the version is not kept already, and to the
@@ -82,8 +85,9 @@ return seq
 # the kept copy, the note's kept versions, blob refs, the blob, the versions by time. ARGV:
 # the note's version and digest, the kept version, the blob's name and content, the
 # version's member@version and write time, then the copy's fields.
-_IMPORT_VERSION = """
-local current = redis.call('HMGET', KEYS[1], 'version', 'digest')
+_IMPORT_VERSION = lua(
+    """
+local current = redis.call('HMGET', KEYS[1], $version, $digest)
 if current[1] ~= ARGV[1] or current[2] ~= ARGV[2] then return 0 end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 local fields = {}
@@ -97,6 +101,7 @@ if ARGV[4] ~= '' then
 end
 return 1
 """
+)
 
 # Adds links from one note only if it and each target still exist (a delete may be running).
 # KEYS: the note, its outgoing links, their version records. ARGV: its member, the prefixes of
@@ -310,7 +315,11 @@ async def _version_records(
 
 
 def _decoded(raw: dict[bytes, bytes]) -> dict[str, str]:
-    return {k.decode(): v.decode() for k, v in raw.items()}
+    """A stored note's fields under their long names; a field this layout does not name is
+    left out."""
+    return {
+        LONG_NAMES[name]: v.decode() for k, v in raw.items() if (name := k.decode()) in LONG_NAMES
+    }
 
 
 @dataclass(frozen=True)
@@ -523,7 +532,6 @@ def check_record(
     moved = Address(target, address.topic, address.path, address.version)
     blob = hashlib.sha256(content).hexdigest() if offloaded else ""
     fields: dict[str, str | int | float] = {
-        "uri": moved.note.uri,
         "ws": target,
         "topic": moved.topic,
         "kind": kind,
@@ -693,7 +701,7 @@ async def _queue_import(
 ) -> None:
     ws, topic, path = note.address.workspace, note.address.topic, note.address.path
     blob = str(note.fields["blob"])
-    flat = [v for pair in note.fields.items() for v in pair]
+    flat = [v for name, value in note.fields.items() for v in (STORED_NAMES[name], value)]
     await script(
         keys=(
             keys.note(ws, note.address.member),
@@ -744,7 +752,7 @@ async def _queue_version(pipe: Any, script: Any, version: Imported) -> None:
             version.content if blob else b"",
             f"{member}@{address.version}",
             str(version.fields["updated"]),
-            *[v for pair in fields.items() for v in pair],
+            *[v for name, value in fields.items() for v in (STORED_NAMES[name], value)],
         ),
         client=pipe,
     )

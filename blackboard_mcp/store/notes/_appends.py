@@ -35,6 +35,7 @@ import orjson
 from .._errors import Contended, InvalidArgument, NotFound, TooLarge, Unconfirmed
 from ..connection import _key_names as keys
 from ..connection._board_client import BoardClient
+from ..connection._field_names import FIELD, lua
 from ..connection._tx import Gate
 from ._addresses import SCHEME
 from ._history import KEEP_VERSION_LUA
@@ -60,22 +61,21 @@ LOG_BLOB_PREFIX = "log-"
 # Returns {version, seq}; {-1} for a table; {-2, size} over the limit; {-3, blob} when the
 # note's blob is not the one the caller saw (read it, declare it, call again); {-4, member}
 # for a source that does not exist.
-_APPEND = (
-    KEEP_VERSION_LUA
-    + """
+_APPEND = KEEP_VERSION_LUA + lua(
+    """
 local note = KEYS[1]
 -- Sources first, before anything is written. Their keys are not declared: each carries the
 -- workspace's hash tag, so it is in the declared keys' slot.
 local source_at = {}
 for i = 25, #ARGV do
-  local v = redis.call('HGET', ARGV[24] .. ARGV[i], 'version')
+  local v = redis.call('HGET', ARGV[24] .. ARGV[i], $version)
   if not v then return {-4, ARGV[i]} end
   source_at[#source_at + 1] = v
 end
-local old = redis.call('HMGET', note, 'version', 'kind', 'blob', 'size', 'body_tokens')
+local old = redis.call('HMGET', note, $version, $kind, $blob, $size, $body_tokens)
 -- The search text is read only while it can still grow (reading a full one costs its size).
-if redis.call('HSTRLEN', note, 'stext') < tonumber(ARGV[4]) then
-  old[6] = redis.call('HGET', note, 'stext')
+if redis.call('HSTRLEN', note, $stext) < tonumber(ARGV[4]) then
+  old[6] = redis.call('HGET', note, $stext)
 end
 local version = tonumber(old[1]) or 0
 local kind = 'text'
@@ -113,7 +113,7 @@ local function search_text(head, more)
 end
 local function put_search_text(head, more)
   local text = search_text(head, more)
-  if text then put('stext', text) end
+  if text then put($stext, text) end
 end
 
 if string.sub(blob, 1, 4) == 'log-' then
@@ -127,57 +127,56 @@ elseif blob ~= '' then
     redis.call('DEL', KEYS[10])
     redis.call('HDEL', KEYS[7], blob)
   end
-  put('blob', ARGV[17])
+  put($blob, ARGV[17])
   if old[6] then put_search_text(old[6], text) end
 else
   local body = ''
-  if version > 0 then body = redis.call('HGET', note, 'body') or '' end
+  if version > 0 then body = redis.call('HGET', note, $body) or '' end
   if size > tonumber(ARGV[3]) then
     local content = body .. text
     redis.call('SET', KEYS[11], content)
     redis.call('HSET', KEYS[7], ARGV[17], 1)
-    put('body', '')
-    put('blob', ARGV[17])
+    put($body, '')
+    put($blob, ARGV[17])
     put_search_text('', content)
   else
-    put('body', body .. text)
-    put('blob', '')
-    put('stext', '')
+    put($body, body .. text)
+    put($blob, '')
+    put($stext, '')
   end
 end
 
 version = version + 1
 local body_tokens = (tonumber(old[5]) or 0) + tonumber(ARGV[11])
-put('version', version)
-put('size', size)
-put('kind', kind)
-put('digest', ARGV[9])
-put('author', ARGV[8])
-put('digest_tokens', ARGV[10])
-put('body_tokens', body_tokens)
-put('est_tokens', tonumber(ARGV[10]) + body_tokens)
+put($version, version)
+put($size, size)
+put($kind, kind)
+put($digest, ARGV[9])
+put($author, ARGV[8])
+put($digest_tokens, ARGV[10])
+put($body_tokens, body_tokens)
+put($est_tokens, tonumber(ARGV[10]) + body_tokens)
 if version == 1 then
-  put('uri', ARGV[7])
-  put('ws', ARGV[18])
-  put('topic', ARGV[19])
-  put('columns', '')
-  put('nrows', 0)
-  put('origin', '')
-  if ARGV[14] ~= '1' then put('sources', '[]') end
-  if ARGV[15] ~= '1' then put('confidence', '') end
+  put($ws, ARGV[18])
+  put($topic, ARGV[19])
+  put($columns, '')
+  put($nrows, 0)
+  put($origin, '')
+  if ARGV[14] ~= '1' then put($sources, '[]') end
+  if ARGV[15] ~= '1' then put($confidence, '') end
 end
 if ARGV[14] == '1' then
-  put('sources', ARGV[12])
-  put('source_at', '[' .. table.concat(source_at, ',') .. ']')
+  put($sources, ARGV[12])
+  put($source_at, '[' .. table.concat(source_at, ',') .. ']')
 end
-if ARGV[15] == '1' then put('confidence', ARGV[13]) end
+if ARGV[15] == '1' then put($confidence, ARGV[13]) end
 
 local seq = redis.call('INCR', KEYS[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-put('seq', seq)
-put('updated', now)
-if version == 1 then put('created', now) end
+put($seq, seq)
+put($updated, now)
+if version == 1 then put($created, now) end
 redis.call('HSET', note, unpack(fields))
 local by_kind = KEYS[8]
 if kind == 'summary' then by_kind = KEYS[9] end
@@ -209,7 +208,7 @@ async def append_note(
     note_key = keys.note(ws, member)
     # First round trip: the note's blob name (the script must be told which key it may
     # extend) and the gate, judged before anything is written.
-    first: list[tuple[Any, ...]] = [("HGET", note_key, "blob")]
+    first: list[tuple[Any, ...]] = [("HGET", note_key, FIELD.blob)]
     if gate is not None:
         first.append(gate.command)
     async with client.operation():

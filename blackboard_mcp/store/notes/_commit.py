@@ -16,16 +16,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..connection import _key_names as keys
+from ..connection._field_names import lua
 from ..connection._tx import Transaction
 
-_SCRIPT = """
+_SCRIPT = lua("""
 local seq = redis.call('INCR', KEYS[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if ARGV[3] ~= 'link' and ARGV[3] ~= 'unlink' then
-  local fields = {'seq', seq, 'updated', now}
+  local fields = {$seq, seq, $updated, now}
   if ARGV[7] == '1' then
-    fields[#fields + 1] = 'created'
+    fields[#fields + 1] = $created
     fields[#fields + 1] = now
   end
   for i = 8, #ARGV do
@@ -38,7 +39,7 @@ redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[2], '*',
   'seq', seq, 'op', ARGV[3], 'uri', ARGV[4], 'version', ARGV[5], 'author', ARGV[6],
   'at', now)
 return seq
-"""
+""")
 
 
 def queue_commit(

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..connection import _key_names as keys
+from ..connection._field_names import lua
 
 # The most past versions a note may keep: a delete drops a note's versions in the script
 # that deletes it (store/lifecycle/_delete.py), a batch of notes at a time, and that script
@@ -49,16 +50,15 @@ class HistoryLimits:
 # policy hash (``versions:<topic>``, ``version-age:<topic>``, seconds), else the
 # workspace's (``versions:*``, ``version-age:*``), else the board's (the arguments).
 # ``times`` orders every kept version of the workspace by its write time, for the sweep.
-KEEP_VERSION_LUA = (
-    f"local DROPS_PER_WRITE = {DROPS_PER_WRITE}\n"
-    + """
+KEEP_VERSION_LUA = f"local DROPS_PER_WRITE = {DROPS_PER_WRITE}\n" + lua(
+    """
 local function history_bound(policy, prefix, topic, default)
   local set = redis.call('HMGET', policy, prefix .. topic, prefix .. '*')
   return tonumber(set[1] or set[2] or default)
 end
 local function drop_version(versions, refs, times, p_version, p_blob, member, ver)
   local kept = p_version .. ver
-  local blob = redis.call('HGET', kept, 'blob')
+  local blob = redis.call('HGET', kept, $blob)
   if blob and blob ~= '' then
     if tonumber(redis.call('HINCRBY', refs, blob, -1)) <= 0 then
       redis.call('HDEL', refs, blob)
@@ -73,11 +73,11 @@ local function keep_version(note, versions, refs, times, policy, p_version, p_bl
                             topic, default_keep, default_age)
   local keep = history_bound(policy, 'versions:', topic, default_keep)
   local max_age_ms = history_bound(policy, 'version-age:', topic, default_age) * 1000
-  local current = redis.call('HMGET', note, 'version', 'blob', 'updated')
+  local current = redis.call('HMGET', note, $version, $blob, $updated)
   if keep > 0 and current[1] then
     local kept = p_version .. current[1]
     redis.call('COPY', note, kept, 'REPLACE')
-    redis.call('HDEL', kept, 'stext')
+    redis.call('HDEL', kept, $stext)
     redis.call('ZADD', versions, current[1], current[1])
     redis.call('ZADD', times, tonumber(current[3] or 0), member .. '@' .. current[1])
     if current[2] and current[2] ~= '' then redis.call('HINCRBY', refs, current[2], 1) end
@@ -93,7 +93,7 @@ local function keep_version(note, versions, refs, times, policy, p_version, p_bl
     local oldest = redis.call('ZRANGE', versions, 0, 0)[1]
     local drop = count > keep
     if not drop and cutoff then
-      drop = tonumber(redis.call('HGET', p_version .. oldest, 'updated') or 0) < cutoff
+      drop = tonumber(redis.call('HGET', p_version .. oldest, $updated) or 0) < cutoff
     end
     if not drop then break end
     drop_version(versions, refs, times, p_version, p_blob, member, oldest)

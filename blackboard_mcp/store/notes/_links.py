@@ -8,6 +8,7 @@ from typing import Any, Literal, TypedDict
 from .._errors import NotFound
 from ..connection import _key_names as keys
 from ..connection._board_client import BoardClient
+from ..connection._field_names import FIELD
 from ..connection._tx import Gate, ReplicaWait, Transaction
 from ._addresses import Address
 from ._commit import queue_commit
@@ -66,7 +67,7 @@ async def write_links(
     # Each end's version, read under WATCH: a note deleted or written between this read and
     # EXEC makes the EXEC fail and the read run again, so no link points at a deleted note and
     # none records a version its end has already left.
-    first_reads: list[tuple[Any, ...]] = [("HGET", key, "version") for key in note_keys]
+    first_reads: list[tuple[Any, ...]] = [("HGET", key, FIELD.version) for key in note_keys]
     if remove:
         first_reads.append(("SMISMEMBER", out_key, *names))
 

@@ -15,6 +15,7 @@ import orjson
 from .._errors import Conflict, NotFound
 from ..connection import _key_names as keys
 from ..connection._board_client import BoardClient
+from ..connection._field_names import FIELD
 from ..connection._tx import Gate, ReplicaWait, Transaction
 from ._commit import queue_commit
 from ._history import HistoryLimits, keep_version_command
@@ -137,28 +138,27 @@ async def write_note(
 
         version = old_version + 1
         record: dict[str, bytes | float | int | str] = {
-            "uri": write.address.uri,
-            "ws": ws,
-            "topic": write.address.topic,
-            "kind": kind,
-            "digest": write.digest,
-            "body": "" if new_blob else content,
-            "blob": new_blob,
-            "stext": encoded[:SEARCH_TEXT_BYTES].decode("utf-8", "ignore") if new_blob else "",
-            "size": len(encoded),
-            "version": version,
-            "author": write.author,
-            "sources": orjson.dumps([s.uri for s in write.sources]).decode(),
-            "source_at": orjson.dumps([int(v) for v in source_versions]).decode()
+            FIELD.ws: ws,
+            FIELD.topic: write.address.topic,
+            FIELD.kind: kind,
+            FIELD.digest: write.digest,
+            FIELD.body: "" if new_blob else content,
+            FIELD.blob: new_blob,
+            FIELD.stext: encoded[:SEARCH_TEXT_BYTES].decode("utf-8", "ignore") if new_blob else "",
+            FIELD.size: len(encoded),
+            FIELD.version: version,
+            FIELD.author: write.author,
+            FIELD.sources: orjson.dumps([s.uri for s in write.sources]).decode(),
+            FIELD.source_at: orjson.dumps([int(v) for v in source_versions]).decode()
             if write.sources
             else "",
-            "confidence": "" if write.confidence is None else write.confidence,
-            "est_tokens": digest_tokens + content_tokens,
-            "digest_tokens": digest_tokens,
-            "body_tokens": content_tokens,
-            "columns": orjson.dumps(list(write.table.columns)).decode() if write.table else "",
-            "nrows": len(write.table.rows) if write.table else 0,
-            "origin": write.origin,
+            FIELD.confidence: "" if write.confidence is None else write.confidence,
+            FIELD.est_tokens: digest_tokens + content_tokens,
+            FIELD.digest_tokens: digest_tokens,
+            FIELD.body_tokens: content_tokens,
+            FIELD.columns: orjson.dumps(list(write.table.columns)).decode() if write.table else "",
+            FIELD.nrows: len(write.table.rows) if write.table else 0,
+            FIELD.origin: write.origin,
         }
         tx.multi()
         # First, while the note is still the old version: keep it (and apply the bounds).
@@ -209,8 +209,8 @@ async def write_note(
         max_retries=limits.max_retries,
         # Read with the WATCH, in its round trip (store/connection/_tx.py).
         first_reads=[
-            ("HMGET", note_key, "version", "digest", "blob", "kind"),
-            *(("HGET", key, "version") for key in source_keys),
+            ("HMGET", note_key, FIELD.version, FIELD.digest, FIELD.blob, FIELD.kind),
+            *(("HGET", key, FIELD.version) for key in source_keys),
         ],
         gate=gate,
         wait=limits.wait,
@@ -228,7 +228,10 @@ async def _is_this_write(
     if digest != write.digest or kind != write.kind:
         return False
     author, body, blob, columns = (
-        _decode(v) for v in await tx.read("HMGET", note_key, "author", "body", "blob", "columns")
+        _decode(v)
+        for v in await tx.read(
+            "HMGET", note_key, FIELD.author, FIELD.body, FIELD.blob, FIELD.columns
+        )
     )
     wanted_columns = orjson.dumps(list(write.table.columns)).decode() if write.table else ""
     if author != write.author or columns != wanted_columns:

@@ -15,6 +15,7 @@ import redis.asyncio as aioredis
 from .._errors import Contended, NotFound
 from ..connection import _key_names as keys
 from ..connection._board_client import BoardClient
+from ..connection._field_names import FIELD
 from ..connection._redis_errors import mapped_redis_errors
 from ..notes._addresses import Address, is_valid_name
 from ._views import READ_ATTEMPTS, Readable
@@ -145,7 +146,7 @@ async def note_content(client: BoardClient, address: Address) -> NoteContent:
     read in a second round trip can only have gone since (deleted once no version names it),
     which a short read shows, and the note is then read again."""
     key = keys.note(address.workspace, address.member)
-    fields = ["kind", "version", "body", "blob", "size"]
+    fields = [FIELD.kind, FIELD.version, FIELD.body, FIELD.blob, FIELD.size]
     async with client.operation():
         for _ in range(READ_ATTEMPTS):
             kind, version, body, blob, size = await client.redis.hmget(key, fields)

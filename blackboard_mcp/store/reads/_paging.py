@@ -25,6 +25,7 @@ from typing import Any
 
 from ..connection import _key_names as keys
 from ..connection._board_client import BoardClient
+from ..connection._field_names import FIELD
 from ..notes._addresses import Address
 from ..notes._notes import KINDS
 from ..requests._page_keys import Row, make_row
@@ -44,7 +45,7 @@ async def history_page(
     top = "+inf" if after is None else f"({after.score}"
     current, kept = await client.round_trip(
         [
-            ("HGET", keys.note(ws, member), "version"),
+            ("HGET", keys.note(ws, member), FIELD.version),
             ("ZREVRANGEBYSCORE", keys.versions(ws, member), top, "-inf", "LIMIT", 0, limit + 1),
         ]
     )

@@ -22,6 +22,7 @@ import orjson
 from .._errors import Contended, InvalidArgument
 from ..connection import _key_names as keys
 from ..connection._board_client import BoardClient
+from ..connection._field_names import FIELD, STORED_NAMES
 from ..connection._tx import Gate
 from ..notes._addresses import SCHEME, Address
 from ..notes._links import decode_links
@@ -97,6 +98,7 @@ async def fetch_meta(
         commands.append(deleted_since(workspace, deletions_after))
     # Addresses of one version are fetched once: parts of a note (``...@7#5120``) share their
     # version's fields, and need no links (a part shows only content).
+    stored = [STORED_NAMES[name] for name in names]
     distinct: dict[tuple[str, int | None, bool], int] = {}
     firsts: list[Address] = []
     for address in addresses:
@@ -107,10 +109,10 @@ async def fetch_meta(
         distinct[key] = len(firsts)
         firsts.append(address)
         ws, member = address.workspace, address.member
-        commands.append(("HMGET", keys.note(ws, member), *names))
+        commands.append(("HMGET", keys.note(ws, member), *stored))
         if address.version is not None:
             # The kept copy, unless the version asked for is the current one.
-            commands.append(("HMGET", keys.version(ws, member, address.version), *names))
+            commands.append(("HMGET", keys.version(ws, member, address.version), *stored))
         if not part:
             commands.append(("SMEMBERS", keys.links_out(ws, member)))
             commands.append(("SMEMBERS", keys.links_in(ws, member)))
@@ -263,14 +265,15 @@ CURRENT_VERSION = "_current_version"
 def _version_of(
     address: Address, names: list[str], values: list[Any], kept: list[Any] | None
 ) -> dict[str, str] | None:
-    """The fields of what ``address`` names: the note, or the kept version it asks for."""
+    """The fields of what ``address`` names: the note, or the kept version it asks for.
+
+    The first of ``names`` must be a field every note holds: its absence means no note."""
     if values[0] is None:
         return None
     # Inline, not _text: this runs for every field of every note a read or a listing shows.
     note = {f: v.decode() if v is not None else "" for f, v in zip(names, values, strict=True)}
     if kept is None or note["version"] == str(address.version):
-        if kept is not None:
-            note["uri"] = address.uri
+        note["uri"] = address.note.uri if kept is None else address.uri
         return note
     if kept[0] is None:
         return None
@@ -318,7 +321,7 @@ async def _fetch_content(
                 if CURRENT_VERSION in note
                 else keys.note(address.workspace, address.member)
             )
-            commands.append(("HMGET", key, "version", "body"))
+            commands.append(("HMGET", key, FIELD.version, FIELD.body))
             expected.append((i, None, 0))
             continue
         # A blob is read up to the size its note said: an appended note's log blob may have

@@ -22,8 +22,8 @@ READ_ATTEMPTS = 8
 
 # Digest and ref items need only these; every field a reply parses costs (redis-py parses in
 # Python), so a listing does not ask for the rest.
+# A note's address is not stored: every read knows it and adds it (``uri``).
 BRIEF_FIELDS = [
-    "uri",
     "digest",
     "version",
     "est_tokens",

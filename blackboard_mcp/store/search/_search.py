@@ -30,6 +30,7 @@ from redis.exceptions import ResponseError
 from .._errors import Unavailable
 from ..connection import _key_names as keys
 from ..connection._board_client import BoardClient, RedisCommands
+from ..connection._field_names import FIELD
 from ..connection._search_index import DIGEST_WEIGHT, ensure_index, wait_until_indexed
 from ..notes._addresses import SCHEME, Address
 from ..notes._provenance import provenance_warnings
@@ -44,7 +45,7 @@ from ._query import Parsed, build_query, parse_q
 log = logging.getLogger(__name__)
 
 # What a hit's item shows, and what judging its provenance needs (store/notes/_provenance.py).
-_HIT_FIELDS = ["uri", "digest", "version", "sources", "source_at"]
+_HIT_FIELDS = ["digest", "version", "sources", "source_at"]
 
 # search_keys takes no budget argument: its answer is held to the reads' default budget.
 SEARCH_BUDGET = DEFAULT_BUDGET
@@ -261,7 +262,7 @@ async def _with_phrases(
     The text is what the index holds: digest, body, or an offloaded body's searchable head."""
     pipe = client.redis.pipeline(transaction=False)
     for key, _ in group:
-        pipe.hmget(key, ["digest", "body", "stext"])
+        pipe.hmget(key, [FIELD.digest, FIELD.body, FIELD.stext])
     replies = await pipe.execute() if group else []
     wanted = parsed if every else Parsed(excluded_phrases=parsed.excluded_phrases)
     kept = []
