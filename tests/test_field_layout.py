@@ -8,22 +8,31 @@ now, which is exactly what that layout held (store/connection/_field_names.py).
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
+from app_support import in_process_gateway
 from store_support import raw
+from support import agent_token
 
+from blackboard_mcp.auth import TokenIssuer
+from blackboard_mcp.gateway import _app
 from blackboard_mcp.store import (
     Board,
     GetState,
     LinkState,
     ListKeys,
     SearchKeys,
+    Unavailable,
     UpdateState,
     board_client,
 )
+from blackboard_mcp.store.connection import _field_layout
 from blackboard_mcp.store.connection import _key_names as keys
-from blackboard_mcp.store.connection._field_layout import convert_field_layout
+from blackboard_mcp.store.connection._field_layout import FieldLayout, convert_field_layout
 from blackboard_mcp.store.connection._field_names import (
     FORMAT_VERSION,
     LONG_NAMES,
@@ -214,3 +223,99 @@ async def test_a_note_hash_holds_each_field_under_its_short_name_and_no_address(
     assert names <= set(STORED_NAMES.values())
     assert all(len(name) == 1 for name in names)
     assert not names & {*STORED_NAMES, "uri"}
+
+
+async def test_a_start_that_failed_before_converting_is_tried_again_at_the_next_call(
+    redis_url: str,
+) -> None:
+    board = Board(client=board_client(redis_url))
+    await board.start()
+    try:
+        await _write_board(board)
+        before = await _answers(board)
+    finally:
+        await board.close()
+    _to_earlier_layout(redis_url)
+    board = Board(client=board_client(redis_url))
+    try:
+        # As a start that Redis failed half way leaves it: converting required, not done.
+        board.redis.layout.starting()
+        with pytest.raises(Unavailable):
+            await board.get_state(GetState.parse({"uris": [f"bb://{WS}/plan/a"]}))
+        # That call started the conversion again; a caller that retries once it is done
+        # reads what was there before.
+        await board.redis.layout.ensure()
+        assert not board.redis.layout.refuses_calls
+        assert await _answers(board) == before
+    finally:
+        await board.close()
+
+
+async def test_calls_are_refused_while_a_start_converts_and_answer_after(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = asyncio.Event()
+
+    async def held(client: Any) -> int:
+        await release.wait()
+        return await convert_field_layout(client)
+
+    monkeypatch.setattr(_field_layout, "convert_field_layout", held)
+    board = Board(client=board_client(redis_url))
+    try:
+        layout = FieldLayout(board.redis.routed)
+        layout.starting()
+        converting = asyncio.create_task(layout.ensure())
+        await asyncio.sleep(0)
+        assert layout.converting and not layout.converted
+        assert layout.refuses_calls
+        with pytest.raises(Unavailable) as refused:
+            layout.refuse()
+        assert "/readyz" in refused.value.hint
+        release.set()
+        await converting
+        assert not layout.refuses_calls and not layout.converting
+    finally:
+        await board.close()
+
+
+async def test_a_gateway_serves_health_and_refuses_note_calls_until_its_start_converts(
+    redis_url: str,
+    tmp_path: Path,
+    issuer: TokenIssuer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    board = Board(client=board_client(redis_url))
+    await board.start()
+    try:
+        await _write_board(board)
+    finally:
+        await board.close()
+    _to_earlier_layout(redis_url)
+    entered, release, converted = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def held(client: Any) -> int:
+        entered.set()
+        await release.wait()
+        try:
+            return await convert_field_layout(client)
+        finally:
+            converted.set()
+
+    monkeypatch.setattr(_field_layout, "convert_field_layout", held)
+    # The start is still converting when the wait is over: the server serves anyway.
+    monkeypatch.setattr(_app, "START_WAIT_SECONDS", 0.0)
+    token = agent_token(issuer, WS)
+    async with in_process_gateway(redis_url, tmp_path / "gw") as gateway:
+        await entered.wait()
+        assert (await gateway.http.get("/healthz")).status_code == 200
+        assert (await gateway.http.get("/readyz")).status_code == 503
+        is_error, body = await gateway.call(
+            token, "get_state", uris=[f"bb://{WS}/plan/a"], mode="full"
+        )
+        assert is_error and body["error"]["code"] == "unavailable", body
+        release.set()
+        await converted.wait()
+        read = await gateway.ok(token, "get_state", uris=[f"bb://{WS}/plan/a"], mode="full")
+        assert read["items"][0]["body"] == "second draft"
+        assert read["items"][0]["version"] == 2

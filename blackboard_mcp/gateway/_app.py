@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -47,6 +48,8 @@ from .page import board_routes
 log = logging.getLogger(__name__)
 
 _CLOSE = {"connection": "close"}
+# How long the server waits for the board's start before it serves anyway.
+START_WAIT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -169,25 +172,46 @@ def create_app(parts: GatewayParts) -> Starlette:
         metrics.observe_nodes(await parts.board.nodes())
         return Response(metrics.render(), media_type="text/plain; version=0.0.4", headers=_CLOSE)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+    async def start_board() -> None:
         try:
             await parts.board.start()
         except Exception as exc:
             # Start anyway: /readyz reports the problem and calls answer `unavailable`
             # until Redis is back, which is better than a crash loop.
             log.warning(
-                "could not prepare the search index at start-up (Redis at %s): %s",
+                "could not prepare the board at start-up (Redis at %s): %s",
                 parts.board.location,
                 failure_reason(exc),
             )
-        async with (
-            audit.running(),
-            sessions.run(),
-            retention_sweeper(parts.board, parts.audit, interval=settings.retention_sweep_seconds),
-        ):
-            yield
-            await hub.close()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        starting = asyncio.create_task(start_board())
+        # The first start after an upgrade may rename every note's fields, which takes
+        # about a minute a million notes: past this wait the server answers /healthz (so
+        # that a liveness probe does not restart it half way) while the start goes on, and
+        # note calls answer `unavailable` until it is done.
+        await asyncio.wait({starting}, timeout=START_WAIT_SECONDS)
+        if not starting.done():
+            log.warning(
+                "still preparing the board after %.0f s (renaming its note fields to this "
+                "release's layout); serving, with note calls refused until it is done",
+                START_WAIT_SECONDS,
+            )
+        try:
+            async with (
+                audit.running(),
+                sessions.run(),
+                retention_sweeper(
+                    parts.board, parts.audit, interval=settings.retention_sweep_seconds
+                ),
+            ):
+                yield
+                await hub.close()
+        finally:
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
         await parts.board.close()
 
     routes = [

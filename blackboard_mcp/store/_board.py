@@ -607,7 +607,13 @@ class Board:
         return await self._placement.nodes()
 
     async def ready(self) -> bool:
-        """Every node answers and every primary's index exists (created now if it was not)."""
+        """Every node answers and every primary's index exists (created now if it was not).
+
+        Not while this process renames the board's note fields (an upgrade's first start):
+        the conversion is not run a second time beside the first."""
+        if self._placement.layout.converting:
+            log.warning("readiness: renaming the board's note fields to this release's layout")
+            return False
         try:
             await self._placement.start()
             nodes = await self._placement.nodes()

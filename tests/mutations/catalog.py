@@ -654,8 +654,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="earlier-layout-left-unconverted",
         why="notes stored under an earlier release's long field names read as missing",
         path="blackboard_mcp/store/connection/_field_layout.py",
-        original="    if redis.call('HEXISTS', key, 'version') == 1 then\n",
-        replacement="    if false then\n",
+        original="  if redis.call('HEXISTS', key, 'version') == 1 then\n",
+        replacement="  if false then\n",
         tests=("tests/test_field_layout.py",),
     ),
 )

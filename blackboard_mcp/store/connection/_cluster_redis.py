@@ -39,7 +39,7 @@ from redis.exceptions import MovedError
 from .._errors import StoreError, Unavailable
 from . import _key_names as keys
 from ._board_client import BoardClient, RedisCommands, RoutedClient, pool_options
-from ._field_layout import convert_field_layout
+from ._field_layout import FieldLayout
 from ._location import failure_reason, redacted_url
 from ._nodes import NodeReport, node_report
 from ._pool import WaitingConnectionPool
@@ -92,6 +92,7 @@ class ClusterRedis:
             retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 2),  # type: ignore[arg-type]  # types-redis 4.6 stubs lag redis-py 8
         )
         self._routed = RoutedClient(self.client, timeout_seconds)
+        self._layout = FieldLayout(self._routed)
         self._node_clients: dict[str, BoardClient] = {}
         # Each primary's index name ("host:port" -> name), for the topology it was made from.
         self._index_names: dict[str, str] = {}
@@ -151,9 +152,15 @@ class ClusterRedis:
             raise Unavailable(f"no node of the cluster serves workspace {workspace!r}'s slot")
         return node
 
+    @property
+    def layout(self) -> FieldLayout:
+        return self._layout
+
     async def home(self, workspace: str) -> BoardClient:
         """A plain client for the primary that owns ``workspace``'s slot (as last known)."""
         await self._ready()
+        if self._layout.refuses_calls:
+            self._layout.refuse()
         return self._node_client(self._owner(workspace))
 
     async def at_home(self, workspace: str, op: Callable[[BoardClient], Awaitable[T]]) -> T:
@@ -190,6 +197,8 @@ class ClusterRedis:
 
     async def search_index(self, workspace: str) -> tuple[RedisCommands, str]:
         await self._ready()
+        if self._layout.refuses_calls:
+            self._layout.refuse()
         if await self._has_coordinator():
             return self._routed, keys.INDEX_NAME
         owner = self._owner(workspace)
@@ -202,8 +211,9 @@ class ClusterRedis:
         return self._node_client(owner), name
 
     async def start(self) -> None:
+        self._layout.starting()
         await self._ready()
-        await convert_field_layout(self._routed)
+        await self._layout.ensure()
         await self._ensure_indexes()
         await drop_retired_keys(self._routed)
 

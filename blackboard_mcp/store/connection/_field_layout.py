@@ -10,14 +10,21 @@ layout is left as it is, so gateways that start together each run it safely.
 Earlier versions must be stopped before this one starts: a gateway of an earlier version
 that writes after the conversion stores fields this one does not read (docs/operations.md,
 "Upgrading the stored format").
+
+A gateway converts at start, and a note call that comes before it is done is refused
+``unavailable`` (``FieldLayout``). The CLI does not convert: run the CLI of the release the
+gateways run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
+from typing import Literal, NoReturn
 
+from .._errors import Unavailable
 from . import _key_names as keys
 from ._board_client import RedisCommands
 from ._field_names import DROPPED_LONG_NAMES, FORMAT_VERSION, STORED_NAMES
@@ -119,3 +126,63 @@ async def _batches(client: RedisCommands, prefix: str) -> AsyncIterator[list[byt
     for group in pending.values():
         if group:
             yield group
+
+
+class FieldLayout:
+    """Whether this process may read and write notes.
+
+    A start requires the board converted (``starting``, then ``ensure``): until it is, calls
+    are refused ``unavailable``, and a start that failed before it was done is tried again
+    in the background at the next call. A board no start has prepared (one the CLI opened)
+    is taken as it is."""
+
+    def __init__(self, client: RedisCommands) -> None:
+        self._client = client
+        self._state: Literal["unchecked", "required", "converted"] = "unchecked"
+        self._lock = asyncio.Lock()
+        self._retry: asyncio.Task[None] | None = None
+
+    @property
+    def refuses_calls(self) -> bool:
+        return self._state == "required"
+
+    @property
+    def converted(self) -> bool:
+        return self._state == "converted"
+
+    @property
+    def converting(self) -> bool:
+        """This process is converting the board now."""
+        return self._lock.locked()
+
+    def starting(self) -> None:
+        """A start has begun (called before its first await): calls wait for its conversion."""
+        if self._state != "converted":
+            self._state = "required"
+
+    async def ensure(self) -> None:
+        """Convert the board unless this process has seen it converted."""
+        if self.converted:
+            return
+        async with self._lock:
+            # Another task may have converted while this one waited for the lock.
+            if not self.converted:
+                await convert_field_layout(self._client)
+                self._state = "converted"
+
+    def refuse(self) -> NoReturn:
+        """Refuse a call that came before the start's conversion was done."""
+        if not self._lock.locked() and (self._retry is None or self._retry.done()):
+            # The start failed before it was done (Redis was away, say): try again.
+            self._retry = asyncio.create_task(self._try_again())
+        raise Unavailable(
+            "the board is renaming its notes' fields to this release's layout (the first "
+            "start after an upgrade)",
+            hint="retry in a minute; the gateway's /readyz answers 200 once it is done",
+        )
+
+    async def _try_again(self) -> None:
+        try:
+            await self.ensure()
+        except Exception as exc:  # the next refused call tries again; the reason goes to the log
+            log.warning("renaming the board's note fields failed again: %s", exc)

@@ -24,7 +24,7 @@ from .._errors import Unavailable
 from . import _key_names as keys
 from ._board_client import BoardClient, RedisCommands, RoutedClient, board_client
 from ._cluster_redis import ClusterRedis
-from ._field_layout import convert_field_layout
+from ._field_layout import FieldLayout
 from ._location import failure_reason, redacted_url
 from ._nodes import NodeReport, node_report
 from ._redis_errors import DEFAULT_REDIS_TIMEOUT_SECONDS, RedisOperation
@@ -84,6 +84,11 @@ class SingleRedis:
 
     def __init__(self, client: BoardClient) -> None:
         self._client = client
+        self._layout = FieldLayout(client)
+
+    @property
+    def layout(self) -> FieldLayout:
+        return self._layout
 
     @property
     def client(self) -> aioredis.Redis[bytes]:
@@ -108,10 +113,14 @@ class SingleRedis:
         return self._client.location
 
     async def home(self, workspace: str) -> BoardClient:
+        if self._layout.refuses_calls:
+            self._layout.refuse()
         return self._client
 
     async def at_home(self, workspace: str, op: Callable[[BoardClient], Awaitable[T]]) -> T:
         """Run ``op`` on the client that holds ``workspace``."""
+        if self._layout.refuses_calls:
+            self._layout.refuse()
         return await op(self._client)
 
     async def send(self, commands: Sequence[Command], *, repeatable: bool = True) -> list[Any]:
@@ -129,6 +138,8 @@ class SingleRedis:
         return {}
 
     async def search_index(self, workspace: str) -> tuple[RedisCommands, str]:
+        if self._layout.refuses_calls:
+            self._layout.refuse()
         return self._client, keys.INDEX_NAME
 
     async def start(self) -> None:
@@ -138,10 +149,11 @@ class SingleRedis:
         already there (``/readyz`` says "building" until it is done), and loses the old one;
         notes stored in an earlier layout are converted first (_field_layout.py).
         """
+        self._layout.starting()
         # The old indexes go before the fields are renamed, which they would re-index for
         # nothing.
         await retire_old_indexes(self._client)
-        await convert_field_layout(self._client)
+        await self._layout.ensure()
         await ensure_index(self._client)
         await drop_retired_keys(self._client)
 
