@@ -35,6 +35,7 @@ from blackboard_mcp.store import (
     Unconfirmed,
     UpdateState,
 )
+from blackboard_mcp.store.connection._field_names import LONG_NAMES
 from blackboard_mcp.store.connection._key_names import INDEX_NAME, digest_index
 from blackboard_mcp.testing import LocalCluster
 
@@ -342,6 +343,48 @@ async def test_the_recency_sets_of_an_earlier_version_are_removed_on_every_prima
             assert owner.command("EXISTS", f"bbt:{{{ws}}}:t") == 0, ws
             listed = await board.list_keys(ListKeys.parse({"order": "recent"}), workspace=ws)
             assert [i["uri"] for i in listed["items"]] == [f"bb://{ws}/t/n"]
+    finally:
+        await board.close()
+
+
+async def test_notes_of_the_earlier_field_layout_are_converted_on_every_primary_at_start(
+    redis_cluster: LocalCluster,
+) -> None:
+    workspaces = [f"lay-{i}-{uuid.uuid4().hex[:6]}" for i in range(9)]
+    board = Board.from_url(redis_cluster.url)
+    try:
+        await board.start()
+        for ws in workspaces:
+            for version in (1, 2):
+                await board.update_state(
+                    UpdateState.parse(
+                        {"uri": f"bb://{ws}/t/n", "digest": f"d{version}", "body": f"b{version}"}
+                    ),
+                    author="a",
+                )
+    finally:
+        await board.close()
+    assert len({redis_cluster.owner_of(f"{{{ws}}}").port for ws in workspaces}) > 1
+    # Each note and its kept first version as the earlier layout stored them.
+    for ws in workspaces:
+        owner = redis_cluster.owner_of(f"{{{ws}}}")
+        for key, uri in ((f"bbn:{{{ws}}}:t/n", f"bb://{ws}/t/n"), (f"bbh:{{{ws}}}:t/n@1", None)):
+            pairs = owner.command("HGETALL", key)  # a dict: the node's client speaks RESP3
+            assert isinstance(pairs, dict) and pairs, key
+            earlier = [v for k, val in pairs.items() for v in (LONG_NAMES[k.decode()], val)]
+            owner.command("DEL", key)
+            owner.command("HSET", key, *earlier, *(("uri", uri) if uri else ()))
+    redis_cluster.owner_of("bbfields").command("DEL", "bbfields")
+    board = Board.from_url(redis_cluster.url)
+    try:
+        await board.start()
+        for ws in workspaces:
+            owner = redis_cluster.owner_of(f"{{{ws}}}")
+            assert owner.command("HEXISTS", f"bbn:{{{ws}}}:t/n", "version") == 0, ws
+            read = await board.get_state(
+                GetState.parse({"uris": [f"bb://{ws}/t/n", f"bb://{ws}/t/n@1"], "mode": "full"})
+            )
+            assert [(i["version"], i["body"]) for i in read["items"]] == [(2, "b2"), (1, "b1")]
     finally:
         await board.close()
 
