@@ -23,7 +23,9 @@ core.
 
 One embedded Redis without persistence serves every cell; ``--against REV`` adds a gateway
 running the package as it was at git revision REV, for a before and after in one run. Cells
-are interleaved round by round.
+are interleaved round by round. The board is written once, by this checkout: a REV that
+stores notes in another layout (before the one-letter field names) reads them as missing,
+so compare such a revision by a run of its own.
 
     python bench/read_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]
                               [--workers N]
