@@ -139,9 +139,9 @@ async def _answers(board: Board) -> list[Any]:
     return [full, digests, listed, by_version, exported]
 
 
-async def test_an_earlier_layout_board_answers_as_before_once_a_gateway_starts(
-    redis_url: str,
-) -> None:
+async def _earlier_layout_board(redis_url: str) -> tuple[list[Any], int]:
+    """The board of ``_write_board`` in the earlier layout: what it answered before it was
+    rewritten, and how many hashes were rewritten."""
     board = Board(client=board_client(redis_url))
     await board.start()
     try:
@@ -149,7 +149,14 @@ async def test_an_earlier_layout_board_answers_as_before_once_a_gateway_starts(
         before = await _answers(board)
     finally:
         await board.close()
-    assert _to_earlier_layout(redis_url) == 5  # four notes and the plan's first version
+    return before, _to_earlier_layout(redis_url)
+
+
+async def test_an_earlier_layout_board_answers_as_before_once_a_gateway_starts(
+    redis_url: str,
+) -> None:
+    before, rewritten = await _earlier_layout_board(redis_url)
+    assert rewritten == 5  # four notes and the plan's first version
     assert "version" in _field_names(redis_url) and "uri" in _field_names(redis_url)
 
     board = Board(client=board_client(redis_url))
@@ -228,14 +235,7 @@ async def test_a_note_hash_holds_each_field_under_its_short_name_and_no_address(
 async def test_a_start_that_failed_before_converting_is_tried_again_at_the_next_call(
     redis_url: str,
 ) -> None:
-    board = Board(client=board_client(redis_url))
-    await board.start()
-    try:
-        await _write_board(board)
-        before = await _answers(board)
-    finally:
-        await board.close()
-    _to_earlier_layout(redis_url)
+    before, _ = await _earlier_layout_board(redis_url)
     board = Board(client=board_client(redis_url))
     try:
         # As a start that Redis failed half way leaves it: converting required, not done.
@@ -285,13 +285,7 @@ async def test_a_gateway_serves_health_and_refuses_note_calls_until_its_start_co
     issuer: TokenIssuer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    board = Board(client=board_client(redis_url))
-    await board.start()
-    try:
-        await _write_board(board)
-    finally:
-        await board.close()
-    _to_earlier_layout(redis_url)
+    await _earlier_layout_board(redis_url)
     entered, release, converted = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def held(client: Any) -> int:
