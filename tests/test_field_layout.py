@@ -103,6 +103,11 @@ async def _write_board(board: Board) -> None:
         ),
         author="ann",
     )
+    # Text of many scripts and no spaces: the conversion moves bytes, never characters.
+    await board.update_state(
+        write({"path": "notes/ja", "digest": "日本語のメモ 🦜", "body": "東京大阪京都名古屋🦜🦜"}),
+        author="作者",
+    )
     # Offloaded past the board's inline size: its body lives in a blob the hash names.
     await board.update_state(
         write({"path": "notes/big", "digest": "A long log.", "body": "walrus line\n" * 2000}),
@@ -128,7 +133,8 @@ async def _write_board(board: Board) -> None:
 
 
 async def _answers(board: Board) -> list[Any]:
-    uris = [f"bb://{WS}/{p}" for p in ("plan/a", "plan/a@1", "notes/bird", "notes/big", "data/t")]
+    paths = ("plan/a", "plan/a@1", "notes/bird", "notes/ja", "notes/big", "data/t")
+    uris = [f"bb://{WS}/{p}" for p in paths]
     full = await board.get_state(
         GetState.parse({"uris": uris, "mode": "full", "budget_tokens": 50_000})
     )
@@ -156,7 +162,7 @@ async def test_an_earlier_layout_board_answers_as_before_once_a_gateway_starts(
     redis_url: str,
 ) -> None:
     before, rewritten = await _earlier_layout_board(redis_url)
-    assert rewritten == 5  # four notes and the plan's first version
+    assert rewritten == 6  # five notes and the plan's first version
     assert "version" in _field_names(redis_url) and "uri" in _field_names(redis_url)
 
     board = Board(client=board_client(redis_url))
