@@ -55,7 +55,8 @@ class FloorApp:
     async def _write(self, arguments: dict[str, Any]) -> dict[str, Any]:
         if self._pool is None:
             self._pool = WaitingConnectionPool.from_url(
-                self._redis_url, **pool_options(pool_size=64, pool_wait_seconds=5.0)
+                self._redis_url,
+                **pool_options(pool_size=64, pool_wait_seconds=5.0, connect_seconds=5.0),
             )
         uri = arguments["uri"]
         ws, topic, path = uri.removeprefix("bb://").split("/", 2)

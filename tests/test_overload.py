@@ -22,7 +22,7 @@ from app_support import InProcessGateway, in_process_gateway
 from support import GatewayProcess, agent_token
 
 from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import Board, GetState, Overloaded, Unavailable, free_port
+from blackboard_mcp.store import Board, GetState, Overloaded, Unavailable, board_client, free_port
 
 CONCURRENT_CALLS = 1000
 
@@ -226,5 +226,42 @@ async def test_connections_that_fail_to_connect_give_their_slot_back(tmp_path: P
             with pytest.raises(Unavailable) as failed:
                 await board.get_state(GetState.parse({"uris": ["bb://ws/t/k"]}))
             assert not isinstance(failed.value, Overloaded)
+    finally:
+        await board.close()
+
+
+class _StarvedLoop:
+    """The running loop's clock and connects, as a loop that other work holds up sees them:
+    each connect's reply comes ``late_by`` seconds after it was sent."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, late_by: float) -> None:
+        self._read_clock = loop.time
+        self._connect = loop.create_connection
+        self._late_by = late_by
+        self.ahead = 0.0
+
+    def time(self) -> float:
+        return self._read_clock() + self.ahead
+
+    async def create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        self.ahead += self._late_by
+        return await self._connect(*args, **kwargs)
+
+
+async def test_a_connection_opened_on_a_starved_loop_has_the_operations_whole_deadline(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A thousand calls in one process can hold the loop for seconds while a connect is in
+    # flight. Redis answered at once; only the loop was late, so the call must not hear
+    # `unavailable` while its operation's deadline has time left.
+    loop = asyncio.get_running_loop()
+    starved = _StarvedLoop(loop, late_by=3.0)
+    monkeypatch.setattr(loop, "time", starved.time)
+    monkeypatch.setattr(loop, "create_connection", starved.create_connection)
+    board = Board(client=board_client(redis_url, timeout_seconds=30.0))
+    try:
+        answer = await board.get_state(GetState.parse({"uris": ["bb://ws/t/k"]}))
+        assert answer["items"][0]["uri"] == "bb://ws/t/k"
+        assert starved.ahead >= 3.0, "no connection was opened: the test proved nothing"
     finally:
         await board.close()

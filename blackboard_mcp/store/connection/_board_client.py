@@ -157,15 +157,27 @@ def board_client(
     for in turn up to ``pool_wait_seconds``; each operation bounded by ``timeout_seconds``;
     transactions on ``wire_class`` connections."""
     pool = WaitingConnectionPool.from_url(
-        url, **pool_options(pool_size, pool_wait_seconds, wire_class=wire_class)
+        url,
+        **pool_options(
+            pool_size, pool_wait_seconds, connect_seconds=timeout_seconds, wire_class=wire_class
+        ),
     )
     return BoardClient(pool, timeout_seconds=timeout_seconds)
 
 
 def pool_options(
-    pool_size: int, pool_wait_seconds: float, *, wire_class: type[WireConnection] = WireConnection
+    pool_size: int,
+    pool_wait_seconds: float,
+    *,
+    connect_seconds: float,
+    wire_class: type[WireConnection] = WireConnection,
 ) -> dict[str, Any]:
-    """The board pool's options, for a single Redis's pool and each cluster node's."""
+    """The board pool's options, for a single Redis's pool and each cluster node's.
+
+    A connect may take as long as the operation around it (``connect_seconds``, the store's
+    deadline): its timer runs on the event loop, and a loop busy with a burst of calls can
+    be seconds late to see a reply Redis sent at once. A shorter bound answered those calls
+    `unavailable`, which says Redis is down."""
     return {
         "wait_seconds": pool_wait_seconds,
         "max_connections": pool_size,
@@ -173,7 +185,7 @@ def pool_options(
         # No socket timeout: each store operation has one deadline instead
         # (store/connection/_redis_errors.py), where redis-py put a timer around every command.
         "socket_timeout": None,
-        "socket_connect_timeout": 2.0,
+        "socket_connect_timeout": connect_seconds,
         "health_check_interval": 15,
         # Pooled connections opened before a Redis restart are dead; without a retry each
         # one failed a call with `unavailable` the first time it was picked, long after

@@ -85,7 +85,8 @@ class ClusterRedis:
             url,
             max_connections=pool_size,
             socket_timeout=socket_timeout,
-            socket_connect_timeout=2.0,
+            # As for a node's pool (pool_options): a connect has the operation's deadline.
+            socket_connect_timeout=timeout_seconds,
             # A dead primary refuses connections at once; two quick retries, each after a
             # fresh look at the topology, then `unavailable`: calls fail fast during a
             # failover instead of waiting out redis-py's default back-off.
@@ -139,7 +140,9 @@ class ClusterRedis:
                 port=node.port,
                 # As for a single Redis (board_client): no socket timeout, one retry on a
                 # fresh connection.
-                **pool_options(self._pool_size, self._pool_wait_seconds),
+                **pool_options(
+                    self._pool_size, self._pool_wait_seconds, connect_seconds=self._timeout_seconds
+                ),
                 **_node_pool_kwargs(self._url),
             )
             client = BoardClient(pool, timeout_seconds=self._timeout_seconds)
