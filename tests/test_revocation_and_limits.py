@@ -22,8 +22,10 @@ from app_support import InProcessGateway, in_process_gateway
 from redis.crc import key_slot
 from support import admin_token, agent_token, call
 
-from blackboard_mcp.auth import TokenIssuer
-from blackboard_mcp.store import EmbeddedRedis
+from blackboard_mcp.auth import Grant, TokenIssuer
+from blackboard_mcp.store import Board, EmbeddedRedis, RedisRevocationList
+from blackboard_mcp.store.access._admission import RedisCallAdmission
+from blackboard_mcp.store.access._ratelimit import RedisRateLimiter
 
 LIMIT = 5
 MAX_TOKEN_TTL = 90 * 86400  # BB_MAX_TOKEN_TTL's documented default
@@ -382,3 +384,67 @@ async def test_listing_and_search_are_refused_to_a_revoked_token_and_counted_aga
             err, body = await call(client, tool, **arguments)
             assert err and body["error"]["code"] == "rate_limited", (tool, body)
             assert body["error"]["retry_after"] > 0
+
+
+async def test_the_listeners_batch_check_and_the_per_call_check_agree_on_every_kind_of_revocation(
+    redis_url: str,
+) -> None:
+    # Open listeners are checked many tokens to a script (RedisRevocationList.revoked_among),
+    # calls one token at a time in the admission script: the same rule written twice, so
+    # every case of it is asked of both.
+    ws = fresh_workspace()
+    board = Board.from_url(redis_url)
+    try:
+        await board.start()
+        revocations = RedisRevocationList(client=board.redis.routed)
+        admission = RedisCallAdmission(
+            redis=board.redis,
+            limiter=RedisRateLimiter(client=board.redis.routed, per_minute=0),
+        )
+        now = time.time()
+
+        def grant(subject: str, token_id: str, *, iat: float, chain: tuple[str, ...] = ()) -> Grant:
+            return Grant(
+                subject,
+                ws,
+                ("*",),
+                ("*",),
+                frozenset(),
+                frozenset(),
+                token_id,
+                iat,
+                now + 3600,
+                delegation=tuple((f"parent-{a}", a) for a in chain),
+            )
+
+        expected = {
+            "plain": (grant("ann", "plain", iat=now), False),
+            "marked": (grant("ann", "marked", iat=now), True),
+            "subject-after": (grant("bob", "subject-after", iat=now - 100), True),
+            "subject-same-second": (grant("bob", "subject-same-second", iat=now - 10), True),
+            "subject-before": (grant("bob", "subject-before", iat=now + 100), False),
+            "recorded": (grant("bob", "recorded", iat=now - 100), False),
+            "recorded-marked": (grant("bob", "recorded-marked", iat=now - 100), True),
+            "parent-marked": (grant("cat", "parent-marked", iat=now, chain=("p1", "marked")), True),
+            "parents-fine": (grant("cat", "parents-fine", iat=now, chain=("p1", "p2")), False),
+            "ünïcode-☃": (grant("dee", "ünïcode-☃", iat=now), True),
+        }
+        for token_id in ("marked", "recorded-marked", "ünïcode-☃"):
+            await revocations.revoke_token(ws, token_id, until=now + 600)
+        await revocations.revoke_subject(ws, "bob", issued_before=now - 10, until=now + 600)
+        # On record: issued by the board, so only a mark of its own revokes it.
+        await board.client.hset(
+            f"bbtk:{{{ws}}}", mapping={"recorded": "{}", "recorded-marked": "{}"}
+        )
+        grants = [g for g, _ in expected.values()]
+        among = await revocations.revoked_among(grants)
+        assert among == {token_id for token_id, (_, revoked) in expected.items() if revoked}
+        for token_id, (token, revoked) in expected.items():
+            assert (await admission.admit(token)).revoked is revoked, token_id
+            assert await revocations.is_revoked(token) is revoked, token_id
+        # Past one script's worth of tokens, in as many scripts as it takes.
+        many = [grant("eve", f"many-{n}", iat=now) for n in range(450)]
+        await revocations.revoke_token(ws, "many-333", until=now + 600)
+        assert await revocations.revoked_among([*many, *grants]) == {"many-333", *among}
+    finally:
+        await board.close()

@@ -39,8 +39,15 @@ from support import (
     stop_gateway,
 )
 
-from blackboard_mcp.auth import Grant, RevocationList, TokenIssuer
-from blackboard_mcp.gateway.listening._hub import ChangeHub, Interest, Listener, Listing, Notice
+from blackboard_mcp.auth import Grant, RevocationList, TokenIssuer, TokenRevoked
+from blackboard_mcp.gateway.listening._hub import (
+    RECHECK_SECONDS,
+    ChangeHub,
+    Interest,
+    Listener,
+    Listing,
+    Notice,
+)
 from blackboard_mcp.store import (
     Board,
     Change,
@@ -877,3 +884,89 @@ async def test_a_delete_read_while_the_list_loads_makes_it_load_again() -> None:
     assert board.looks == 2 and listing.topics == {"facts"}
     # So plans getting a note again is a change.
     assert await listing.follow([_change("create", "bb://ws/plans/q", 2)]) == [("plans",)]
+
+
+class _CountingRevocations:
+    """Revokes the tokens named; records each question it is asked."""
+
+    def __init__(self, revoked: set[str]) -> None:
+        self.revoked = revoked
+        self.asked: list[list[str]] = []
+
+    async def revoked_among(self, grants: list[Grant]) -> set[str]:
+        self.asked.append(sorted(g.token_id for g in grants))
+        return {g.token_id for g in grants} & self.revoked
+
+
+class _RecheckRounds:
+    """The hub's recheck timer, driven by the test: each ``release`` lets one round run."""
+
+    def __init__(self) -> None:
+        self._go: asyncio.Queue[None] = asyncio.Queue()
+        self.waiting = asyncio.Event()
+
+    async def sleep(self, seconds: float) -> None:
+        assert seconds == RECHECK_SECONDS
+        self.waiting.set()
+        await self._go.get()
+        self.waiting.clear()
+
+    async def release(self) -> None:
+        self._go.put_nowait(None)
+        await asyncio.sleep(0)
+        with anyio.fail_after(10):
+            await self.waiting.wait()  # the round ran and the next one waits
+
+
+async def test_a_process_asks_once_for_all_its_listeners_tokens_and_ends_only_the_revoked_streams(
+    redis_url: str,
+) -> None:
+    board = Board.from_url(redis_url)
+    await board.start()
+    revocations = _CountingRevocations({"bad"})
+    rounds = _RecheckRounds()
+    hub = ChangeHub(
+        board,
+        revocations=cast(RevocationList, revocations),
+        per_token=10,
+        queue_size=64,
+        recheck_sleep=rounds.sleep,
+    )
+    ws = f"ws-{time.monotonic_ns()}"
+
+    def grant(token_id: str) -> Grant:
+        return Grant("a", ws, ("*",), (), frozenset(), frozenset(), token_id, 0.0, 1e12)
+
+    bad, good = grant("bad"), grant("good")
+    try:
+        listeners = [await hub.join(g, notes=frozenset(), topics=None) for g in (bad, bad, good)]
+        waits = [
+            asyncio.create_task(hub.next_change(listener, wait_seconds=600))
+            for listener in listeners
+        ]
+        with anyio.fail_after(10):
+            await rounds.waiting.wait()
+        assert revocations.asked == []
+        await rounds.release()
+        # One question for the workspace's three streams, each token asked once.
+        assert revocations.asked == [["bad", "good"]]
+        with anyio.fail_after(10):
+            for task in waits[:2]:
+                with pytest.raises(TokenRevoked):
+                    await task
+        assert not waits[2].done()
+        for listener in listeners[:2]:
+            hub.leave(listener)  # as a stream does once it ends (Listens.follow)
+        # The stream that stays still hears the next change.
+        await board.update_state(
+            UpdateState.parse({"uri": f"bb://{ws}/t/n", "digest": "after", "body": ""}),
+            author="w",
+        )
+        with anyio.fail_after(10):
+            notice = await waits[2]
+        assert isinstance(notice, Notice) and notice.change.uri == f"bb://{ws}/t/n"
+        await rounds.release()
+        assert revocations.asked == [["bad", "good"], ["good"]]  # the revoked ones left
+    finally:
+        await hub.close()
+        await board.close()

@@ -11,6 +11,7 @@ the mark could concern.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Protocol
 
 from ._errors import BadTokenRequest, NotIssued, WrongWorkspace
@@ -22,6 +23,11 @@ from ._names import is_subject, is_token_id
 class RevocationList(Protocol):
     async def is_revoked(self, grant: Grant) -> bool:
         """Whether the token id or the subject of ``grant`` is revoked in its workspace."""
+        ...
+
+    async def revoked_among(self, grants: Sequence[Grant]) -> set[str]:
+        """The token ids of ``grants`` that ``is_revoked`` would say are revoked, asked of
+        many tokens at once (the open listeners of a process)."""
         ...
 
     async def revoke_token(self, workspace: str, token_id: str, *, until: float) -> None:
@@ -41,6 +47,9 @@ class NoRevocations:
 
     async def is_revoked(self, grant: Grant) -> bool:
         return False
+
+    async def revoked_among(self, grants: Sequence[Grant]) -> set[str]:
+        return set()
 
     async def revoke_token(self, workspace: str, token_id: str, *, until: float) -> None:
         raise NotImplementedError("NoRevocations cannot revoke")

@@ -588,6 +588,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=("tests/test_fleet_tokens.py",),
     ),
     Mutation(
+        name="listeners-keep-a-revoked-token",
+        why="an open listen of a revoked token goes on hearing of changes",
+        path="blackboard_mcp/gateway/listening/_hub.py",
+        original="                    listener.revoke()",
+        replacement="                    pass",
+        tests=(
+            "tests/test_subscriptions.py::test_a_process_asks_once_for_all_its_listeners_tokens_and_ends_only_the_revoked_streams",
+        ),
+    ),
+    Mutation(
+        name="listeners-keep-a-revoked-parents-delegate",
+        why="an open listen of a token delegated from a revoked one goes on hearing of changes",
+        path="blackboard_mcp/store/access/_revocations.py",
+        original="  for i = k + 2, k + 1 + chain do",
+        replacement="  for i = k + 2, k + 1 do",
+        tests=(
+            "tests/test_revocation_and_limits.py::test_the_listeners_batch_check_and_the_per_call_check_agree_on_every_kind_of_revocation",
+        ),
+    ),
+    Mutation(
         name="import-takes-any-time",
         why="an imported note dated past year 9999 makes every later read of it fail",
         path="blackboard_mcp/store/lifecycle/_transfer.py",

@@ -41,8 +41,9 @@ log = logging.getLogger(__name__)
 _BLOCK_MS = 5000
 # After a failed read (Redis down), wait before the next so a dead Redis is not spun on.
 _RETRY_SECONDS = 1.0
-# An open stream's token is checked against the revocation list at most this often, so a
-# revoked token stops hearing of changes within about this long.
+# The open streams' tokens are checked against the revocation list this often (all of a
+# workspace's in one round trip), so a revoked token stops hearing of changes within about
+# this long.
 RECHECK_SECONDS = 5.0
 # A listen that cannot start its workspace's feed (Redis down) is refused after this long.
 _START_SECONDS = 5.0
@@ -333,7 +334,7 @@ class Listener:
     # The change log's sequence number up to which its client has been handed every change
     # it hears (None before it has taken any): a dropped client catches up from there.
     resume_after: int | None = None
-    checked_at: float = field(default_factory=time.monotonic)
+    revoked: bool = False  # its token was found revoked: the stream ends
     # One timer a listener, moved only when a wait must end sooner than it: a wait that ends
     # with a change (most of them, under load) leaves it for the next, instead of each wait
     # setting a timer and cancelling it, thousands of times a second over many listeners.
@@ -365,6 +366,11 @@ class Listener:
     def close(self) -> None:
         """End the stream after what is waiting."""
         self.closing = True
+        self.wake()
+
+    def revoke(self) -> None:
+        """End the stream at once: its token was revoked."""
+        self.revoked = True
         self.wake()
 
     def wake(self) -> None:
@@ -424,6 +430,7 @@ class ChangeHub:
         queue_size: int,
         writes_per_second: int = 500,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        recheck_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_drop: Callable[[], None] = lambda: None,
     ) -> None:
         self._board = board
@@ -432,6 +439,7 @@ class ChangeHub:
         self._queue_size = queue_size
         self._writes_per_second = writes_per_second
         self._sleep = sleep
+        self._recheck_sleep = recheck_sleep
         self._on_drop = on_drop
         # Each workspace's listeners, grouped by what they hear.
         self._interests: dict[str, dict[object, Interest]] = {}
@@ -469,6 +477,7 @@ class ChangeHub:
         if pump is None:
             pump = _Pump(asyncio.Event())
             pump.task = asyncio.create_task(self._pump(grant.workspace, pump.ready))
+            pump.recheck = asyncio.create_task(self._recheck(grant.workspace))
             self._pumps[grant.workspace] = pump
         try:
             async with asyncio.timeout(_START_SECONDS):
@@ -524,30 +533,48 @@ class ChangeHub:
         if not interests:
             del self._interests[ws]
             pump = self._pumps.pop(ws, None)
-            if pump is not None and pump.task is not None:
-                pump.task.cancel()
+            if pump is not None:
+                pump.cancel()
 
     async def next_change(self, listener: Listener, *, wait_seconds: float) -> Notice | Idle | None:
         """The listener's next change; ``IDLE`` after ``wait_seconds`` without one; None once
         its stream is to end. Raises TokenRevoked when its token has been revoked."""
         deadline = time.monotonic() + wait_seconds
         while True:
-            step = min(RECHECK_SECONDS, deadline - time.monotonic())
-            change: Notice | Idle | None = IDLE
-            if await listener.wait(step):
-                taken = listener.interest.read(listener, 1)
-                change = taken[0] if taken else None
-            now = time.monotonic()
-            if now - listener.checked_at >= RECHECK_SECONDS:
-                listener.checked_at = now
-                try:
-                    revoked = await self._revocations.is_revoked(listener.grant)
-                except Exception:  # Redis away: no change reaches anyone meanwhile either
-                    revoked = False
-                if revoked:
+            if listener.revoked:
+                raise TokenRevoked("this token has been revoked")
+            if await listener.wait(deadline - time.monotonic()):
+                if listener.revoked:
                     raise TokenRevoked("this token has been revoked")
-            if change is not IDLE or now >= deadline:
-                return change
+                taken = listener.interest.read(listener, 1)
+                return taken[0] if taken else None
+            if time.monotonic() >= deadline:
+                return IDLE
+
+    async def _recheck(self, workspace: str) -> None:
+        """Every RECHECK_SECONDS, end the streams of this workspace whose token has been
+        revoked since: one question to the revocation list for all of them, however many
+        streams the process holds."""
+        while True:
+            await self._recheck_sleep(RECHECK_SECONDS)
+            listeners = [
+                listener
+                for interest in self._interests.get(workspace, {}).values()
+                for listener in interest.listeners
+            ]
+            grants = {listener.grant.token_id: listener.grant for listener in listeners}
+            if not grants:
+                continue
+            try:
+                revoked = await self._revocations.revoked_among(list(grants.values()))
+            except Exception as exc:  # Redis away: no change reaches anyone meanwhile either
+                log.warning(
+                    "listeners of %s: revocations not checked: %s", workspace, failure_reason(exc)
+                )
+                continue
+            for listener in listeners:
+                if listener.grant.token_id in revoked:
+                    listener.revoke()
 
     def write_interval(self) -> float:
         """The least time between two reads of the change log that found something (and so
@@ -619,7 +646,7 @@ class ChangeHub:
 
     async def close(self) -> None:
         """Stop the pumps and end every listener's stream (the gateway is stopping)."""
-        tasks = [p.task for p in self._pumps.values() if p.task is not None]
+        tasks = [t for p in self._pumps.values() for t in (p.task, p.recheck) if t is not None]
         self._pumps.clear()
         for listing in self._listings.values():
             if listing.task is not None:
@@ -652,5 +679,13 @@ def _publish_listing(
 
 @dataclass
 class _Pump:
+    """A workspace's reader of the change log, and its check of the listeners' tokens."""
+
     ready: asyncio.Event
     task: asyncio.Task[None] | None = None
+    recheck: asyncio.Task[None] | None = None
+
+    def cancel(self) -> None:
+        for task in (self.task, self.recheck):
+            if task is not None:
+                task.cancel()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import Protocol
 
 from ..connection import _key_names as keys
@@ -31,27 +32,38 @@ class TokenIdentity(Protocol):
     def ancestors(self) -> tuple[str, ...]: ...
 
 
-# Whether a token is revoked. KEYS: the token's mark, its subject's mark, the workspace's
-# token records, then its ancestors' marks (a delegated token's chain). ARGV: its id, its
-# iat. A mark on the token or on any ancestor revokes it. The subject's mark (a time) revokes
-# the tokens issued up to then that are not on record; a token on record is revoked by its own
-# mark, which revoking its subject sets, so one issued after the revocation is valid whatever
-# the second.
-REVOKED_LUA = """
-for i = 4, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then return -1 end
+# Which of some tokens of one workspace are revoked. KEYS: the workspace's token records,
+# then per token its mark, its subject's mark and its ancestors' marks (a delegated token's
+# chain). ARGV: per token its id, its iat and how many ancestors it has. Returns the ids of
+# the revoked ones. A mark on the token or on any ancestor revokes it. The subject's mark (a
+# time) revokes the tokens issued up to then that are not on record; a token on record is
+# revoked by its own mark, which revoking its subject sets, so one issued after the
+# revocation is valid whatever the second. (The admission script, store/access/_admission.py,
+# applies the same rule to one token; a test holds the two to the same answers.)
+REVOKED_AMONG_LUA = """
+local records, revoked, k = KEYS[1], {}, 2
+for a = 1, #ARGV, 3 do
+  local id, iat, chain = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local hit = redis.call('EXISTS', KEYS[k]) == 1
+  for i = k + 2, k + 1 + chain do
+    if not hit and redis.call('EXISTS', KEYS[i]) == 1 then hit = true end
+  end
+  if not hit and redis.call('HEXISTS', records, id) == 0 then
+    local revoked_at = redis.call('GET', KEYS[k + 1])
+    hit = revoked_at ~= false and tonumber(revoked_at) >= iat
+  end
+  if hit then revoked[#revoked + 1] = id end
+  k = k + 2 + chain
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
-local recorded = redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1
-if not recorded then
-  local revoked_at = redis.call('GET', KEYS[2])
-  if revoked_at and tonumber(revoked_at) >= tonumber(ARGV[2]) then return -1 end
-end
+return revoked
 """
+
+# Tokens asked about in one script at most: a script blocks Redis while it runs.
+_TOKENS_PER_SCRIPT = 200
 
 
 def revocation_keys(token: TokenIdentity) -> list[str]:
-    """The keys ``REVOKED_LUA`` reads, all in the token's workspace slot."""
+    """The keys the admission script reads of ``token``, all in its workspace's slot."""
     return [
         keys.revoked_token(token.workspace, token.token_id),
         keys.revoked_subject(token.workspace, token.subject),
@@ -70,13 +82,33 @@ class RedisRevocationList:
         self._client = client
 
     async def is_revoked(self, grant: TokenIdentity) -> bool:
-        found = revocation_keys(grant)
-        script = REVOKED_LUA + "\nreturn 0"
-        async with self._client.operation():
-            reply = await self._client.redis.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
-                script, len(found), *found, grant.token_id, int(grant.issued_at)
-            )
-        return int(reply) < 0
+        return grant.token_id in await self.revoked_among([grant])
+
+    async def revoked_among(self, grants: Sequence[TokenIdentity]) -> set[str]:
+        """The token ids of ``grants`` that are revoked: one script for up to 200 tokens of
+        a workspace (each workspace's keys share its slot)."""
+        revoked: set[str] = set()
+        by_workspace: dict[str, list[TokenIdentity]] = {}
+        for grant in grants:
+            by_workspace.setdefault(grant.workspace, []).append(grant)
+        for workspace, held in by_workspace.items():
+            for start in range(0, len(held), _TOKENS_PER_SCRIPT):
+                chunk = held[start : start + _TOKENS_PER_SCRIPT]
+                found = [keys.issued_tokens(workspace)]
+                arguments: list[str | int] = []
+                for grant in chunk:
+                    found += [
+                        keys.revoked_token(workspace, grant.token_id),
+                        keys.revoked_subject(workspace, grant.subject),
+                        *(keys.revoked_token(workspace, a) for a in grant.ancestors),
+                    ]
+                    arguments += [grant.token_id, int(grant.issued_at), len(grant.ancestors)]
+                async with self._client.operation():
+                    reply = await self._client.redis.eval(  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
+                        REVOKED_AMONG_LUA, len(found), *found, *arguments
+                    )
+                revoked.update(_text(item) for item in reply)
+        return revoked
 
     async def revoke_token(self, workspace: str, token_id: str, *, until: float) -> None:
         key = keys.revoked_token(workspace, token_id)
@@ -98,3 +130,7 @@ class RedisRevocationList:
                 str(math.floor(issued_before)),
                 ex=_seconds_until(until),
             )
+
+
+def _text(item: bytes | str) -> str:
+    return item.decode() if isinstance(item, bytes) else item
