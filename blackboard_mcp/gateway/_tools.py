@@ -77,8 +77,10 @@ def scope_of(request: ToolRequest, grant: Grant, *, per_item: bool = False) -> C
         scoped = tuple(a for a in reads if not a.is_catch_up)
     refused: tuple[str, ...] = ()
     if per_item and isinstance(request, GetState) and not foreign:
-        refused = tuple(a.uri for a in scoped if not grant.can_read(a.topic))
-        scoped = tuple(a for a in scoped if grant.can_read(a.topic))
+        # Asked once a topic: a read of many notes names few topics.
+        readable = {topic: grant.can_read(topic) for topic in {a.topic for a in scoped}}
+        refused = tuple(a.uri for a in scoped if not readable[a.topic])
+        scoped = tuple(a for a in scoped if readable[a.topic])
     return CallScope(
         workspace=foreign[0].workspace if foreign else grant.workspace,
         read_topics=frozenset(a.topic for a in scoped),

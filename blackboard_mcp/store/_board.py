@@ -9,6 +9,7 @@ together from several files.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -257,7 +258,10 @@ class Board:
     ) -> NoteWrite:
         """The note to write: the request's content, or the summary of its ``source_path``
         (read after ``gate`` is passed, in a round trip of its own), within the limits."""
-        base = NoteWrite(
+        # Not dataclasses.replace on a base note: it looks the dataclass's fields up on
+        # every write.
+        note = functools.partial(
+            NoteWrite,
             address=request.uri,
             digest=request.digest,
             author=author[:MAX_AUTHOR_CHARS],
@@ -272,8 +276,7 @@ class Board:
                 append=request.append,
                 max_body_bytes=self._limits.max_body_bytes,
             )
-            return dataclasses.replace(
-                base,
+            return note(
                 body=request.body,
                 table=request.table,
                 append=request.append,
@@ -282,8 +285,7 @@ class Board:
         if gate is not None:
             await self._at_home(request.uri.workspace, lambda client: client.pass_gate(gate))
         summary = await self._sources.summarize(request.source_path)
-        return dataclasses.replace(
-            base,
+        return note(
             body=summary.body,
             table=summary.table,
             kind="table" if summary.table is not None else "summary",

@@ -70,6 +70,12 @@ class Address:
     def __str__(self) -> str:
         return self.uri
 
+    def __hash__(self) -> int:
+        # Equal addresses have equal text, made once with the address, whose hash a str keeps:
+        # a read looks its addresses up in dicts and sets several times each, and the
+        # generated hash built and hashed a tuple of five fields every time.
+        return hash(self.uri)
+
 
 def is_valid_name(name: str) -> bool:
     return _NAME.fullmatch(name) is not None
