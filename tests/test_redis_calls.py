@@ -11,12 +11,25 @@ import asyncio
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlsplit, urlunsplit
 
+import hiredis
 import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import DataError
 
-from blackboard_mcp.store import Board, GetState, Overloaded, Unavailable, UpdateState
+from blackboard_mcp.auth import Grant
+from blackboard_mcp.store import (
+    Board,
+    GetState,
+    ListKeys,
+    Overloaded,
+    SearchKeys,
+    Unavailable,
+    UpdateState,
+)
+from blackboard_mcp.store.access._admission import Admission, RedisCallAdmission
+from blackboard_mcp.store.access._ratelimit import RedisRateLimiter
 from blackboard_mcp.store.connection import _redis_errors
 from blackboard_mcp.store.connection._wire import pack
 
@@ -154,3 +167,122 @@ def test_the_stores_own_commands_are_packed_byte_for_byte_as_redis_py_packs_them
 def test_an_argument_redis_cannot_take_is_refused_before_it_is_sent(bad: object) -> None:
     with pytest.raises(DataError):
         pack([("SET", "k", bad)])
+
+
+class _LoadingProxy:
+    """A TCP proxy to a real Redis that, while ``loading``, answers every command itself with
+    Redis's reply during a restart's load (``-LOADING``) instead of passing it on."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self._upstream_port = upstream_port
+        self.loading = False
+        self.refused = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def close(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._upstream_port)
+        back = asyncio.create_task(self._pipe(up_reader, writer))
+        self._tasks.add(back)
+        commands = hiredis.Reader()
+        try:
+            while data := await reader.read(65536):
+                commands.feed(data)
+                while (command := commands.gets()) is not False:
+                    if self.loading:
+                        self.refused += 1
+                        writer.write(b"-LOADING Redis is loading the dataset in memory\r\n")
+                    else:
+                        up_writer.write(hiredis.pack_command(tuple(command)))
+        finally:
+            back.cancel()
+            up_writer.close()
+            writer.close()
+
+    @staticmethod
+    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(65536):
+            writer.write(data)
+
+
+async def test_a_redis_loading_its_data_is_unavailable_on_every_path_and_the_connections_recover(
+    redis_url: str,
+) -> None:
+    # After a restart Redis answers every command `-LOADING` until its data is in memory. The
+    # store's own connections read such replies as values: each must fail its call as
+    # `unavailable`, never be taken for data (an `internal` error, or a wrong answer).
+    real = urlsplit(redis_url)
+    assert real.port is not None
+    proxy = _LoadingProxy(real.port)
+    port = await proxy.start()
+    at_proxy = real._replace(netloc=real.netloc.replace(f":{real.port}", f":{port}"))
+    board = Board.from_url(urlunsplit(at_proxy), cluster="off")
+    limiter = RedisRateLimiter(client=board.redis.routed, per_minute=0)
+    admission = RedisCallAdmission(redis=board.redis, limiter=limiter)
+    token = Grant("a", "ws", ("*",), ("*",), frozenset(), frozenset(), "tk", time.time(), 1e12)
+    refusals: list[Admission] = []
+    try:
+        await board.start()
+        uri = f"bb://ws/loading/n{time.monotonic_ns()}"
+        written = await board.update_state(
+            UpdateState.parse({"uri": uri, "digest": "before the restart", "body": "b"}),
+            author="a",
+        )
+        calls = {
+            "get_state": lambda: board.get_state(GetState.parse({"uris": [uri]})),
+            "update_state": lambda: board.update_state(
+                UpdateState.parse(
+                    {"uri": uri, "digest": "d", "body": "b", "expect_version": written["version"]}
+                ),
+                author="a",
+            ),
+            "gated update_state": lambda: board.update_state(
+                UpdateState.parse({"uri": uri, "digest": "d", "body": "b"}),
+                author="a",
+                gate=admission.gate(token, refusals.append),
+            ),
+            "append": lambda: board.update_state(
+                UpdateState.parse({"uri": uri + "-log", "digest": "d", "append": "line"}),
+                author="a",
+            ),
+            "list_keys": lambda: board.list_keys(
+                ListKeys.parse({"topic": "loading"}), workspace="ws"
+            ),
+            "search_keys": lambda: board.search_keys(
+                SearchKeys.parse({"q": "restart"}), workspace="ws"
+            ),
+            "admission": lambda: admission.admit(token),
+        }
+        proxy.loading = True
+        for name, call in calls.items():
+            before = proxy.refused
+            with pytest.raises(Unavailable) as failed:
+                await call()
+            assert proxy.refused > before, f"{name} never reached Redis"
+            assert "loading" in str(failed.value), (name, failed.value)
+        assert refusals == []  # a gate's verdict is never read out of an error reply
+        proxy.loading = False
+        # The same connections serve again, every reply in step with its command.
+        read = await board.get_state(GetState.parse({"uris": [uri]}))
+        assert read["items"][0]["digest"] == "before the restart"
+        again = await board.update_state(
+            UpdateState.parse(
+                {"uri": uri, "digest": "after", "body": "b", "expect_version": written["version"]}
+            ),
+            author="a",
+        )
+        assert again["version"] == written["version"] + 1
+    finally:
+        await board.close()
+        await proxy.close()

@@ -159,7 +159,9 @@ def _mapped(exc: BaseException, timeout_seconds: float) -> StoreError | None:
         # Every pooled connection stayed busy for the pool's whole wait (store/connection/_pool.py):
         # Redis answers, this process has more calls in hand than connections.
         return Overloaded("no Redis connection came free in time; the board is busy")
-    if isinstance(exc, (rx.ConnectionError, rx.TimeoutError, rx.BusyLoadingError, OSError)):
+    if isinstance(exc, rx.BusyLoadingError):
+        return Unavailable("the board's Redis is loading its data (it restarted)")
+    if isinstance(exc, (rx.ConnectionError, rx.TimeoutError, OSError)):
         return Unavailable("the board's Redis is unreachable")
     if isinstance(exc, rx.ResponseError):
         # Server-side refusals such as OOM or a read-only replica are operator problems.

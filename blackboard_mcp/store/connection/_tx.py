@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from redis.exceptions import RedisError, ResponseError, WatchError
+from redis.exceptions import RedisError, WatchError
 
 from .._errors import Contended, Unconfirmed
 from ._pool import WaitingConnectionPool
@@ -149,7 +149,9 @@ def first_commands(
 
 
 def _raise_error(reply: Any) -> Any:
-    if isinstance(reply, ResponseError):
+    # Every error reply, not only ResponseError's kind: redis-py names some by what they
+    # mean for a connection (``-LOADING`` is a BusyLoadingError, a ConnectionError).
+    if isinstance(reply, RedisError):
         raise reply
     return reply
 

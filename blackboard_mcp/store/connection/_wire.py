@@ -31,7 +31,7 @@ from typing import Any, cast
 
 import hiredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import DataError, InvalidResponse, RedisError, ResponseError
+from redis.exceptions import DataError, InvalidResponse, RedisError
 
 from ._redis_py_adapter import error_reply, tls_context
 
@@ -203,9 +203,12 @@ def pack(commands: Sequence[tuple[Any, ...]]) -> bytes:
 
 
 def first_error(replies: list[Any]) -> list[Any]:
-    """``replies``, unless one is an error reply: then that error is raised."""
+    """``replies``, unless one is an error reply: then that error is raised.
+
+    Whatever its class: redis-py names some error replies by what they mean for the
+    connection (``-LOADING`` after a restart is a BusyLoadingError, a ConnectionError)."""
     for reply in replies:
-        if isinstance(reply, ResponseError):
+        if isinstance(reply, RedisError):
             raise reply
     return replies
 
