@@ -37,6 +37,7 @@ _WORKSPACE_GONE = "tests/test_delete.py::test_a_deleted_workspace_is_gone_but_it
 
 _WRITE_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_tokens_writes_are_refused_in_their_first_round_trip_writing_nothing"  # noqa: E501
 
+_LOADING = "tests/test_redis_calls.py::test_a_redis_loading_its_data_is_unavailable_on_every_path_and_the_connections_recover"  # noqa: E501
 _READ_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_token_does_not_spend_its_subjects_rate_limit"  # noqa: E501
 
 _WIRES = "tests/test_transaction_connections.py"
@@ -606,6 +607,25 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             "tests/test_revocation_and_limits.py::test_the_listeners_batch_check_and_the_per_call_check_agree_on_every_kind_of_revocation",
         ),
+    ),
+    Mutation(
+        name="loading-reply-read-as-data",
+        why="a Redis loading its data after a restart answers reads with an internal error",
+        path="blackboard_mcp/store/connection/_wire.py",
+        original="        if isinstance(reply, RedisError):",
+        replacement=(
+            "        if isinstance(reply, RedisError)"
+            " and not isinstance(reply, RedisConnectionError):"
+        ),
+        tests=(_LOADING,),
+    ),
+    Mutation(
+        name="loading-reply-read-as-verdict",
+        why="a Redis loading its data after a restart answers writes with an internal error",
+        path="blackboard_mcp/store/connection/_tx.py",
+        original="    if isinstance(reply, RedisError):",
+        replacement='    if isinstance(reply, RedisError) and "LOADING" not in str(reply).upper():',
+        tests=(_LOADING,),
     ),
     Mutation(
         name="import-takes-any-time",
