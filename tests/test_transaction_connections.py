@@ -5,6 +5,7 @@ count against the pool's bound."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -12,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import redis
 import redis.asyncio as aioredis
+from store_support import RoundTrips
 
 from blackboard_mcp.store import (
     Board,
@@ -24,6 +26,7 @@ from blackboard_mcp.store import (
     board_client,
     every_topic,
 )
+from blackboard_mcp.store.connection import _key_names as keys
 from blackboard_mcp.store.connection._tx import Transaction
 
 
@@ -229,3 +232,34 @@ async def test_closing_the_client_closes_a_lent_connection_and_its_call_fails_cl
     with pytest.raises(Unavailable):
         await running
     assert plain.get("k") is None
+
+
+async def test_a_notes_first_version_joins_its_workspace_to_the_registry_in_its_own_transaction(
+    redis_url: str,
+) -> None:
+    # On a single Redis the registry is on the note's node: a new note is the write's two
+    # round trips (WATCH and read, then MULTI..EXEC), with no third for the registry, and
+    # its workspace is registered by the same EXEC that creates it. An append creating a
+    # note registers it after its script, as on a cluster.
+    trips = RoundTrips()
+    board = Board(client=trips.client(redis_url))
+    check = redis.Redis.from_url(redis_url)
+    try:
+        await board.start()
+        # The wire opened (and authenticated) before counting.
+        await board.get_state(GetState.parse({"uris": ["bb://reg/t/warm"]}))
+        for ws, request in (
+            (f"reg-{uuid.uuid4().hex[:8]}", {"digest": "first", "body": "b"}),
+            (f"reg-{uuid.uuid4().hex[:8]}", {"digest": "first", "append": "line"}),
+        ):
+            trips.count = 0
+            written = await board.update_state(
+                UpdateState.parse({"uri": f"bb://{ws}/t/n", **request}), author="a"
+            )
+            assert written["version"] == 1
+            assert check.sismember(keys.workspaces(), ws), ws
+            assert trips.count == (2 if "body" in request else 3), request
+            assert await board.workspace_exists(ws)
+    finally:
+        await board.close()
+        check.close()

@@ -225,27 +225,46 @@ class Board:
         trip, or (a ``source_path`` write, which reads a file first) in one of its own.
         """
         write = await self._note_write(request, author=author, gate=gate)
-        apply = write_note if write.append is None else append_note
-        result = await self._at_home(
-            write.address.workspace,
-            lambda client: apply(
-                client,
-                write,
-                counter=self._counter,
-                limits=self._write_limits,
-                # The catch-up note is every reader's, whatever its topics.
-                may_read=write.address.is_catch_up or readable(write.address.topic),
-                gate=None if request.source_path is not None else gate,
-            ),
-        )
-        if result["version"] == 1:
+        # The catch-up note is every reader's, whatever its topics.
+        may_read = write.address.is_catch_up or readable(write.address.topic)
+        first_gate = None if request.source_path is not None else gate
+        # Where the registry is on the note's node, a first version joins it in its own
+        # transaction: no round trip of its own, and never a note without its workspace.
+        joined = write.append is None and self._placement.registry_beside_notes
+        if write.append is None:
+            registry = keys.workspaces() if joined else None
+            result = await self._at_home(
+                write.address.workspace,
+                lambda client: write_note(
+                    client,
+                    write,
+                    counter=self._counter,
+                    limits=self._write_limits,
+                    may_read=may_read,
+                    gate=first_gate,
+                    registry=registry,
+                ),
+            )
+        else:
+            result = await self._at_home(
+                write.address.workspace,
+                lambda client: append_note(
+                    client,
+                    write,
+                    counter=self._counter,
+                    limits=self._write_limits,
+                    may_read=may_read,
+                    gate=first_gate,
+                ),
+            )
+        if result["version"] == 1 and not joined:
             await self._register_workspace(write.address.workspace)
         return result
 
     async def _register_workspace(self, workspace: str) -> None:
-        # The registry is one key, in its own slot: on a cluster it cannot join the write's
-        # transaction. It serves `health` only, so it is added after the write commits (on
-        # the note's first version), and a failure here must not turn a committed write
+        # On a cluster the registry is one key in a slot of its own, which cannot join the
+        # write's transaction (nor an append's script): it is added after the write commits
+        # (on the note's first version), and a failure here must not turn a committed write
         # into an error.
         try:
             async with self._placement.operation():

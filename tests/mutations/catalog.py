@@ -628,6 +628,16 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(_LOADING,),
     ),
     Mutation(
+        name="first-version-leaves-its-workspace-unregistered",
+        why="a workspace created on a single Redis is never registered (nor swept by retention)",
+        path="blackboard_mcp/store/notes/_writes.py",
+        original='            tx.queue("SADD", registry, ws)',
+        replacement="            pass",
+        tests=(
+            "tests/test_transaction_connections.py::test_a_notes_first_version_joins_its_workspace_to_the_registry_in_its_own_transaction",
+        ),
+    ),
+    Mutation(
         name="import-takes-any-time",
         why="an imported note dated past year 9999 makes every later read of it fail",
         path="blackboard_mcp/store/lifecycle/_transfer.py",

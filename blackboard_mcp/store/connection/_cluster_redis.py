@@ -159,6 +159,11 @@ class ClusterRedis:
     def layout(self) -> FieldLayout:
         return self._layout
 
+    @property
+    def registry_beside_notes(self) -> bool:
+        # The registry is one key in a slot of its own, on whichever primary owns that slot.
+        return False
+
     async def home(self, workspace: str) -> BoardClient:
         """A plain client for the primary that owns ``workspace``'s slot (as last known)."""
         await self._ready()

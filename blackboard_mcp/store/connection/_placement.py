@@ -112,6 +112,12 @@ class SingleRedis:
     def location(self) -> str:
         return self._client.location
 
+    @property
+    def registry_beside_notes(self) -> bool:
+        """Whether the workspace registry lives where every note does, so that a note's
+        first version can join it in its own transaction."""
+        return True
+
     async def home(self, workspace: str) -> BoardClient:
         if self._layout.refuses_calls:
             self._layout.refuse()

@@ -59,12 +59,15 @@ async def write_note(
     limits: WriteLimits,
     may_read: bool = True,
     gate: Gate | None = None,
+    registry: str | None = None,
 ) -> WriteResult:
     """Apply one validated write; raise Conflict (nothing written) on a stale expect_version.
 
     ``may_read`` says whether the writer may read the note's topic. A writer that may not
     learns the note's version (it needs it for expect_version) but nothing of its content:
-    no digest in a conflict, no stored size or kind in a refused append.
+    no digest in a conflict, no stored size or kind in a refused append. ``registry``: the
+    workspace registry's key, when it is on the note's node; a note's first version adds
+    its workspace there in its own transaction.
     """
     if write.append is not None:
         raise ValueError("an append is written by append_note (store/notes/_appends.py)")
@@ -180,6 +183,8 @@ async def write_note(
         path = write.address.path
         if old_version and old_kind != kind:
             tx.queue("ZREM", keys.by_kind(ws, topic, old_kind), path)
+        if registry is not None and not old_version:
+            tx.queue("SADD", registry, ws)
         tx.queue("SADD", keys.topics(ws), topic)
         tx.queue("ZADD", keys.by_name(ws, topic), 0, path)
         tx.queue("ZADD", keys.by_version(ws, topic), version, path)
