@@ -231,32 +231,22 @@ class Board:
         # Where the registry is on the note's node, a first version joins it in its own
         # transaction: no round trip of its own, and never a note without its workspace.
         joined = write.append is None and self._placement.registry_beside_notes
-        if write.append is None:
-            registry = keys.workspaces() if joined else None
-            result = await self._at_home(
-                write.address.workspace,
-                lambda client: write_note(
-                    client,
-                    write,
-                    counter=self._counter,
-                    limits=self._write_limits,
-                    may_read=may_read,
-                    gate=first_gate,
-                    registry=registry,
-                ),
-            )
-        else:
-            result = await self._at_home(
-                write.address.workspace,
-                lambda client: append_note(
-                    client,
-                    write,
-                    counter=self._counter,
-                    limits=self._write_limits,
-                    may_read=may_read,
-                    gate=first_gate,
-                ),
-            )
+        apply: Callable[..., Awaitable[WriteResult]] = (
+            functools.partial(write_note, registry=keys.workspaces() if joined else None)
+            if write.append is None
+            else append_note
+        )
+        result = await self._at_home(
+            write.address.workspace,
+            lambda client: apply(
+                client,
+                write,
+                counter=self._counter,
+                limits=self._write_limits,
+                may_read=may_read,
+                gate=first_gate,
+            ),
+        )
         if result["version"] == 1 and not joined:
             await self._register_workspace(write.address.workspace)
         return result
