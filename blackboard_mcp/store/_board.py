@@ -230,12 +230,11 @@ class Board:
         first_gate = None if request.source_path is not None else gate
         # Where the registry is on the note's node, a first version joins it in its own
         # transaction: no round trip of its own, and never a note without its workspace.
-        joined = write.append is None and self._placement.registry_beside_notes
-        apply: Callable[..., Awaitable[WriteResult]] = (
-            functools.partial(write_note, registry=keys.workspaces() if joined else None)
-            if write.append is None
-            else append_note
-        )
+        registry: str | None = None
+        apply: Callable[..., Awaitable[WriteResult]] = append_note
+        if write.append is None:
+            registry = keys.workspaces() if self._placement.registry_beside_notes else None
+            apply = functools.partial(write_note, registry=registry)
         result = await self._at_home(
             write.address.workspace,
             lambda client: apply(
@@ -247,7 +246,7 @@ class Board:
                 gate=first_gate,
             ),
         )
-        if result["version"] == 1 and not joined:
+        if result["version"] == 1 and registry is None:
             await self._register_workspace(write.address.workspace)
         return result
 

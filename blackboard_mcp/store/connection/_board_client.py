@@ -176,8 +176,8 @@ def pool_options(
 
     A connect may take as long as the operation around it (``connect_seconds``, the store's
     deadline): its timer runs on the event loop, and a loop busy with a burst of calls can
-    be seconds late to see a reply Redis sent at once. A shorter bound answered those calls
-    `unavailable`, which says Redis is down."""
+    be seconds late to see a reply Redis sent at once. A shorter bound would answer such a
+    call `unavailable`, which says Redis is down."""
     return {
         "wait_seconds": pool_wait_seconds,
         "max_connections": pool_size,

@@ -72,8 +72,8 @@ class Address:
 
     def __hash__(self) -> int:
         # Equal addresses have equal text, made once with the address, whose hash a str keeps:
-        # a read looks its addresses up in dicts and sets several times each, and the
-        # generated hash built and hashed a tuple of five fields every time.
+        # a read looks its addresses up in dicts and sets several times each, where a
+        # generated hash would build and hash a tuple of five fields every time.
         return hash(self.uri)
 
 
