@@ -40,6 +40,8 @@ _WRITE_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_tokens_wri
 _LOADING = "tests/test_redis_calls.py::test_a_redis_loading_its_data_is_unavailable_on_every_path_and_the_connections_recover"  # noqa: E501
 _READ_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_token_does_not_spend_its_subjects_rate_limit"  # noqa: E501
 
+_LONG_NOTES = "tests/test_large_notes_keep_the_loop_free.py"
+
 _WIRES = "tests/test_transaction_connections.py"
 _WIRE_CANCELLED = (
     f"{_WIRES}::test_a_transaction_cancelled_mid_round_trip_leaves_no_reply_for_the_next"
@@ -707,5 +709,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         original="  if redis.call('HEXISTS', key, 'version') == 1 then\n",
         replacement="  if false then\n",
         tests=("tests/test_field_layout.py",),
+    ),
+    Mutation(
+        name="long-write-counted-on-the-loop",
+        why="a long note's count holds the event loop: every other call of the process waits",
+        path="blackboard_mcp/store/notes/_tokencount.py",
+        original="    return await asyncio.to_thread(count_as_json_string, counter, text)\n",
+        replacement="    return count_as_json_string(counter, text)\n",
+        tests=(_LONG_NOTES,),
+    ),
+    Mutation(
+        name="long-answer-fitted-on-the-loop",
+        why="a long read's answer is counted and cut on the event loop, which waits for it",
+        path="blackboard_mcp/store/reads/_budget.py",
+        original="    if held <= OFF_LOOP_CHARS:\n",
+        replacement="    if True:\n",
+        tests=(_LONG_NOTES,),
+    ),
+    Mutation(
+        name="long-table-parsed-on-the-loop",
+        why="a long table's rows are parsed and counted on the event loop when read",
+        path="blackboard_mcp/store/reads/_reads.py",
+        original="        if len(data) > OFF_LOOP_CHARS:\n",
+        replacement="        if False:\n",
+        tests=(_LONG_NOTES,),
     ),
 )

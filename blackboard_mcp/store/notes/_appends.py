@@ -40,7 +40,7 @@ from ..connection._tx import Gate
 from ._addresses import SCHEME
 from ._history import KEEP_VERSION_LUA
 from ._notes import NoteWrite
-from ._tokencount import TokenCounter, count_as_json_string
+from ._tokencount import TokenCounter, count_as_json_string_off_loop
 from ._writes import SEARCH_TEXT_BYTES, WriteLimits, WriteResult
 
 LOG_BLOB_PREFIX = "log-"
@@ -218,6 +218,7 @@ async def append_note(
     seen = (replies[0] or b"").decode()
     sources = orjson.dumps([s.uri for s in write.sources]).decode()
     confidence = "" if write.confidence is None else repr(write.confidence)
+    append_tokens = await count_as_json_string_off_loop(counter, write.append)
     fixed_args = [
         write.append,
         limits.max_body_bytes,
@@ -229,7 +230,7 @@ async def append_note(
         write.author,
         write.digest,
         counter.count(write.digest),
-        count_as_json_string(counter, write.append),
+        append_tokens,
         sources,
         confidence,
         "1" if write.sources else "0",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
+import threading
 from collections import OrderedDict
 from typing import Protocol
 
@@ -11,6 +13,8 @@ import orjson
 
 
 class TokenCounter(Protocol):
+    """Counts a text's tokens; called from worker threads too, several at once."""
+
     def count(self, text: str) -> int: ...
 
     def cut(self, text: str, max_tokens: int) -> str:
@@ -38,6 +42,9 @@ class TiktokenCounter:
         self._encoding = _encoding()
         self._count_short = functools.lru_cache(maxsize=_CACHE_ENTRIES)(self._count)
         self._long: OrderedDict[bytes, int] = OrderedDict()
+        # Long texts are counted on worker threads too (count_as_json_string_off_loop): the
+        # cache's look-up, move and eviction are one step under this lock, the count is not.
+        self._long_lock = threading.Lock()
 
     def count(self, text: str) -> int:
         if not text:
@@ -45,14 +52,16 @@ class TiktokenCounter:
         if len(text) <= _CACHED_CHARS:
             return self._count_short(text)
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        known = self._long.get(key)
-        if known is not None:
-            self._long.move_to_end(key)
-            return known
+        with self._long_lock:
+            known = self._long.get(key)
+            if known is not None:
+                self._long.move_to_end(key)
+                return known
         counted = self._count(text)
-        self._long[key] = counted
-        if len(self._long) > _LONG_ENTRIES:
-            self._long.popitem(last=False)
+        with self._long_lock:
+            self._long[key] = counted
+            if len(self._long) > _LONG_ENTRIES:
+                self._long.popitem(last=False)
         return counted
 
     def _count(self, text: str) -> int:
@@ -75,6 +84,21 @@ def count_as_json_string(counter: TokenCounter, text: str) -> int:
     ``\n``, ``\"``) than raw; counting the raw text under-reported what a read costs.
     """
     return counter.count(orjson.dumps(text).decode()[1:-1])
+
+
+# Counting a text takes time in proportion to its length, and on the event loop every other
+# call of the process waits for it (for a 1 MiB body, tens of milliseconds). A text longer
+# than this is counted on a worker thread instead: tiktoken lets go of the GIL while it
+# encodes, so the loop serves other calls meanwhile; a shorter one costs less to count than
+# the hand-off to a thread.
+OFF_LOOP_CHARS = 8 * 1024
+
+
+async def count_as_json_string_off_loop(counter: TokenCounter, text: str) -> int:
+    """``count_as_json_string``; a long text counted on a worker thread, beside the loop."""
+    if len(text) <= OFF_LOOP_CHARS:
+        return count_as_json_string(counter, text)
+    return await asyncio.to_thread(count_as_json_string, counter, text)
 
 
 # Where a read's JSON may be cut into pieces whose token counts add up exactly: just before

@@ -20,7 +20,7 @@ from ..connection._tx import Gate, ReplicaWait, Transaction
 from ._commit import queue_commit
 from ._history import HistoryLimits, keep_version_command
 from ._notes import NoteWrite
-from ._tokencount import TokenCounter, count_as_json_string
+from ._tokencount import TokenCounter, count_as_json_string_off_loop
 
 # An offloaded body keeps this much of its text beside the note for the search index, so
 # large notes stay findable without every read of the note carrying the whole body.
@@ -84,7 +84,7 @@ async def write_note(
     digest_tokens = counter.count(write.digest)
     # Token counting happens once here, outside the transaction.
     content = _content(write)
-    content_tokens = count_as_json_string(counter, content)
+    content_tokens = await count_as_json_string_off_loop(counter, content)
 
     source_keys = [keys.note(ws, source.member) for source in write.sources]
 

@@ -10,6 +10,7 @@ got wrong.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ import orjson
 
 from .._errors import InvalidArgument
 from ..notes._provenance import once_per_link
-from ..notes._tokencount import TokenCounter, count_as_json_string, count_json
+from ..notes._tokencount import OFF_LOOP_CHARS, TokenCounter, count_as_json_string, count_json
 from ..requests._read_options import MAX_BUDGET
 from ._table_rows import TableRows
 
@@ -280,6 +281,22 @@ def fit(
             del response["need_budget"]
             finish(counter, response)
     return Fitted(response, 0, False)
+
+
+async def fit_off_loop(
+    counter: TokenCounter,
+    budget: int,
+    entries: Sequence[Entry],
+    count: int,
+    render: Render,
+) -> Fitted:
+    """``fit``, on a worker thread when the entries hold long content: counting the answer
+    (and cutting it) would hold the event loop as long as counting a long write does
+    (store/notes/_tokencount.py). Nothing else touches the entries meanwhile."""
+    held = sum(len(e.content or "") + (e.size if e.rows is not None else 0) for e in entries)
+    if held <= OFF_LOOP_CHARS:
+        return fit(counter, budget, entries, count, render)
+    return await asyncio.to_thread(fit, counter, budget, entries, count, render)
 
 
 def _ready(entry: Entry) -> bool:

@@ -13,6 +13,7 @@ get_state and list_keys share those two passes, so they stay in one module, a li
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,10 +34,10 @@ from ..notes._provenance import (
     provenance_warnings,
     source_records,
 )
-from ..notes._tokencount import TokenCounter, count_as_json_string, count_json
+from ..notes._tokencount import OFF_LOOP_CHARS, TokenCounter, count_as_json_string, count_json
 from ..requests import GetState, ListKeys
 from ..requests._page_keys import encode
-from ._budget import Entry, Render, finish, fit, plan, position_ranges
+from ._budget import Entry, Render, finish, fit, fit_off_loop, plan, position_ranges
 from ._deletions import decode_deleted, deleted_since
 from ._paging import history_page, select_page
 from ._table_rows import rows_in_range
@@ -357,7 +358,13 @@ async def _fetch_content(
             if len(data) != length:
                 moved.append(i)
                 continue
-        _give_content(counter, entry, note, data or b"", offset)
+        data = data or b""
+        if len(data) > OFF_LOOP_CHARS:
+            # A long table's rows are parsed and counted, a long text decoded: beside the
+            # loop, as a long count is (store/notes/_tokencount.py). The entry is this read's.
+            await asyncio.to_thread(_give_content, counter, entry, note, data, offset)
+        else:
+            _give_content(counter, entry, note, data, offset)
     return moved, replies[len(commands) :]
 
 
@@ -586,7 +593,7 @@ async def _show(
             asked = None
         moved = [positions[i] for i in found_moved]
         if not moved:
-            fitted = fit(counter, budget, entries, count, render)
+            fitted = await fit_off_loop(counter, budget, entries, count, render)
             return fitted.response, fitted.shown
         for p, again in zip(moved, await refetch([addresses[p] for p in moved]), strict=True):
             built[p] = again
