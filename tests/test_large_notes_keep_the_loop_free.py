@@ -136,3 +136,37 @@ async def test_a_long_read_is_counted_while_other_calls_are_answered(
     assert shown == [_ROWS if shape == "table" else _BODY]
     assert answer["spent_tokens"] == TiktokenCounter().count(orjson.dumps(answer).decode())
     assert loop_thread not in counter.threads
+
+
+async def test_a_long_answer_is_fitted_outside_the_redis_operations_deadline(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Counting and cutting an answer is the process's own work, not a wait for Redis: on a
+    # busy process it may take longer than BB_REDIS_TIMEOUT_SECONDS, and the read must not
+    # then be answered `unavailable` as if Redis had not answered.
+    counter = _HeldCounter()
+    counter.release.set()
+    board = Board(client=board_client(redis_url, timeout_seconds=1.0), counter=counter)
+    try:
+        await board.update_state(
+            UpdateState.parse({"uri": "bb://ws/t/long", "digest": "long", "body": _BODY}),
+            author="a",
+        )
+        counter.release.clear()
+        counter.counting.clear()
+        whole = GetState.parse(
+            {"uris": ["bb://ws/t/long"], "mode": "full", "budget_tokens": 100_000}
+        )
+        read = asyncio.create_task(board.get_state(whole))
+        assert await asyncio.to_thread(counter.counting.wait, _SECONDS)
+        loop = asyncio.get_running_loop()
+        clock = loop.time
+        monkeypatch.setattr(loop, "time", lambda: clock() + 60.0)
+        for _ in range(50):
+            await asyncio.sleep(0)  # any deadline due by now fires
+        counter.release.set()
+        answer = await read
+        assert [item["body"] for item in answer["items"]] == [_BODY]
+    finally:
+        counter.release.set()
+        await board.close()

@@ -557,7 +557,7 @@ def _start_at(entry: Entry, start: int, size: int) -> None:
 Refetch = Callable[[list[Address]], Awaitable[list[tuple[Entry, dict[str, str] | None]]]]
 
 
-async def _show(
+async def _fetch_to_show(
     client: BoardClient,
     counter: TokenCounter,
     budget: int,
@@ -566,8 +566,9 @@ async def _show(
     render: Render,
     refetch: Refetch,
     asked: _AskedWithContent | None = None,
-) -> tuple[dict[str, Any], int]:
-    """Plan from estimates, fetch the content of what is planned, then fit exactly.
+) -> tuple[list[Entry], int]:
+    """Plan from estimates and fetch the content of what is planned: the entries, their
+    content at hand, and how many of them the plan shows, for ``fit_off_loop`` to fit exactly.
 
     An item whose note was written between the two round trips is read again, its fields
     with its body (``refetch``), and the plan made anew: every item shown is one version.
@@ -593,8 +594,7 @@ async def _show(
             asked = None
         moved = [positions[i] for i in found_moved]
         if not moved:
-            fitted = await fit_off_loop(counter, budget, entries, count, render)
-            return fitted.response, fitted.shown
+            return entries, count
         for p, again in zip(moved, await refetch([addresses[p] for p in moved]), strict=True):
             built[p] = again
     raise Contended(
@@ -682,7 +682,7 @@ async def get_state(
             )
             return await build(again, fetched_again)
 
-        response, _ = await _show(
+        entries, count = await _fetch_to_show(
             client,
             counter,
             budget,
@@ -692,7 +692,8 @@ async def get_state(
             refetch,
             asked=_AskedWithContent(questions, pending, readable),
         )
-    return response
+    # Counting and cutting the answer is no Redis operation: outside its deadline.
+    return (await fit_off_loop(counter, budget, entries, count, render)).response
 
 
 async def list_keys(
