@@ -16,7 +16,7 @@ interleave the revisions.
     python bench/long_notes.py [--seconds 5] [--rounds 3] [--against REV]...
 
 Prints, per cell and revision, the probes' calls/s, p50, p99 and longest wait, and how many
-long calls were made meanwhile (medians of the rounds).
+long calls (or listings) were made meanwhile (medians of the rounds).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import multiprocessing as mp
 import random
 import sys
 import time
+from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -44,7 +45,8 @@ from _harness import (
 )
 from _rawhttp import RawHttpConnection
 
-CELLS = ("quiet", "long writes", "long reads")
+CELLS = ("quiet", "long writes", "long reads", "long listings")
+LISTED = 200
 PROBES = 4
 LONG_CHARS = 1_000_000
 _WORDS = (
@@ -53,7 +55,7 @@ _WORDS = (
 )
 
 
-def _call(request_id: int, tool: str, arguments: dict[str, object]) -> bytes:
+def _call(request_id: int, tool: str, arguments: Mapping[str, object]) -> bytes:
     return orjson.dumps(
         {
             "jsonrpc": "2.0",
@@ -95,7 +97,14 @@ def _long_calls(port: int, token: str, workspace: str, cell: str, stop: Connecti
         try:
             while not stop.poll():
                 made += 1
-                if cell == "long writes":
+                if cell == "long listings":
+                    for n in range(LISTED):
+                        digest = f"{made:07d} {n} " + base[: 1000 - 16]
+                        note = {"uri": f"bb://{workspace}/list/n{n}", "digest": digest, "body": ""}
+                        await _checked(conn, _call(made + 1, "update_state", note))
+                    listing = {"topic": "list", "limit": LISTED, "budget_tokens": 100_000}
+                    await _checked(conn, _call(made + 1, "list_keys", listing))
+                elif cell == "long writes":
                     # A new text each time: a count already made is remembered.
                     text = f"{made:07d} " + base[8:]
                     arguments: dict[str, object] = {"uri": uri, "digest": "long", "body": text}

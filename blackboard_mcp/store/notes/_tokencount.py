@@ -7,9 +7,12 @@ import functools
 import hashlib
 import threading
 from collections import OrderedDict
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 import orjson
+
+T = TypeVar("T")
 
 
 class TokenCounter(Protocol):
@@ -94,11 +97,18 @@ def count_as_json_string(counter: TokenCounter, text: str) -> int:
 OFF_LOOP_CHARS = 8 * 1024
 
 
+async def counted_off_loop(chars: int, count: Callable[[], T]) -> T:
+    """``count()``, which counts about ``chars`` characters of text: on a worker thread,
+    beside the loop, when they are more than OFF_LOOP_CHARS. What ``count`` touches must be
+    its own (or, as a TokenCounter is, safe to share between threads)."""
+    if chars <= OFF_LOOP_CHARS:
+        return count()
+    return await asyncio.to_thread(count)
+
+
 async def count_as_json_string_off_loop(counter: TokenCounter, text: str) -> int:
     """``count_as_json_string``; a long text counted on a worker thread, beside the loop."""
-    if len(text) <= OFF_LOOP_CHARS:
-        return count_as_json_string(counter, text)
-    return await asyncio.to_thread(count_as_json_string, counter, text)
+    return await counted_off_loop(len(text), functools.partial(count_as_json_string, counter, text))
 
 
 # Where a read's JSON may be cut into pieces whose token counts add up exactly: just before

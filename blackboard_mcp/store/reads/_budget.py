@@ -10,7 +10,6 @@ got wrong.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,7 @@ import orjson
 
 from .._errors import InvalidArgument
 from ..notes._provenance import once_per_link
-from ..notes._tokencount import OFF_LOOP_CHARS, TokenCounter, count_as_json_string, count_json
+from ..notes._tokencount import TokenCounter, count_as_json_string, count_json, counted_off_loop
 from ..requests._read_options import MAX_BUDGET
 from ._table_rows import TableRows
 
@@ -283,20 +282,35 @@ def fit(
     return Fitted(response, 0, False)
 
 
+def held_chars(entries: Sequence[Entry]) -> int:
+    """About how much text an answer of ``entries`` holds: counting it costs in proportion."""
+    return sum(
+        len(e.content or "")
+        + (e.size if e.rows is not None else 0)
+        + len(str(e.item.get("digest") or ""))
+        for e in entries
+    )
+
+
 async def fit_off_loop(
     counter: TokenCounter,
     budget: int,
     entries: Sequence[Entry],
-    count: int,
+    count: int | None,
     render: Render,
 ) -> Fitted:
-    """``fit``, on a worker thread when the entries hold long content: counting the answer
-    (and cutting it) would hold the event loop as long as counting a long write does
-    (store/notes/_tokencount.py). Nothing else touches the entries meanwhile."""
-    held = sum(len(e.content or "") + (e.size if e.rows is not None else 0) for e in entries)
-    if held <= OFF_LOOP_CHARS:
-        return fit(counter, budget, entries, count, render)
-    return await asyncio.to_thread(fit, counter, budget, entries, count, render)
+    """``fit`` (after ``plan``, when ``count`` is None), on a worker thread when the entries
+    hold long text: counting the answer (and cutting it) would hold the event loop as
+    counting a long write would (store/notes/_tokencount.py). The entries and ``render`` are
+    the read's own; nothing else touches them meanwhile."""
+
+    def fitted() -> Fitted:
+        shown = count
+        if shown is None:
+            shown = plan(counter, budget, entries, finish(counter, render([], [], 0)))
+        return fit(counter, budget, entries, shown, render)
+
+    return await counted_off_loop(held_chars(entries), fitted)
 
 
 def _ready(entry: Entry) -> bool:
