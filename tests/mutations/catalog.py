@@ -720,10 +720,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="long-answer-fitted-on-the-loop",
-        why="a long read's, listing's or search's answer is counted on the event loop",
+        why="a long read's answer is counted and cut on the event loop, which waits for it",
         path="blackboard_mcp/store/reads/_budget.py",
-        original="    return await counted_off_loop(held_chars(entries), fitted)\n",
-        replacement="    return fitted()\n",
+        original="    return await counted_off_loop(\n        held, functools.partial(fit,",
+        replacement="    return await counted_off_loop(\n        0, functools.partial(fit,",
         tests=(_LONG_NOTES,),
     ),
     Mutation(

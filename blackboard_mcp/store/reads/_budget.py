@@ -10,6 +10,7 @@ got wrong.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -282,35 +283,23 @@ def fit(
     return Fitted(response, 0, False)
 
 
-def held_chars(entries: Sequence[Entry]) -> int:
-    """About how much text an answer of ``entries`` holds: counting it costs in proportion."""
-    return sum(
-        len(e.content or "")
-        + (e.size if e.rows is not None else 0)
-        + len(str(e.item.get("digest") or ""))
-        for e in entries
-    )
-
-
 async def fit_off_loop(
     counter: TokenCounter,
     budget: int,
     entries: Sequence[Entry],
-    count: int | None,
+    count: int,
     render: Render,
 ) -> Fitted:
-    """``fit`` (after ``plan``, when ``count`` is None), on a worker thread when the entries
-    hold long text: counting the answer (and cutting it) would hold the event loop as
-    counting a long write would (store/notes/_tokencount.py). The entries and ``render`` are
+    """``fit``, on a worker thread when the entries hold long content: counting the answer
+    (and cutting it) would hold the event loop as counting a long write would
+    (store/notes/_tokencount.py). Most of that time is a few long counts, each letting go
+    of the GIL, so a busy loop does not starve the thread (a listing's many short counts
+    would be: list_keys and search_keys fit on the loop). The entries and ``render`` are
     the read's own; nothing else touches them meanwhile."""
-
-    def fitted() -> Fitted:
-        shown = count
-        if shown is None:
-            shown = plan(counter, budget, entries, finish(counter, render([], [], 0)))
-        return fit(counter, budget, entries, shown, render)
-
-    return await counted_off_loop(held_chars(entries), fitted)
+    held = sum(len(e.content or "") + (e.size if e.rows is not None else 0) for e in entries)
+    return await counted_off_loop(
+        held, functools.partial(fit, counter, budget, entries, count, render)
+    )
 
 
 def _ready(entry: Entry) -> bool:

@@ -14,7 +14,6 @@ get_state and list_keys share those two passes, so they stay in one module, a li
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,16 +34,10 @@ from ..notes._provenance import (
     provenance_warnings,
     source_records,
 )
-from ..notes._tokencount import (
-    OFF_LOOP_CHARS,
-    TokenCounter,
-    count_as_json_string,
-    count_json,
-    counted_off_loop,
-)
+from ..notes._tokencount import OFF_LOOP_CHARS, TokenCounter, count_as_json_string, count_json
 from ..requests import GetState, ListKeys
 from ..requests._page_keys import encode
-from ._budget import Entry, Render, finish, fit_off_loop, held_chars, plan, position_ranges
+from ._budget import Entry, Render, finish, fit, fit_off_loop, plan, position_ranges
 from ._deletions import decode_deleted, deleted_since
 from ._paging import history_page, select_page
 from ._table_rows import rows_in_range
@@ -800,15 +793,13 @@ async def list_keys(
             out["warnings"] = [*notices, *warnings]
         return out
 
-    entries = [e for e, _ in built]
+    # On the loop, unlike a long read's fit: a listing's text is many short digests, each
+    # counted on its own, and a worker thread would wait for the GIL before each of them.
     if checked_mode == "table":
-        return await counted_off_loop(
-            held_chars(entries),
-            functools.partial(
-                _table_response, counter, budget, built, fetched, checked_fields, render
-            ),
-        )
-    return (await fit_off_loop(counter, budget, entries, None, render)).response
+        return _table_response(counter, budget, built, fetched, checked_fields, render)
+    entries = [e for e, _ in built]
+    base = finish(counter, render([], [], 0))
+    return fit(counter, budget, entries, plan(counter, budget, entries, base), render).response
 
 
 def _shown_topic(name: str, topic: str | None, readable: Readable) -> bool:

@@ -35,7 +35,7 @@ from ..connection._search_index import DIGEST_WEIGHT, ensure_index, wait_until_i
 from ..notes._addresses import SCHEME, Address
 from ..notes._provenance import provenance_warnings
 from ..notes._tokencount import TokenCounter
-from ..reads._budget import Entry, fit_off_loop
+from ..reads._budget import Entry, finish, fit, plan
 from ..reads._reads import Fetched, fetch_meta, judge_provenance, readable_links
 from ..reads._views import Readable, every_topic
 from ..requests import SearchKeys
@@ -118,7 +118,7 @@ async def search_keys(
             topics = sorted(t for t in (k.decode() for k in known) if readable(t))
         cursor = int(sequence or 0)
         if not parsed.searchable or topics == []:
-            return await _envelope(counter, [], warnings, cursor)
+            return _envelope(counter, [], warnings, cursor)
         # Sequence numbers start at 1: with no more writes than the window, every note is in it.
         since = cursor - window + 1 if 0 < window < cursor else None
         search = _Search(client, index, workspace, topics, parsed, limit, warnings)
@@ -167,7 +167,7 @@ async def search_keys(
             readable=readable,
         )
         entries.append(Entry(uri, item, said))
-    return await _envelope(counter, entries, warnings, cursor)
+    return _envelope(counter, entries, warnings, cursor)
 
 
 def _hit_address(workspace: str, member: str) -> Address:
@@ -298,7 +298,7 @@ async def _search(client: RedisCommands, index: str, query: Query) -> Any:
     return await client.redis.ft(index).search(query)  # type: ignore[misc]  # types-redis 4.6 stubs lag redis-py 8
 
 
-async def _envelope(
+def _envelope(
     counter: TokenCounter, entries: list[Entry], notices: list[str], cursor: int
 ) -> dict[str, Any]:
     """Hits under the default read budget, the ones left out listed by address."""
@@ -316,4 +316,7 @@ async def _envelope(
             out["warnings"] = [*notices, *warnings]
         return out
 
-    return (await fit_off_loop(counter, SEARCH_BUDGET, entries, None, render)).response
+    base = finish(counter, render([], [], 0))
+    return fit(
+        counter, SEARCH_BUDGET, entries, plan(counter, SEARCH_BUDGET, entries, base), render
+    ).response
