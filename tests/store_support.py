@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 import redis
+from redis.asyncio.connection import Connection as AsyncConnection
 
 from blackboard_mcp.store import (
     Board,
@@ -17,6 +18,8 @@ from blackboard_mcp.store import (
     UpdateState,
     board_client,
 )
+from blackboard_mcp.store.connection._board_client import pool_options
+from blackboard_mcp.store.connection._pool import WaitingConnectionPool
 from blackboard_mcp.store.connection._wire import WireConnection
 from blackboard_mcp.store.notes._appends import _APPEND
 
@@ -103,12 +106,13 @@ def gated_client(url: str, gate: ReadGate) -> BoardClient:
 
 
 class RoundTrips:
-    """Counts the round trips a board's wires make to Redis."""
+    """Counts the round trips a board's wires make to Redis; with ``also_redis_py``, the
+    ones its redis-py connections make too (each command, or each pipeline, sent)."""
 
     def __init__(self) -> None:
         self.count = 0
 
-    def client(self, url: str) -> BoardClient:
+    def client(self, url: str, *, also_redis_py: bool = False) -> BoardClient:
         counter = self
 
         class _CountingWire(WireConnection):
@@ -116,7 +120,19 @@ class RoundTrips:
                 counter.count += 1
                 return await super().round_trip(packed, count)
 
-        return board_client(url, wire_class=_CountingWire)
+        if not also_redis_py:
+            return board_client(url, wire_class=_CountingWire)
+
+        class _CountingConnection(AsyncConnection):
+            async def send_packed_command(
+                self, command: bytes | str | Iterable[bytes], check_health: bool = True
+            ) -> None:
+                counter.count += 1
+                await super().send_packed_command(command, check_health)
+
+        options = pool_options(64, 5.0, connect_seconds=5.0, wire_class=_CountingWire)
+        pool = WaitingConnectionPool.from_url(url, connection_class=_CountingConnection, **options)
+        return BoardClient(pool, timeout_seconds=5.0)
 
 
 async def write_read_list_and_search(url: str) -> None:

@@ -6,9 +6,15 @@ from typing import Any
 
 import orjson
 import pytest
-from store_support import WS, uri
+from store_support import WS, RoundTrips, uri
 
-from blackboard_mcp.store import Board, InvalidArgument, ListKeys, TiktokenCounter, UpdateState
+from blackboard_mcp.store import (
+    Board,
+    InvalidArgument,
+    ListKeys,
+    TiktokenCounter,
+    UpdateState,
+)
 
 AUTHOR = "agent"
 COUNTER = TiktokenCounter()
@@ -428,3 +434,23 @@ async def test_a_change_feed_pages_with_next_like_any_listing(board: Board) -> N
         listed += uris(page)
         after = page.get("next")
     assert listed == [uri(f"c{i}") for i in range(3, 9)]
+
+
+async def test_a_listing_of_every_topic_asks_them_all_in_one_round_trip(redis_url: str) -> None:
+    # A round trip per topic held a connection and a task each: a workspace of thousands of
+    # topics made one unfiltered listing hold the pool and the event loop for half a second.
+    trips = RoundTrips()
+    board = Board(client=trips.client(redis_url, also_redis_py=True))
+    try:
+        await board.start()
+        for i in range(60):
+            await write(board, "n", topic=f"t{i:02d}")
+        for order in ({}, {"order": "name"}, {"order": "version"}, {"cursor": 0}):
+            trips.count = 0
+            request = {"limit": 100, "budget_tokens": 100_000, **order}
+            listing = await board.list_keys(ListKeys.parse(request), workspace=WS)
+            assert sorted(uris(listing)) == [uri("n", topic=f"t{i:02d}") for i in range(60)]
+            # The topics' names, their rows, the notes' fields.
+            assert trips.count <= 3, (order, trips.count)
+    finally:
+        await board.close()

@@ -745,4 +745,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         replacement="        return (await fit_off_loop(",
         tests=(_LONG_NOTES,),
     ),
+    Mutation(
+        name="listing-asks-a-topic-a-round-trip",
+        why="a listing of every topic holds the pool and the loop a round trip per topic",
+        path="blackboard_mcp/store/reads/_paging.py",
+        original="_COMMANDS_PER_ROUND_TRIP = 1000\n",
+        replacement="_COMMANDS_PER_ROUND_TRIP = 1\n",
+        tests=(
+            "tests/test_list_keys.py::test_a_listing_of_every_topic_asks_them_all_in_one_round_trip",
+        ),
+    ),
 )

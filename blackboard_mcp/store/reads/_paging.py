@@ -34,6 +34,10 @@ from ..requests._page_keys import Row, make_row
 # call; a page may then hold fewer rows than ``limit`` (even none) and still carry ``next``.
 SCAN_CAP = 5000
 _CHUNK = 500
+# Every topic's first rows are asked together, in round trips of at most this many commands:
+# a listing of every topic costs one or a few round trips however many topics there are,
+# where a round trip per topic held a connection and a task each.
+_COMMANDS_PER_ROUND_TRIP = 1000
 
 
 async def history_page(
@@ -132,14 +136,24 @@ async def select_page(
     it examined (a kind filter stops at SCAN_CAP); the merged page holds only rows up to the
     nearest point some topic stopped at, so no row of any topic is passed over.
     """
-    answers = await asyncio.gather(
-        *(
-            _topic_rows(
-                client, workspace, t, feed=feed, kind=kind, after=after, since=since, want=limit + 1
-            )
-            for t in topics
+    if feed in ("recent", "changes") or kind is None:
+        answers = await _first_rows(
+            client,
+            workspace,
+            topics,
+            feed=feed,
+            kind=kind,
+            after=after,
+            since=since,
+            want=limit + 1,
         )
-    )
+    else:
+        answers = await asyncio.gather(
+            *(
+                _kind_rows(client, workspace, t, feed=feed, kind=kind, after=after, want=limit + 1)
+                for t in topics
+            )
+        )
     rows = sorted(r for found, _ in answers for r in found)
     stops = [stop for _, stop in answers if stop is not None]
     bound = min(stops) if stops else None
@@ -154,28 +168,59 @@ async def select_page(
     return page, None
 
 
-async def _topic_rows(
+async def _first_rows(
     client: BoardClient,
     workspace: str,
-    topic: str,
+    topics: list[str],
     *,
     feed: str,
     kind: str | None,
     after: Row | None,
     since: int | None,
     want: int,
+) -> list[tuple[list[Row], Row | None]]:
+    """Each topic's rows after ``after`` and where it stopped looking (None: at its end), for
+    an order each topic answers in one command or a few: the topics are asked together, in
+    round trips of about _COMMANDS_PER_ROUND_TRIP commands, each group's commands made and
+    its rows read between round trips, so the loop serves other calls meanwhile."""
+    answers: list[tuple[list[Row], Row | None]] = []
+    next_topic = 0
+    while next_topic < len(topics):
+        group: list[tuple[str, int]] = []
+        commands: list[tuple[Any, ...]] = []
+        while next_topic < len(topics) and len(commands) < _COMMANDS_PER_ROUND_TRIP:
+            topic = topics[next_topic]
+            asked = _chunk_commands(workspace, topic, feed, kind, after, since, want)
+            group.append((topic, len(asked)))
+            commands += asked
+            next_topic += 1
+        replies = await client.round_trip(commands) if commands else []
+        at = 0
+        for topic, count in group:
+            rows = _chunk_rows(feed, topic, replies[at : at + count], want)
+            at += count
+            answers.append((rows, rows[-1] if len(rows) == want else None))
+    return answers
+
+
+async def _kind_rows(
+    client: BoardClient,
+    workspace: str,
+    topic: str,
+    *,
+    feed: str,
+    kind: str,
+    after: Row | None,
+    want: int,
 ) -> tuple[list[Row], Row | None]:
-    """Rows of one topic after ``after``, and where it stopped looking (None: at its end)."""
-    if feed in ("recent", "changes") or kind is None:
-        rows = await _chunk(client, workspace, topic, feed, kind, after, since, want)
-        return rows, (rows[-1] if len(rows) == want else None)
-    # A kind filter on name or version order: walk the order, keep notes of that kind.
+    """Rows of one topic of ``kind`` in name or version order after ``after``, and where it
+    stopped looking (None: at its end): the order is walked, notes of that kind kept."""
     found: list[Row] = []
     position = after
     examined = 0
     kind_key = keys.by_kind(workspace, topic, kind)
     while examined < SCAN_CAP:
-        chunk = await _chunk(client, workspace, topic, feed, None, position, since, _CHUNK)
+        chunk = await _chunk(client, workspace, topic, feed, position, _CHUNK)
         if not chunk:
             return found, None
         examined += len(chunk)
@@ -192,7 +237,15 @@ async def _topic_rows(
 
 
 async def _chunk(
-    client: BoardClient,
+    client: BoardClient, workspace: str, topic: str, feed: str, after: Row | None, want: int
+) -> list[Row]:
+    """Up to ``want`` rows of one topic's name or version order after ``after``."""
+    commands = _chunk_commands(workspace, topic, feed, None, after, None, want)
+    replies = await client.round_trip(commands) if commands else []
+    return _chunk_rows(feed, topic, replies, want)
+
+
+def _chunk_commands(
     workspace: str,
     topic: str,
     feed: str,
@@ -200,14 +253,15 @@ async def _chunk(
     after: Row | None,
     since: int | None,
     want: int,
-) -> list[Row]:
-    """Up to ``want`` rows of one topic's index after ``after``, in the feed's order."""
+) -> list[tuple[Any, ...]]:
+    """The commands that read up to ``want`` rows of one topic's index after ``after``, in the
+    feed's order; ``_chunk_rows`` reads their replies."""
     if after is not None and feed == "name" and topic < after.topic:
         return []
     if feed in ("recent", "changes"):
         # A topic's notes by their last write are the union of its sets by kind, which hold
-        # each note once, scored by that write's sequence number: each set's first ``want``
-        # in one round trip, merged here.
+        # each note once, scored by that write's sequence number: each set's first ``want``,
+        # merged by ``_chunk_rows``.
         commands: list[tuple[Any, ...]] = []
         for k in [kind] if kind else KINDS:
             key = keys.by_kind(workspace, topic, k)
@@ -218,28 +272,10 @@ async def _chunk(
                 high = f"({after.score}" if after else "+inf"
                 span = ("ZREVRANGEBYSCORE", key, high, "-inf")
             commands.append((*span, "WITHSCORES", "LIMIT", 0, want))
-        # One wire round trip (store/connection/_wire.py): raw replies, member and score
-        # alternating.
-        merged = [
-            (flat[i], float(flat[i + 1]))
-            for flat in await client.round_trip(commands)
-            for i in range(0, len(flat), 2)
-        ]
-        reply = sorted(merged, key=lambda pair: pair[1], reverse=feed == "recent")[:want]
-    elif feed == "name":
+        return commands
+    if feed == "name":
         lowest = f"({after.path}" if after and topic == after.topic else "-"
-        members = await client.redis.zrangebylex(
-            keys.by_name(workspace, topic), lowest.encode(), b"+", start=0, num=want
-        )
-        reply = [(m, 0.0) for m in members]
-    else:
-        reply = await _version_chunk(client, keys.by_version(workspace, topic), topic, after, want)
-    return [make_row(feed, topic, m.decode(), s) for m, s in reply]
-
-
-async def _version_chunk(
-    client: BoardClient, key: str, topic: str, after: Row | None, want: int
-) -> list[tuple[bytes, float]]:
+        return [("ZRANGEBYLEX", keys.by_name(workspace, topic), lowest, "+", "LIMIT", 0, want)]
     if after is None:
         how, score, path = "none", "", ""
     elif topic < after.topic:
@@ -248,5 +284,17 @@ async def _version_chunk(
         how, score, path = "all", str(after.score), ""  # all of its ties come after
     else:
         how, score, path = "after", str(after.score), after.path
-    flat = await client.redis.eval(_VERSION_PAGE, 1, key, how, score, path, want)  # type: ignore[no-untyped-call]  # types-redis 4.6 stubs lag redis-py 8
-    return [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
+    key = keys.by_version(workspace, topic)
+    return [("EVAL", _VERSION_PAGE, 1, key, how, score, path, want)]
+
+
+def _chunk_rows(feed: str, topic: str, replies: list[Any], want: int) -> list[Row]:
+    """The rows in the replies to ``_chunk_commands`` (raw, from a wire: a member and its
+    score alternating, or members alone for name order)."""
+    if feed == "name":
+        members = replies[0] if replies else []
+        return [make_row(feed, topic, m.decode(), 0.0) for m in members]
+    merged = [(flat[i], float(flat[i + 1])) for flat in replies for i in range(0, len(flat), 2)]
+    if feed in ("recent", "changes"):
+        merged = sorted(merged, key=lambda pair: pair[1], reverse=feed == "recent")[:want]
+    return [make_row(feed, topic, m.decode(), score) for m, score in merged]
