@@ -13,6 +13,7 @@ import contextlib
 import json
 import math
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -103,6 +104,46 @@ async def concurrently(
     began = time.perf_counter()
     await asyncio.gather(*(client(c) for c in range(clients)))
     return Timed(latencies, time.perf_counter() - began)
+
+
+def random_text(rng: random.Random, size: int, words: Sequence[str]) -> str:
+    """``size`` characters of ``words`` drawn by ``rng``, a space between each two."""
+    drawn: list[str] = []
+    length = 0
+    while length < size:
+        word = rng.choice(words)
+        drawn.append(word)
+        length += len(word) + 1
+    return " ".join(drawn)[:size]
+
+
+def revision_table(
+    measured: Figures[tuple[str, str], dict[str, float]],
+    cells: Sequence[str],
+    labels: Sequence[str],
+    columns: Sequence[tuple[str, str, str]],
+    *,
+    against_this: str | None = None,
+) -> list[str]:
+    """Lines of a table, a row per cell and revision: each of ``columns`` (heading, figure,
+    format spec) the median of that figure over the rounds; with ``against_this``, a last
+    column of that figure's median over this checkout's."""
+    width = max(len("cell"), *(len(c) for c in cells))
+    widths = [max(len(heading), 8) for heading, _, _ in columns]
+    head = f"{'cell':<{width}} {'revision':<14}"
+    head += "".join(f" {h:>{w}}" for (h, _, _), w in zip(columns, widths, strict=True))
+    lines = [head + (f" {'/ this':>8}" if against_this else "")]
+    for cell in cells:
+        for label in labels:
+            line = f"{cell:<{width}} {label:<14}"
+            for (_, figure, spec), w in zip(columns, widths, strict=True):
+                line += f" {measured.median((label, cell), lambda f, k=figure: f[k]):>{w}{spec}}"
+            if against_this:
+                mine = measured.median((label, cell), lambda f: f[against_this])
+                base = measured.median((THIS_CHECKOUT, cell), lambda f: f[against_this])
+                line += f" {mine / base:>8.2f}"
+            lines.append(line)
+    return lines
 
 
 # --- load through a gateway ---------------------------------------------------------------------

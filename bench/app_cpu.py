@@ -31,9 +31,9 @@ from pathlib import Path
 
 from _harness import (
     BENCH_SECRET,
-    THIS_CHECKOUT,
     Figures,
     embedded_redis,
+    revision_table,
     revisions,
     rounds,
     run_in_revision,
@@ -194,13 +194,9 @@ def main() -> int:
         f"the app called as ASGI in process, {TASKS} tasks; {args.seconds:g} s per cell, median "
         f"of {args.rounds} rounds, revisions' order alternating; started {started}"
     )
-    print(f"{'cell':<8} {'revision':<14} {'calls/s':>9} {'CPU ms/call':>12} {'/ this':>8}")
-    for cell in cells:
-        base = measured.median((THIS_CHECKOUT, cell), lambda r: r["cpu_ms"])
-        for label, _ in trees:
-            rate = measured.median((label, cell), lambda r: r["calls_per_s"])
-            cpu = measured.median((label, cell), lambda r: r["cpu_ms"])
-            print(f"{cell:<8} {label:<14} {rate:>9.0f} {cpu:>12.3f} {cpu / base:>8.2f}")
+    columns = [("calls/s", "calls_per_s", ".0f"), ("CPU ms/call", "cpu_ms", ".3f")]
+    labels = [label for label, _ in trees]
+    print("\n".join(revision_table(measured, cells, labels, columns, against_this="cpu_ms")))
     return 0
 
 

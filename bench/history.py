@@ -30,7 +30,7 @@ import time
 from operator import itemgetter
 
 import redis
-from _harness import Figures, embedded_redis, rounds
+from _harness import Figures, embedded_redis, random_text, rounds
 
 from blackboard_mcp.store import (
     MAX_HISTORY_VERSIONS,
@@ -43,16 +43,6 @@ from blackboard_mcp.store import (
 
 WORDS = [f"w{i}" for i in range(2000)]
 DEFAULT_VERSIONS = BoardLimits().history_versions
-
-
-def _body(rng: random.Random, size: int) -> str:
-    words: list[str] = []
-    length = 0
-    while length < size:
-        word = rng.choice(WORDS)
-        words.append(word)
-        length += len(word) + 1
-    return " ".join(words)[:size]
 
 
 def _used(url: str) -> int:
@@ -84,7 +74,7 @@ async def _many_notes(url: str, versions: int, args: argparse.Namespace) -> tupl
         for n in range(first, args.notes, 16):
             sizes = []
             for version in range(args.writes):
-                body = _body(rng, args.body_bytes)
+                body = random_text(rng, args.body_bytes, WORDS)
                 digest = f"Note {n} at its version {version + 1}."
                 await board.update_state(
                     UpdateState.parse(
@@ -160,7 +150,7 @@ async def _throughput(
                     {
                         "uri": uri,
                         "digest": f"Writer {w}, round {n}.",
-                        "body": _body(rng, args.body_bytes),
+                        "body": random_text(rng, args.body_bytes, WORDS),
                         "expect_version": version,
                     }
                 ),

@@ -24,7 +24,14 @@ import sys
 import time
 from pathlib import Path
 
-from _harness import THIS_CHECKOUT, Figures, embedded_redis, revisions, rounds, run_in_revision
+from _harness import (
+    Figures,
+    embedded_redis,
+    revision_table,
+    revisions,
+    rounds,
+    run_in_revision,
+)
 
 CELLS = ("10 x 300 B, full", "1 x 20 KB, full", "10 digests", "1 note, 50 links, full")
 
@@ -116,13 +123,9 @@ def main() -> int:
         f"get_state through the store, one call at a time; {args.seconds:g} s per cell, "
         f"median of {args.rounds} rounds, revisions' order alternating; started {started}"
     )
-    print(f"{'cell':<24} {'revision':<14} {'calls/s':>9} {'CPU ms/call':>12} {'/ this':>8}")
-    for cell in cells:
-        base = measured.median((THIS_CHECKOUT, cell), lambda r: r["calls_per_s"])
-        for label, _ in trees:
-            rate = measured.median((label, cell), lambda r: r["calls_per_s"])
-            cpu = measured.median((label, cell), lambda r: r["cpu_ms"])
-            print(f"{cell:<24} {label:<14} {rate:>9.0f} {cpu:>12.3f} {rate / base:>8.2f}")
+    columns = [("calls/s", "calls_per_s", ".0f"), ("CPU ms/call", "cpu_ms", ".3f")]
+    labels = [label for label, _ in trees]
+    print("\n".join(revision_table(measured, cells, labels, columns, against_this="calls_per_s")))
     return 0
 
 

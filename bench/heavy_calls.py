@@ -1,9 +1,10 @@
-"""What long notes cost the other calls of their gateway process, this checkout against revisions.
+"""What heavy calls cost the other calls of their gateway process, this checkout against revisions.
 
 A note's token counts are exact (cl100k), and counting takes about 40 microseconds a KiB: a
 body of 1 MiB is tens of milliseconds of counting when it is written, and more when it is
-read in full (the answer is counted, and cut to the budget). While that runs on a gateway
-process's event loop, every other call of that process waits for it.
+read in full (the answer is counted, and cut to the budget). A listing without a topic reads
+every topic of the workspace. While such work runs on a gateway process's event loop, or
+holds its Redis connections, every other call of that process waits for it.
 
 Each revision's gateway (one worker, on one embedded Redis without persistence) is probed by
 4 connections, each reading one short note (get_state, digest) back to back, for
@@ -13,7 +14,7 @@ note of 1,000,000 characters back to back, a new text each time) and ``long read
 process reads such a note in full with a budget of 100,000 tokens back to back). Rounds
 interleave the revisions.
 
-    python bench/long_notes.py [--seconds 5] [--rounds 3] [--against REV]...
+    python bench/heavy_calls.py [--seconds 5] [--rounds 3] [--against REV]...
 
 Prints, per cell and revision, the probes' calls/s, p50, p99 and longest wait, and how many
 long calls (or listings) were made meanwhile (medians of the rounds).
@@ -39,14 +40,20 @@ from _harness import (
     embedded_redis,
     mcp_headers,
     percentile,
+    random_text,
+    revision_table,
     revisions,
     rounds,
     start_bench_gateway,
 )
 from _rawhttp import RawHttpConnection
 
-CELLS = ("quiet", "long writes", "long reads", "long listings")
+from blackboard_mcp.store import Board, UpdateState, board_client
+
+CELLS = ("quiet", "long writes", "long reads", "long listings", "every topic")
 LISTED = 200
+TOPICS = 5000
+TOPICS_WORKSPACE = "bench-heavy-topics"
 PROBES = 4
 LONG_CHARS = 1_000_000
 _WORDS = (
@@ -67,15 +74,7 @@ def _call(request_id: int, tool: str, arguments: Mapping[str, object]) -> bytes:
 
 
 def _long_text(seed: int) -> str:
-    rng = random.Random(seed)
-    vocabulary = " ".join(_WORDS).split()
-    words: list[str] = []
-    size = 0
-    while size < LONG_CHARS:
-        word = rng.choice(vocabulary)
-        words.append(word)
-        size += len(word) + 1
-    return " ".join(words)[:LONG_CHARS]
+    return random_text(random.Random(seed), LONG_CHARS, " ".join(_WORDS).split())
 
 
 async def _checked(conn: RawHttpConnection, body: bytes) -> None:
@@ -85,19 +84,23 @@ async def _checked(conn: RawHttpConnection, body: bytes) -> None:
 
 
 def _long_calls(port: int, token: str, workspace: str, cell: str, stop: Connection) -> None:
-    """Another process: long writes or long reads back to back until told to stop; sends back
-    how many it made."""
+    """Another process: the cell's heavy calls back to back until told to stop; sends back how
+    many it made."""
 
     async def run() -> int:
         conn = RawHttpConnection("127.0.0.1", port, mcp_headers(token))
         base = _long_text(1)
         uri = f"bb://{workspace}/long/note"
-        await _checked(conn, _call(1, "update_state", {"uri": uri, "digest": "long", "body": base}))
+        if cell in ("long writes", "long reads"):
+            note = {"uri": uri, "digest": "long", "body": base}
+            await _checked(conn, _call(1, "update_state", note))
         made = 0
         try:
             while not stop.poll():
                 made += 1
-                if cell == "long listings":
+                if cell == "every topic":
+                    await _checked(conn, _call(made + 1, "list_keys", {"limit": LISTED}))
+                elif cell == "long listings":
                     for n in range(LISTED):
                         digest = f"{made:07d} {n} " + base[: 1000 - 16]
                         note = {"uri": f"bb://{workspace}/list/n{n}", "digest": digest, "body": ""}
@@ -143,19 +146,38 @@ async def _probe(port: int, token: str, workspace: str, seconds: float) -> list[
     return latencies
 
 
+async def _seed_topics(redis_url: str) -> None:
+    """The workspace of the ``every topic`` cell: a note in each of TOPICS topics."""
+    board = Board(client=board_client(redis_url))
+    await board.start()
+    gate = asyncio.Semaphore(32)
+
+    async def write(n: int) -> None:
+        async with gate:
+            note = {"uri": f"bb://{TOPICS_WORKSPACE}/t{n:04d}/note", "digest": f"topic {n}"}
+            await board.update_state(UpdateState.parse({**note, "body": ""}), author="bench")
+
+    try:
+        await asyncio.gather(*(write(n) for n in range(TOPICS)))
+    finally:
+        await board.close()
+
+
 def run_cell(
     redis_url: str, tree: Path | None, label: str, cell: str, seconds: float, round_no: int
 ) -> dict[str, float]:
     tag = "".join(c for c in label.lower() if c.isalnum())[:12]
-    workspace = f"bench-long-{tag}-{round_no}"
+    workspace = f"bench-heavy-{tag}-{round_no}"
     token = bench_token(workspace=workspace, ttl_seconds=3600)
     with start_bench_gateway(redis_url, package_root=tree) as gateway:
         other = None
         mine, theirs = mp.Pipe()
         if cell != "quiet":
-            other = mp.Process(
-                target=_long_calls, args=(gateway.port, token, workspace, cell, theirs)
-            )
+            at, its_token = workspace, token
+            if cell == "every topic":
+                at = TOPICS_WORKSPACE
+                its_token = bench_token(workspace=at, ttl_seconds=3600)
+            other = mp.Process(target=_long_calls, args=(gateway.port, its_token, at, cell, theirs))
             other.start()
             time.sleep(1.0)  # its first long write is made before the probes begin
         latencies = uvloop.run(_probe(gateway.port, token, workspace, seconds))
@@ -182,6 +204,7 @@ def main() -> int:
     started = time.strftime("%Y-%m-%d %H:%M")
     measured: Figures[tuple[str, str], dict[str, float]] = Figures()
     with revisions(args.against) as trees, embedded_redis(append_only=False) as redis:
+        asyncio.run(_seed_topics(redis.url))
         for number, order in rounds(args.rounds, trees):
             for cell in CELLS:
                 for label, tree in order:
@@ -196,20 +219,15 @@ def main() -> int:
         f"{PROBES} connections reading a short note; {args.seconds:g} s per cell, median of "
         f"{args.rounds} rounds, revisions' order alternating; started {started}"
     )
-    print(
-        f"{'cell':<12} {'revision':<14} {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'longest':>8} {'long calls':>10}"
-    )
-    for cell in CELLS:
-        for label, _ in trees:
-            key = (label, cell)
-            print(
-                f"{cell:<12} {label:<14} {measured.median(key, lambda f: f['calls_per_s']):>8.0f} "
-                f"{measured.median(key, lambda f: f['p50_ms']):>7.2f} "
-                f"{measured.median(key, lambda f: f['p99_ms']):>7.2f} "
-                f"{measured.median(key, lambda f: f['max_ms']):>8.1f} "
-                f"{measured.median(key, lambda f: f['long_calls']):>10.0f}"
-            )
+    columns = [
+        ("calls/s", "calls_per_s", ".0f"),
+        ("p50 ms", "p50_ms", ".2f"),
+        ("p99 ms", "p99_ms", ".2f"),
+        ("longest", "max_ms", ".1f"),
+        ("heavy calls", "long_calls", ".0f"),
+    ]
+    labels = [label for label, _ in trees]
+    print("\n".join(revision_table(measured, CELLS, labels, columns)))
     return 0
 
 
