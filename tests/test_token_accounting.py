@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from blackboard_mcp.store import Board, ListKeys, TiktokenCounter, UpdateState
+from blackboard_mcp.store import (
+    Board,
+    GetState,
+    ListKeys,
+    TiktokenCounter,
+    UpdateState,
+    board_client,
+)
 from blackboard_mcp.store.reads._budget import finish
 
 _COUNTER = TiktokenCounter()
@@ -79,3 +86,51 @@ def test_spent_tokens_is_exact_where_the_number_gains_a_digit_group(words: int) 
 def test_spent_tokens_is_exact_when_an_item_carries_the_same_key() -> None:
     response: dict[str, Any] = {"items": [{"spent_tokens": 12345}], "spent_tokens": 0}
     assert finish(_COUNTER, response) == _COUNTER.count(orjson.dumps(response).decode())
+
+
+class _RecordingCounter:
+    """cl100k counts, remembering every text it was asked to count."""
+
+    def __init__(self) -> None:
+        self._real = TiktokenCounter()
+        self.texts: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.texts.append(text)
+        return self._real.count(text)
+
+    def cut(self, text: str, max_tokens: int) -> str:
+        return self._real.cut(text, max_tokens)
+
+
+@pytest.mark.parametrize("call", ["get_state", "list_keys"])
+async def test_an_answers_items_are_counted_once_each_when_never_counted_before(
+    redis_url: str, call: str
+) -> None:
+    # A fresh note's item was counted twice: once as the plan estimated it, once in the
+    # finished answer, as two texts differing only in what follows the item. Fresh notes
+    # are what a fleet mostly reads, and counting is most of such a read's CPU.
+    counter = _RecordingCounter()
+    board = Board(client=board_client(redis_url), counter=counter)
+    try:
+        uris = [f"bb://ws/t/n{i}" for i in range(10)]
+        for i, uri in enumerate(uris):
+            await board.update_state(
+                UpdateState.parse(
+                    {"uri": uri, "digest": f"Lag on node {i} is {i * 7} ms", "body": ""}
+                ),
+                author="a",
+            )
+        counter.texts.clear()
+        if call == "get_state":
+            answer = await board.get_state(GetState.parse({"uris": uris}))
+        else:
+            answer = await board.list_keys(ListKeys.parse({"topic": "t"}), workspace="ws")
+        shown = [item["uri"] for item in answer["items"]]
+        assert sorted(shown) == uris
+        assert answer["spent_tokens"] == _COUNTER.count(orjson.dumps(answer).decode())
+        for uri in shown[:-1]:
+            texts = {t for t in counter.texts if t.startswith(uri + '"')}
+            assert len(texts) == 1, (uri, texts)
+    finally:
+        await board.close()

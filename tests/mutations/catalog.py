@@ -755,4 +755,14 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/test_list_keys.py::test_a_listing_of_every_topic_asks_them_all_in_one_round_trip",
         ),
     ),
+    Mutation(
+        name="item-estimated-apart-from-the-answer",
+        why="a fresh note's item is counted twice a read: as estimated, then in the answer",
+        path="blackboard_mcp/store/reads/_budget.py",
+        original="        if text.startswith(_ITEM_OPENING):\n",
+        replacement="        if False:\n",
+        tests=(
+            "tests/test_token_accounting.py::test_an_answers_items_are_counted_once_each_when_never_counted_before",
+        ),
+    ),
 )

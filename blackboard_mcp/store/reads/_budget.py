@@ -125,6 +125,13 @@ def _digit_tokens(number: int) -> int:
     return (len(str(number)) + 2) // 3
 
 
+# An item of an answer opens with its address; in the answer's list the next one follows it
+# after a comma. count_json cuts the answer just before each address (store/notes/
+# _tokencount.py), so an item's piece runs from its address to the next item's.
+_ITEM_OPENING = '{"uri":"'
+_NEXT_ITEM = "," + _ITEM_OPENING
+
+
 @dataclass
 class Entry:
     """One item a read may show.
@@ -162,7 +169,13 @@ class Entry:
         return bool(self.content) or (self.rows is not None and bool(self.rows.cells))
 
     def estimate(self, counter: TokenCounter) -> int:
-        cost = count_json(counter, orjson.dumps(self.item).decode()) + 1
+        text = orjson.dumps(self.item).decode()
+        if text.startswith(_ITEM_OPENING):
+            # Counted as the piece of the answer ``count_json`` will count: from the item's
+            # address to the next item's, so counting the answer finds it counted already.
+            cost = count_json(counter, text[len(_ITEM_OPENING) :] + _NEXT_ITEM)
+        else:
+            cost = count_json(counter, text) + 1
         if self.big is not None:
             # ``,"body":""`` plus the content as it was counted at write time.
             cost += 4 + self.big_tokens
