@@ -7,9 +7,10 @@ revisions of the package, in one run on one embedded Redis, with no writer runni
 common case: nothing moves between the two round trips, nothing is read again).
 
 Cells: get_state of 10 notes of 300 bytes in mode full; of 1 note of 20 KB (a blob) in mode
-full; of 10 notes in mode digest (no content: unchanged path, a control); of 1 note with 50
-``cites`` links to notes written since (full mode: its links, and where the revision records
-link versions a warning per cited note, store/notes/_provenance.py). Each revision runs
+full; of 10 notes in mode digest (no content: unchanged path, a control), read again and
+again, and fresh (rewritten with new digests before each read, which alone is timed); of 1
+note with 50 ``cites`` links to notes written since (full mode: its links, and where the
+revision records link versions a warning per cited note, store/notes/_provenance.py). Each revision runs
 in a process of its own (``PYTHONPATH`` at the revision's package, extracted with ``git
 archive``), one call at a time, for ``--seconds`` per cell; rounds alternate the revisions'
 order. Prints calls/s and CPU ms per call of each, and each revision's ratio to this checkout.
@@ -33,7 +34,13 @@ from _harness import (
     run_in_revision,
 )
 
-CELLS = ("10 x 300 B, full", "1 x 20 KB, full", "10 digests", "1 note, 50 links, full")
+CELLS = (
+    "10 x 300 B, full",
+    "1 x 20 KB, full",
+    "10 digests",
+    "10 fresh digests",
+    "1 note, 50 links, full",
+)
 
 # Runs inside each revision's process: writes its notes once, then loops one cell.
 _WORKER = r"""
@@ -74,11 +81,27 @@ async def main():
         "10 x 300 B, full": {"uris": small, "mode": "full", "budget_tokens": 20000},
         "1 x 20 KB, full": {"uris": [big], "mode": "full", "budget_tokens": 20000},
         "10 digests": {"uris": small},
+        "10 fresh digests": {"uris": small},
         "1 note, 50 links, full": {"uris": [hub], "mode": "full", "budget_tokens": 20000},
     }
     request = GetState.parse(shapes[cell])
     for _ in range(50):
         await board.get_state(request)
+    if cell == "10 fresh digests":
+        # Each read's notes rewritten just before it, new digests each time: what a fleet
+        # mostly reads. Only the reads are timed.
+        calls, start, wall, used = 0, time.perf_counter(), 0.0, 0.0
+        while time.perf_counter() - start < seconds:
+            for i, uri in enumerate(small):
+                await board.update_state(UpdateState.parse({"uri": uri, "body": "word " * 60,
+                    "digest": f"note {i} at step {calls}: lag {calls % 97} ms"}), author="bench")
+            began, before = time.perf_counter(), cpu()
+            await board.get_state(request)
+            wall, used = wall + time.perf_counter() - began, used + cpu() - before
+            calls += 1
+        await board.close()
+        print(json.dumps({"calls_per_s": calls / wall, "cpu_ms": 1000 * used / calls}))
+        return
     calls, start, used = 0, time.perf_counter(), cpu()
     while time.perf_counter() - start < seconds:
         await board.get_state(request)
