@@ -26,9 +26,10 @@ from blackboard_mcp.store import (
     board_client,
 )
 from blackboard_mcp.store.connection._field_names import FIELD
+from blackboard_mcp.store.notes._tokencount import OFF_LOOP_CHARS
 
 # Longer than what the store counts on the event loop; shorter than the notes written below.
-_LONG = 9_000
+_LONG = OFF_LOOP_CHARS + 1
 _BODY = 'Gr\u00fc\u00dfe \u6771\u4eac \U0001f600 "quoted"\tcell\n' * 2_000
 _COLUMNS = ["id", "text", "tag"]
 _ROWS = [[str(i), f'Gr\u00fc\u00dfe \u6771\u4eac \U0001f600 "row" {i}', "t"] for i in range(2_000)]

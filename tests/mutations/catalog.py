@@ -714,8 +714,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="long-write-counted-on-the-loop",
         why="a long note's count holds the event loop: every other call of the process waits",
         path="blackboard_mcp/store/notes/_tokencount.py",
-        original="    return await counted_off_loop(len(text), functools.partial(",
-        replacement="    return await counted_off_loop(0, functools.partial(",
+        original="    return await asyncio.to_thread(count_as_json_string, counter, text)\n",
+        replacement="    return count_as_json_string(counter, text)\n",
         tests=(_LONG_NOTES,),
     ),
     Mutation(
