@@ -34,9 +34,9 @@ from ..requests._page_keys import Row, make_row
 # call; a page may then hold fewer rows than ``limit`` (even none) and still carry ``next``.
 SCAN_CAP = 5000
 _CHUNK = 500
-# Every topic's first rows are asked together, in round trips of at most this many commands:
-# a listing of every topic costs one or a few round trips however many topics there are,
-# where a round trip per topic held a connection and a task each.
+# Every topic's first rows are asked together, in round trips of about this many commands: a
+# listing of every topic holds one connection for a few round trips, however many topics
+# there are, and the replies of each stay of a bounded size.
 _COMMANDS_PER_ROUND_TRIP = 1000
 
 
