@@ -10,10 +10,11 @@ Cells: get_state of 10 notes of 300 bytes in mode full; of 1 note of 20 KB (a bl
 full; of 10 notes in mode digest (no content: unchanged path, a control), read again and
 again, and fresh (rewritten with new digests before each read, which alone is timed); of 1
 note with 50 ``cites`` links to notes written since (full mode: its links, and where the
-revision records link versions a warning per cited note, store/notes/_provenance.py). Each revision runs
-in a process of its own (``PYTHONPATH`` at the revision's package, extracted with ``git
-archive``), one call at a time, for ``--seconds`` per cell; rounds alternate the revisions'
-order. Prints calls/s and CPU ms per call of each, and each revision's ratio to this checkout.
+revision records link versions a warning per cited note, store/notes/_provenance.py). Each
+revision runs in a process of its own (``PYTHONPATH`` at the revision's package, extracted
+with ``git archive``), one call at a time, for ``--seconds`` per cell; rounds alternate the
+revisions' order. Prints calls/s and CPU ms per call of each, and each revision's ratio to
+this checkout.
 
     python bench/read_versions.py [--seconds 3] [--rounds 3] --against REV [--against REV]
 """
