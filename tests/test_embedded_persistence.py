@@ -6,8 +6,12 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import socket
 import struct
+from collections import deque
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -227,3 +231,33 @@ def test_a_crash_report_quotes_redis_s_last_words_not_its_start_up_advice(
     tail = server.log_tail()
     assert "append-only file: Permission denied" in tail
     assert "overcommit" not in tail and "somaxconn" not in tail
+
+
+def test_a_free_port_is_never_one_this_process_handed_out_lately(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A port is free when it is handed out and bound seconds later: the system may offer the
+    # same port to the next asker meanwhile. Two gateways a test started side by side were
+    # given one port; the second exited on it, and the first answered for both.
+    offered = iter([5101, 5101, 5102])
+
+    class _Socket:
+        def __init__(self, *args: Any) -> None:
+            pass
+
+        def __enter__(self) -> _Socket:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def bind(self, address: tuple[str, int]) -> None:
+            pass
+
+        def getsockname(self) -> tuple[str, int]:
+            return ("127.0.0.1", next(offered))
+
+    fake = SimpleNamespace(socket=_Socket, AF_INET=socket.AF_INET, SOCK_STREAM=socket.SOCK_STREAM)
+    monkeypatch.setattr(embedded, "socket", fake)
+    monkeypatch.setattr(embedded, "_handed_out", deque(maxlen=8), raising=False)
+    assert [embedded.free_port(), embedded.free_port()] == [5101, 5102]

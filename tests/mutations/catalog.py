@@ -765,4 +765,14 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/test_token_accounting.py::test_an_answers_items_are_counted_once_each_when_never_counted_before",
         ),
     ),
+    Mutation(
+        name="free-port-handed-out-twice",
+        why="two servers started side by side are given one port, and one answers for both",
+        path="blackboard_mcp/store/embedded/_embedded.py",
+        original="            if port not in _handed_out:\n",
+        replacement="            if True:\n",
+        tests=(
+            "tests/test_embedded_persistence.py::test_a_free_port_is_never_one_this_process_handed_out_lately",
+        ),
+    ),
 )

@@ -16,7 +16,9 @@ import secrets
 import shutil
 import socket
 import subprocess
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -105,10 +107,24 @@ def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# The ports free_port handed out lately. A port is free when it is handed out, not when its
+# server binds it, seconds later: the system may hand the same free port to the next asker
+# meanwhile, and two servers started side by side (a test's two gateways) then race for one.
+_RECENT_PORTS = 1024
+_handed_out: deque[int] = deque(maxlen=_RECENT_PORTS)
+_handing_out = threading.Lock()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """A port nothing listens on now, and none this process handed out lately."""
+    with _handing_out:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.bind((host, 0))
+                port = int(sock.getsockname()[1])
+            if port not in _handed_out:
+                _handed_out.append(port)
+                return port
 
 
 # Warnings Redis logs at start about the host's kernel settings, whatever happens next.
