@@ -730,8 +730,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="long-table-parsed-on-the-loop",
         why="a long table's rows are parsed and counted on the event loop when read",
         path="blackboard_mcp/store/reads/_reads.py",
-        original="        if len(data) > OFF_LOOP_CHARS:\n",
-        replacement="        if False:\n",
+        original="        await counted_off_loop(len(data), give)\n",
+        replacement="        await counted_off_loop(0, give)\n",
         tests=(_LONG_NOTES,),
     ),
     Mutation(

@@ -13,7 +13,7 @@ get_state and list_keys share those two passes, so they stay in one module, a li
 
 from __future__ import annotations
 
-import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +34,7 @@ from ..notes._provenance import (
     provenance_warnings,
     source_records,
 )
-from ..notes._tokencount import OFF_LOOP_CHARS, TokenCounter, count_as_json_string, count_json
+from ..notes._tokencount import TokenCounter, count_as_json_string, count_json, counted_off_loop
 from ..requests import GetState, ListKeys
 from ..requests._page_keys import encode
 from ._budget import Entry, Render, finish, fit, fit_off_loop, plan, position_ranges
@@ -359,12 +359,10 @@ async def _fetch_content(
                 moved.append(i)
                 continue
         data = data or b""
-        if len(data) > OFF_LOOP_CHARS:
-            # A long table's rows are parsed and counted, a long text decoded: beside the
-            # loop, as a long count is (store/notes/_tokencount.py). The entry is this read's.
-            await asyncio.to_thread(_give_content, counter, entry, note, data, offset)
-        else:
-            _give_content(counter, entry, note, data, offset)
+        # A long table's rows are parsed and counted, a long text decoded: beside the loop,
+        # as a long count is (store/notes/_tokencount.py). The entry is this read's.
+        give = functools.partial(_give_content, counter, entry, note, data, offset)
+        await counted_off_loop(len(data), give)
     return moved, replies[len(commands) :]
 
 
