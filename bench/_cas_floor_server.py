@@ -3,8 +3,9 @@
 An ASGI app on uvicorn (uvloop, httptools, one worker: the gateway's server settings) that
 answers a JSON-RPC ``tools/call`` of update_state by sending Redis exactly the commands the
 store sends for it, in the same two round trips: WATCH, the note's HMGET and the call's
-admission script; then MULTI, the script that keeps the old version (history at the board's
-default bounds), the topic and order indexes, the commit script with the note's fields, EXEC;
+admission script; then MULTI, the write's one script (it keeps the old version at the
+board's default history bounds, adds the note to its topic's indexes and writes its fields),
+EXEC; each script by hash, as the store sends them to a Redis that has them;
 on the connection kind the store's transactions use (store/connection/_wire.py), lent by the
 board's pool. It checks ``expect_version`` against what it read, as the store does. It does not
 verify a token, validate arguments, count tokens, authorise, audit or measure anything: no
@@ -29,14 +30,26 @@ from blackboard_mcp.store.connection import _key_names as keys
 from blackboard_mcp.store.connection._board_client import pool_options
 from blackboard_mcp.store.connection._field_names import FIELD
 from blackboard_mcp.store.connection._pool import WaitingConnectionPool
-from blackboard_mcp.store.notes._commit import _SCRIPT as _COMMIT
-from blackboard_mcp.store.notes._history import HistoryLimits, keep_version_command
+from blackboard_mcp.store.connection._scripts import all_by_hash, load
+from blackboard_mcp.store.notes._commit import WriteCommands, queue_write
+from blackboard_mcp.store.notes._history import HistoryLimits
+
+
+class _Queued:
+    """Collects what the store's write queues (a Transaction's ``queue``)."""
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[Any, ...]] = []
+
+    def queue(self, *command: Any) -> None:
+        self.commands.append(command)
 
 
 class FloorApp:
     def __init__(self, redis_url: str) -> None:
         self._redis_url = redis_url
         self._pool: Any = None
+        self._loaded = False
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -70,7 +83,9 @@ class FloorApp:
                 ("HMGET", note, FIELD.version, FIELD.digest, FIELD.blob, FIELD.kind),
                 ("EVAL", _ADMIT, 3, f"{note}:t", f"{note}:s", f"{note}:w", int(now), 0, 120),
             ]
-            replies = await wire.round_trip(_packed(first), len(first))
+            if not self._loaded:
+                await load(wire, first)
+            replies = await wire.round_trip(_packed(all_by_hash(first)), len(first))
             old = int(replies[1][0] or 0)
             expected = arguments.get("expect_version")
             if expected is not None and expected != old:
@@ -87,31 +102,31 @@ class FloorApp:
                 FIELD.version: version,
                 FIELD.author: "floor",
             }
-            second = [
-                ("MULTI",),
-                keep_version_command(ws, member, HistoryLimits()),
-                ("SADD", keys.topics(ws), topic),
-                ("ZADD", keys.by_name(ws, topic), 0, path),
-                ("ZADD", keys.by_version(ws, topic), version, path),
-                (
-                    "EVAL",
-                    _COMMIT,
-                    4,
-                    keys.sequence(ws),
-                    note,
-                    keys.by_kind(ws, topic, "text"),
-                    keys.changelog(ws),
-                    path,
-                    "100000",
-                    "update" if old else "create",
-                    uri,
-                    str(version),
-                    "floor",
-                    "0" if old else "1",
-                    *[v for pair in fields.items() for v in pair],
-                ),
-                ("EXEC",),
-            ]
+            commands = WriteCommands()
+            commands.add("SADD", keys.topics(ws), topic)
+            commands.add("ZADD", keys.by_name(ws, topic), 0, path)
+            commands.add("ZADD", keys.by_version(ws, topic), version, path)
+            queued = _Queued()
+            queue_write(
+                queued,  # type: ignore[arg-type]  # a Transaction's queue is all it uses
+                workspace=ws,
+                topic=topic,
+                member=member,
+                kind="text",
+                op="update" if old else "create",
+                uri=uri,
+                version=version,
+                author="floor",
+                changelog_maxlen=100_000,
+                history=HistoryLimits(),
+                commands=commands,
+                note_fields=fields,
+                is_new=not old,
+            )
+            if not self._loaded:
+                await load(wire, queued.commands)
+                self._loaded = True
+            second = [("MULTI",), *all_by_hash(queued.commands), ("EXEC",)]
             await wire.round_trip(_packed(second), len(second))
         finally:
             self._pool.return_wire(wire)

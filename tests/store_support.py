@@ -20,6 +20,7 @@ from blackboard_mcp.store import (
 )
 from blackboard_mcp.store.connection._board_client import pool_options
 from blackboard_mcp.store.connection._pool import WaitingConnectionPool
+from blackboard_mcp.store.connection._scripts import sha_of
 from blackboard_mcp.store.connection._wire import WireConnection
 from blackboard_mcp.store.notes._appends import _APPEND
 
@@ -83,14 +84,15 @@ class ReadGate:
 # connection holds every task that has read under WATCH, before any commits. An append reads the
 # note's blob name, then sends its script (store/notes/_appends.py): held there likewise.
 _AFTER_READ = (b"*1\r\n$5\r\nMULTI\r\n", b"*1\r\n$7\r\nUNWATCH\r\n")
-_APPEND_SCRIPT = _APPEND.encode()
+# An append's script goes by hash, and by text only to a Redis that has not loaded it.
+_APPEND_SCRIPT = (_APPEND.encode(), sha_of(_APPEND).encode())
 
 
 class _GatedWire(WireConnection):
     gate: ReadGate
 
     async def round_trip(self, packed: bytes, count: int) -> list[Any]:
-        if packed.upper().startswith(_AFTER_READ) or _APPEND_SCRIPT in packed:
+        if packed.upper().startswith(_AFTER_READ) or any(s in packed for s in _APPEND_SCRIPT):
             await self.gate.after_read(_done())
         return await super().round_trip(packed, count)
 

@@ -41,6 +41,7 @@ _LOADING = "tests/test_redis_calls.py::test_a_redis_loading_its_data_is_unavaila
 _READ_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_token_does_not_spend_its_subjects_rate_limit"  # noqa: E501
 
 _LONG_NOTES = "tests/test_large_notes_keep_the_loop_free.py"
+_SCRIPTS_BY_HASH = "tests/test_scripts_by_hash.py"
 
 _WIRES = "tests/test_transaction_connections.py"
 _WIRE_CANCELLED = (
@@ -135,9 +136,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="write-keeps-no-version",
         why="a whole write replaces a note and its old version is lost",
-        path="blackboard_mcp/store/notes/_writes.py",
-        original="tx.queue(*keep_version_command(ws, member, limits.history))",
-        replacement="pass",
+        path="blackboard_mcp/store/notes/_commit.py",
+        original="\nkeep_version(KEYS[1], KEYS[2]",
+        replacement="\nlocal _ = KEYS[1] or keep_version(KEYS[1], KEYS[2]",
         tests=("tests/test_history.py",),
     ),
     Mutation(
@@ -289,8 +290,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="offloaded-blob-not-freed",
         why="a replaced large body stays in Redis forever",
         path="blackboard_mcp/store/notes/_writes.py",
-        original='tx.queue("DEL", keys.blob(ws, old_blob))',
-        replacement='tx.queue("EXISTS", keys.blob(ws, old_blob))',
+        original='commands.add("DEL", keys.blob(ws, old_blob))',
+        replacement='commands.add("EXISTS", keys.blob(ws, old_blob))',
         tests=("tests/test_offload.py", "tests/test_append.py"),
     ),
     Mutation(
@@ -633,7 +634,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="first-version-leaves-its-workspace-unregistered",
         why="a workspace created on a single Redis is never registered (nor swept by retention)",
         path="blackboard_mcp/store/notes/_writes.py",
-        original='            tx.queue("SADD", registry, ws)',
+        original='            commands.add("SADD", registry, ws)',
         replacement="            pass",
         tests=(
             "tests/test_transaction_connections.py::test_a_notes_first_version_joins_its_workspace_to_the_registry_in_its_own_transaction",
@@ -709,6 +710,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         original="  if redis.call('HEXISTS', key, 'version') == 1 then\n",
         replacement="  if false then\n",
         tests=("tests/test_field_layout.py",),
+    ),
+    Mutation(
+        name="multi-of-several-commands-sends-scripts-by-hash",
+        why="a Redis without the script runs the EXEC's other commands, and again on the retry",
+        path="blackboard_mcp/store/connection/_tx.py",
+        original="        if len(queued) == 1:\n",
+        replacement="        if len(queued) >= 1:\n",
+        tests=(_SCRIPTS_BY_HASH,),
+    ),
+    Mutation(
+        name="script-redis-lacks-never-sent-again",
+        why="a call whose script Redis has not loaded fails with NOSCRIPT instead of loading it",
+        path="blackboard_mcp/store/connection/_scripts.py",
+        original="    if not failed:\n        return replies\n",
+        replacement="    if True:\n        return replies\n",
+        tests=(_SCRIPTS_BY_HASH,),
+    ),
+    Mutation(
+        name="exec-of-a-missing-script-taken-as-run",
+        why="a write whose script Redis lacked at EXEC fails, not loaded and run again",
+        path="blackboard_mcp/store/connection/_tx.py",
+        original="if queued is not self._queued and missed(executed):",
+        replacement="if False:",
+        tests=(_SCRIPTS_BY_HASH,),
     ),
     Mutation(
         name="long-write-counted-on-the-loop",

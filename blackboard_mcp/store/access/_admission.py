@@ -84,9 +84,9 @@ class RedisCallAdmission:
         (store/connection/_tx.py).
 
         ``on_verdict`` gets the Admission and raises to refuse the call; the write then
-        neither writes nor answers anything it read. The script goes as EVAL, not EVALSHA: a
-        Redis that lost its script cache (a restart, a failover) would answer NOSCRIPT in the
-        middle of the write's first round trip, and Redis caches an EVAL'd script by itself.
+        neither writes nor answers anything it read. The script goes by hash; a Redis that
+        lacks it runs nothing of it, and it is loaded and sent again in one more round trip
+        (store/connection/_scripts.py), so it counts the call once either way.
         """
         keys, args = self._arguments(token)
         return Gate(

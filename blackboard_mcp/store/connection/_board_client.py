@@ -24,7 +24,8 @@ from ._location import settings_location
 from ._pool import WaitingConnectionPool
 from ._redis_errors import DEFAULT_REDIS_TIMEOUT_SECONDS, RedisOperation, mapped_redis_errors
 from ._redis_py_adapter import pool_settings
-from ._tx import Command, Gate, ReplicaWait, TransactionBody, run_transaction
+from ._scripts import Command
+from ._tx import Gate, ReplicaWait, TransactionBody, run_transaction
 from ._wire import WireConnection
 
 T = TypeVar("T")

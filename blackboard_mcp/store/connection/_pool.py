@@ -29,6 +29,7 @@ from redis.exceptions import MaxConnectionsError  # type: ignore[attr-defined]  
 
 from ._redis_errors import deadline_hit_in_pool
 from ._redis_py_adapter import SlotBoundPool, pool_settings
+from ._scripts import Command, all_by_hash, completed
 from ._wire import WireClosed, WireConnection, Wires, first_error, open_wire, pack
 
 
@@ -71,9 +72,12 @@ class WaitingConnectionPool(SlotBoundPool):
             raise
 
     async def lend_answered(
-        self, packed: bytes, count: int, *, repeatable: bool = True
+        self, commands: Sequence[Command], *, repeatable: bool = True
     ) -> tuple[WireConnection, list[Any]]:
-        """A lent wire that has sent ``packed`` (``count`` commands), and the raw replies.
+        """A lent wire that has sent ``commands``, and their raw replies (errors as values).
+
+        Scripts go by hash (store/connection/_scripts.py): one Redis has not loaded is loaded
+        and run in one more round trip, on the same wire.
 
         An idle wire that Redis closed before this process noticed (a restart, its idle
         timeout) fails: the commands go once more, on a new wire, when nothing had been sent
@@ -82,9 +86,10 @@ class WaitingConnectionPool(SlotBoundPool):
         second run would apply it twice. Its caller hears the connection error (``unavailable``:
         an outcome it cannot know). The caller gives the wire back with ``return_wire``.
         """
+        packed = pack(all_by_hash(commands))
         wire = await self.lend_wire()
         try:
-            return wire, await wire.round_trip(packed, count)
+            replies = await wire.round_trip(packed, len(commands))
         except WireClosed:
             self.return_wire(wire)
         except RedisConnectionError:
@@ -94,24 +99,34 @@ class WaitingConnectionPool(SlotBoundPool):
         except BaseException:
             self.return_wire(wire)
             raise
+        else:
+            return wire, await self._completed(wire, commands, replies)
         wire = await self.lend_wire(fresh=True)
         try:
-            return wire, await wire.round_trip(packed, count)
+            replies = await wire.round_trip(packed, len(commands))
+        except BaseException:
+            self.return_wire(wire)
+            raise
+        return wire, await self._completed(wire, commands, replies)
+
+    async def _completed(
+        self, wire: WireConnection, commands: Sequence[Command], replies: list[Any]
+    ) -> list[Any]:
+        try:
+            return await completed(wire, commands, replies)
         except BaseException:
             self.return_wire(wire)
             raise
 
     async def round_trip(
-        self, commands: Sequence[tuple[Any, ...]], *, repeatable: bool = True
+        self, commands: Sequence[Command], *, repeatable: bool = True
     ) -> list[Any]:
         """Plain commands (no WATCH, no MULTI) in one round trip on a lent wire; their replies.
 
         ``repeatable``: whether the commands may run twice (see ``lend_answered``). Raises
         the first error reply.
         """
-        wire, replies = await self.lend_answered(
-            pack(commands), len(commands), repeatable=repeatable
-        )
+        wire, replies = await self.lend_answered(commands, repeatable=repeatable)
         self.return_wire(wire)
         return first_error(replies)
 

@@ -17,6 +17,11 @@ bytes sent. What remains per write is two round trips, each one write and one wa
    ``ReplicaWait``: a committed transaction is acknowledged only once that many replicas
    have it; otherwise ``Unconfirmed``, the write may survive or be lost).
 
+Scripts go by hash (store/connection/_scripts.py): in the first round trip always; in the
+second only when the MULTI holds one script and nothing else, so that a Redis without it
+runs nothing of the EXEC. The script is then loaded and the transaction runs again, without
+counting that run against ``max_retries``.
+
 A refused body (a stale ``expect_version``) sends ``UNWATCH`` before the connection goes back
 to the pool. Any failure in the middle of a round trip closes the connection (the wire does
 that itself), so no later caller can read a reply meant for this one.
@@ -36,11 +41,14 @@ from redis.exceptions import RedisError, WatchError
 from .._errors import Contended, Unconfirmed
 from ._pool import WaitingConnectionPool
 from ._redis_errors import mapped_redis_errors
+from ._scripts import Command, all_by_hash, load, missed
 from ._wire import WireConnection, pack
 
 T = TypeVar("T")
 
-Command = tuple[Any, ...]
+
+class _ScriptNotLoaded(Exception):
+    """EXEC ran nothing: its one script is not loaded in this Redis."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,11 @@ class Transaction:
 
         Raises ``WatchError`` when a watched key changed (EXEC answered nil).
         """
-        commands: list[Command] = [("MULTI",), *self._queued, ("EXEC",)]
+        queued = self._queued
+        # A lone script goes by hash: if Redis lacks it, nothing of the EXEC runs.
+        if len(queued) == 1:
+            queued = all_by_hash(queued)
+        commands: list[Command] = [("MULTI",), *queued, ("EXEC",)]
         if wait is not None:
             commands.append(("WAIT", wait.replicas, wait.timeout_ms))
         replies = await self._wire.round_trip(pack(commands), len(commands))
@@ -123,6 +135,8 @@ class Transaction:
         if executed is None:
             raise WatchError("a watched key changed before EXEC")
         _raise_error(executed)
+        if queued is not self._queued and missed(executed):
+            raise _ScriptNotLoaded
         for reply in executed:
             _raise_error(reply)
         if wait is not None:
@@ -136,6 +150,9 @@ class Transaction:
 
     async def unwatch(self) -> None:
         await self.read("UNWATCH")
+
+    async def load_scripts(self) -> None:
+        await load(self._wire, self._queued)
 
 
 def first_commands(
@@ -176,10 +193,11 @@ async def run_transaction(
     """Run ``body`` until EXEC succeeds, at most ``max_retries + 1`` times, all within one
     operation's ``timeout_seconds``."""
     async with mapped_redis_errors(timeout_seconds):
-        for attempt in range(max_retries + 1):
+        attempt = 0
+        while attempt <= max_retries:
             gated = gate if attempt == 0 else None
             commands = first_commands(watch, first_reads, gated)
-            wire, replies = await pool.lend_answered(pack(commands), len(commands))
+            wire, replies = await pool.lend_answered(commands)
             tx = Transaction(wire)
             try:
                 try:
@@ -195,6 +213,12 @@ async def run_transaction(
                     await tx.unwatch()
                     return finish([])
                 return finish(await tx.execute(wait))
+            except _ScriptNotLoaded:
+                # Nothing ran, and EXEC dropped the WATCH: load the script, run again. Not a
+                # lost race: the gate, judged already, does not run again either way.
+                await tx.load_scripts()
+                gate = None
+                continue
             except WatchError:
                 # Another client touched a watched key between our read and EXEC; EXEC
                 # itself has dropped the WATCH.
@@ -202,4 +226,5 @@ async def run_transaction(
             finally:
                 pool.return_wire(wire)
             await asyncio.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 8)))
+            attempt += 1
     raise Contended(f"the write lost {max_retries + 1} races in a row to other writers")

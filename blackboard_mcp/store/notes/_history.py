@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..connection import _key_names as keys
 from ..connection._field_names import lua
 
 # The most past versions a note may keep: a delete drops a note's versions in the script
@@ -104,18 +103,6 @@ end
 """
 )
 
-# KEYS: 1 note, 2 its versions, 3 blob refs, 4 the workspace's kept versions by time, 5 its
-# policy. ARGV: 1 version prefix, 2 blob prefix, 3 member, 4 topic, 5 versions kept,
-# 6 max age in seconds (the board's).
-KEEP_VERSION = (
-    KEEP_VERSION_LUA
-    + """
-keep_version(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[4],
-  tonumber(ARGV[5]), tonumber(ARGV[6]))
-return 1
-"""
-)
-
 # Drops every kept version of a workspace written before its topic's maximum age, oldest
 # first, at most ARGV[5] of them; the sweep (store/lifecycle/_retention.py) runs it.
 # KEYS: 1 the workspace's kept versions by time, 2 blob refs, 3 its policy. ARGV: 1 the
@@ -143,25 +130,3 @@ end
 return {dropped, #candidates / 2}
 """
 )
-
-
-def keep_version_command(
-    workspace: str, member: str, limits: HistoryLimits
-) -> tuple[str | int, ...]:
-    """The command a whole write queues, before it changes the note, to keep its version."""
-    return (
-        "EVAL",
-        KEEP_VERSION,
-        5,
-        keys.note(workspace, member),
-        keys.versions(workspace, member),
-        keys.blob_refs(workspace),
-        keys.version_times(workspace),
-        keys.retention(workspace),
-        keys.version(workspace, member, ""),
-        keys.blob(workspace, ""),
-        member,
-        member.split("/", 1)[0],
-        limits.versions,
-        limits.max_age_ms // 1000,
-    )

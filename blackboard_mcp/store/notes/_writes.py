@@ -17,8 +17,8 @@ from ..connection import _key_names as keys
 from ..connection._board_client import BoardClient
 from ..connection._field_names import FIELD
 from ..connection._tx import Gate, ReplicaWait, Transaction
-from ._commit import queue_commit
-from ._history import HistoryLimits, keep_version_command
+from ._commit import WriteCommands, queue_write
+from ._history import HistoryLimits
 from ._notes import NoteWrite
 from ._tokencount import TokenCounter, count_as_json_string_off_loop
 
@@ -164,31 +164,31 @@ async def write_note(
             FIELD.origin: write.origin,
         }
         tx.multi()
-        # First, while the note is still the old version: keep it (and apply the bounds).
-        tx.queue(*keep_version_command(ws, member, limits.history))
+        # The script keeps the old version first, while the note is still that version.
+        commands = WriteCommands()
         # A kept version holds a reference of its own to the old blob, so the note's own
         # reference can go without the blob going with it.
         kept_blob = bool(old_version and limits.history.versions > 0)
         if new_blob != old_blob:
             if new_blob:
-                tx.queue("SET", keys.blob(ws, new_blob), encoded, "NX")
-                tx.queue("HINCRBY", refs_key, new_blob, 1)
+                commands.add("SET", keys.blob(ws, new_blob), encoded, "NX")
+                commands.add("HINCRBY", refs_key, new_blob, 1)
             if old_blob:
                 if not kept_blob and blob_counts and blob_counts[0] <= 1:
-                    tx.queue("DEL", keys.blob(ws, old_blob))
-                    tx.queue("HDEL", refs_key, old_blob)
+                    commands.add("DEL", keys.blob(ws, old_blob))
+                    commands.add("HDEL", refs_key, old_blob)
                 else:
-                    tx.queue("HINCRBY", refs_key, old_blob, -1)
+                    commands.add("HINCRBY", refs_key, old_blob, -1)
         topic = write.address.topic
         path = write.address.path
         if old_version and old_kind != kind:
-            tx.queue("ZREM", keys.by_kind(ws, topic, old_kind), path)
+            commands.add("ZREM", keys.by_kind(ws, topic, old_kind), path)
         if registry is not None and not old_version:
-            tx.queue("SADD", registry, ws)
-        tx.queue("SADD", keys.topics(ws), topic)
-        tx.queue("ZADD", keys.by_name(ws, topic), 0, path)
-        tx.queue("ZADD", keys.by_version(ws, topic), version, path)
-        queue_commit(
+            commands.add("SADD", registry, ws)
+        commands.add("SADD", keys.topics(ws), topic)
+        commands.add("ZADD", keys.by_name(ws, topic), 0, path)
+        commands.add("ZADD", keys.by_version(ws, topic), version, path)
+        queue_write(
             tx,
             workspace=ws,
             topic=topic,
@@ -199,6 +199,8 @@ async def write_note(
             version=version,
             author=write.author,
             changelog_maxlen=limits.changelog_maxlen,
+            history=limits.history,
+            commands=commands,
             note_fields=record,
             is_new=not old_version,
         )
