@@ -23,8 +23,10 @@ recency that the earlier versions also kept (this version merges the sets by kin
 call them, one call at a time (``--no-reads`` skips this):
 
 - ``search_keys`` with the default limit, ``--queries`` times each, for a rare word (one
-  note's digest holds it) and a common word (the vocabulary's most frequent searchable word,
-  in many notes): p50 and p99 ms, and how many notes each matches; each twice, side by side:
+  note's digest holds it), a common word (the vocabulary's most frequent searchable word,
+  in many notes) and an old word (common in older notes, in none of the latest 30,000
+  writes: ``OLD_WORD``): p50 and p99 ms, and how many notes each matches; each twice, side
+  by side:
   with the store's default search window (the latest writes first) and with none
   (``search_window=0``: every match scored, as before the window);
 - ``list_keys`` of the topic ``big`` (else ``t0``), default order and limit (or
@@ -141,6 +143,15 @@ class Topics:
         return "t0", -(-self.notes // self.spread)
 
 
+# A word common in older notes and absent from the latest ones: a third of the first half of
+# the notes, and a third of those from 150,000 to 30,000 writes before the end, hold it.
+OLD_WORD = "oldtimerword"
+
+
+def _holds_the_old_word(i: int, notes: int) -> bool:
+    return i < notes // 2 or notes - 150_000 <= i < notes - 30_000
+
+
 def _progress(message: str) -> None:
     print(f"  [{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
@@ -191,6 +202,8 @@ async def load(
             if i == notes // 2:
                 # One note carries a word of its own in its digest and another in its body.
                 digest, body = digest[:60] + " " + probe_digest, body[:-12] + " " + probe_body
+            elif i % 3 == 0 and _holds_the_old_word(i, notes):
+                body = body[: -len(OLD_WORD) - 1] + " " + OLD_WORD
             payload += len(digest) + len(body)
             yield topics.of(i), f"n{i}", digest, body
 
@@ -284,7 +297,9 @@ async def load(
         searchable = (w for w, _ in drawn.most_common() if query_terms(w) == [w])
         whole = Board(client=board_client(url), limits=BoardLimits(search_window=0))
         try:
-            await measure_reads(sync, board, whole, reads, topics, probe_digest, next(searchable))
+            await measure_reads(
+                sync, board, whole, reads, topics, probe_digest, next(searchable), OLD_WORD
+            )
         finally:
             await whole.close()
     await board.close()
@@ -332,12 +347,13 @@ async def measure_reads(
     topics: Topics,
     rare: str,
     common: str,
+    old: str,
 ) -> None:
     """Search and list_keys through the board, one call at a time, each call timed whole.
 
     ``whole`` is the same board with no search window: every match scored."""
     window = BoardLimits().search_window
-    for label, word in (("rare", rare), ("common", common)):
+    for label, word in (("rare", rare), ("common", common), ("old", old)):
         # How many notes hold the word (what the query must score), asked of Redis directly.
         query = Query(f"@ws:{{size}} ({word})").no_content().paging(0, 0).dialect(2)
         matches = [

@@ -1,5 +1,6 @@
-"""search_keys looks among the workspace's latest writes first, and at the whole workspace
-when those hold too few matches (BB_SEARCH_WINDOW; store/search/_search.py).
+"""search_keys looks among the workspace's latest writes first, then among ten times as many
+and so on, and at the whole workspace when those hold too few matches (BB_SEARCH_WINDOW;
+store/search/_search.py).
 
 Through the real path, MCP client -> the gateway app -> Redis, with a window of 4 writes so
 that a handful of notes shows what a board of millions does.
@@ -65,6 +66,37 @@ async def test_a_common_word_ranks_among_the_latest_writes_and_a_rare_one_is_fou
         # A note written again is among the latest writes again.
         await _write(client, at + "old", "walrus walrus", "walrus ptarmigan again")
         assert (await _found(client, "walrus", limit=3))[0] == at + "old"
+
+
+async def test_a_word_the_latest_writes_lack_is_ranked_among_ten_times_as_many_before_all(
+    windowed: InProcessGateway, issuer: TokenIssuer, workspace: str
+) -> None:
+    at = f"bb://{workspace}/t/"
+    async with windowed.mcp_client(agent_token(issuer, workspace)) as client:
+        # Writes 1 to 46: the best match for "heron" (and the only "bittern") first, fifteen
+        # fillers, ten more herons (writes 17 to 26), then twenty fillers.
+        await _write(client, at + "old", "heron heron", "heron bittern")
+        for i in range(15):
+            await _write(client, at + f"a{i}", f"filler {i}", "nothing here")
+        herons = [at + f"h{i}" for i in range(10)]
+        for uri in herons:
+            await _write(client, uri, "a note", "a heron in the body")
+        for i in range(20):
+            await _write(client, at + f"b{i}", f"filler {i}", "nothing here")
+
+        # The latest 4 writes hold no heron; the latest 40 hold ten, enough for a limit of
+        # 3: the best of the whole workspace, 46 writes ago, is not looked at.
+        found = await _found(client, "heron", limit=3)
+        assert len(found) == 3
+        assert set(found) <= set(herons)
+
+        # More than the latest 40 hold: the whole workspace's, the best first.
+        everything = await _found(client, "heron", limit=20)
+        assert everything[0] == at + "old"
+        assert set(everything) == {at + "old", *herons}
+
+        # A word only the oldest note holds is found, after the wider looks found none.
+        assert await _found(client, "bittern") == [at + "old"]
 
 
 async def test_notes_holding_every_word_come_first_even_when_only_older_notes_do(

@@ -736,6 +736,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(_SCRIPTS_BY_HASH,),
     ),
     Mutation(
+        name="search-widens-straight-to-the-whole-workspace",
+        why="a word the latest writes lack ranks every match on the board, however many",
+        path="blackboard_mcp/store/search/_search.py",
+        original="        size *= WIDENING\n",
+        replacement="        size = cursor\n",
+        tests=("tests/test_search_window.py",),
+    ),
+    Mutation(
         name="long-write-counted-on-the-loop",
         why="a long note's count holds the event loop: every other call of the process waits",
         path="blackboard_mcp/store/notes/_tokencount.py",

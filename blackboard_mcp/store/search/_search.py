@@ -12,9 +12,12 @@ apply to both. How ``q`` is read, and why none of it reaches the parser as synta
 RediSearch scores every note a query matches to pick the best ``limit``, so a word that one
 note in seven holds costs a board of a million notes tens of milliseconds. Each group is
 therefore looked for first among the notes of the workspace's last ``window`` writes (their
-``seq``), whose matches cost what the window holds whatever the board's size, and among the
-whole workspace's only when those hold fewer than the group needs. What that gives up: an
-older note that would outrank them is not seen while the latest writes hold enough matches.
+``seq``), whose matches cost what the window holds whatever the board's size; when those
+hold fewer than the group needs, among ten times as many writes, and so on, and among the
+whole workspace's only when the widest look short of it holds too few. A word common in
+older notes but rare lately is then ranked among the writes that hold enough of it, not
+among every note that does. What that gives up: an older note that would outrank them is
+not seen while a look's writes hold enough matches.
 """
 
 from __future__ import annotations
@@ -54,6 +57,22 @@ SEARCH_BUDGET = DEFAULT_BUDGET
 REBUILD_WAIT_S = 2.0
 # Candidates fetched per hit wanted when phrases are checked in the text: some fail the check.
 PHRASE_CANDIDATES = 4
+# Each look at the latest writes that finds too few matches is followed by one at this many
+# times as many writes.
+WIDENING = 10
+
+
+def _looks(cursor: int, window: int) -> list[int | None]:
+    """The lowest sequence number of each look a group may take, narrowest first: the last
+    ``window`` writes, ``WIDENING`` times as many, and so on, then the whole workspace
+    (None). Sequence numbers start at 1: a look as wide as the writes is the whole."""
+    looks: list[int | None] = []
+    size = window
+    while 0 < size < cursor:
+        looks.append(cursor - size + 1)
+        size *= WIDENING
+    looks.append(None)
+    return looks
 
 
 def _query(
@@ -119,18 +138,17 @@ async def search_keys(
         cursor = int(sequence or 0)
         if not parsed.searchable or topics == []:
             return _envelope(counter, [], warnings, cursor)
-        # Sequence numbers start at 1: with no more writes than the window, every note is in it.
-        since = cursor - window + 1 if 0 < window < cursor else None
+        looks = _looks(cursor, window)
         search = _Search(client, index, workspace, topics, parsed, limit, warnings)
         ranked: list[tuple[str, float]] = []
         for every in (True, False) if parsed.parts > 1 else (True,):
             wanted = limit - len(ranked)
             if wanted <= 0:
                 break
-            group = await search.group(ranked, every=every, since=since)
-            if since is not None and len(group) < wanted:
-                # The latest writes hold too few of these: the whole workspace's.
-                group = await search.group(ranked, every=every, since=None)
+            for since in looks:
+                group = await search.group(ranked, every=every, since=since)
+                if len(group) >= wanted:
+                    break  # else these writes hold too few of them: wider
             ranked.extend(group[:wanted])
         key_prefix = len(keys.note(workspace, ""))
         found = [(_hit_address(workspace, key[key_prefix:]), score) for key, score in ranked]
