@@ -699,8 +699,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="search-window-never-widens",
         why="a word the latest writes hold too few of is not looked for in the older notes",
         path="blackboard_mcp/store/search/_search.py",
-        original="            if since is not None and len(group) < wanted:\n",
-        replacement="            if False:\n",
+        original="                if len(group) >= wanted:\n",
+        replacement="                if True:\n",
         tests=("tests/test_search_window.py",),
     ),
     Mutation(
