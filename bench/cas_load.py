@@ -23,10 +23,12 @@ gateway's server settings and an ASGI app that sends Redis exactly the store's c
 the write, in the same two round trips, and does nothing else (no token, no validation, no
 token counting, no audit). It says how much of the gap to bare redis-py is the HTTP server
 and the Redis work themselves, which no gateway can shed. ``--workers N`` (repeatable) adds a
-gateway with N uvicorn workers (``BB_WORKERS``).
+gateway with N uvicorn workers (``BB_WORKERS``). ``--socket`` adds a gateway and bare
+redis-py that reach Redis by its Unix socket, as ``serve`` runs its workers on the embedded
+Redis (the other cells use TCP over loopback, as a Redis of its own host is reached).
 
     python bench/cas_load.py [--seconds 4] [--rounds 2] [--clients 8] [--against REV]...
-                             [--pure-parser] [--workers N]...
+                             [--pure-parser] [--workers N]... [--socket]
 
 Prints, per round, writes/s of each cell, the gateway's CPU ms per write, Redis's own CPU ms
 and network bytes (in and out, every connection) per write, and the ratio gateway/bare (bare
@@ -68,6 +70,8 @@ from redis._parsers import _RESP3Parser
 
 WORKSPACE = "casload"
 BARE = "bare redis-py CAS, hiredis"
+SOCKET_GATEWAY = "gateway by the Unix socket, hiredis"
+SOCKET_BARE = "bare redis-py CAS by the Unix socket, hiredis"
 BARE_PURE = "bare redis-py CAS, pure-Python"
 FLOOR = "floor: HTTP + the Redis commands, hiredis"
 CAS_LINE = re.compile(r"CAS ok=(\d+) conflict=(\d+) error=(\d+) http_error=(\d+)")
@@ -240,6 +244,11 @@ def main() -> int:
         "--pure-parser", action="store_true", help="also bare redis-py without hiredis"
     )
     parser.add_argument(
+        "--socket",
+        action="store_true",
+        help="also a gateway and bare redis-py on Redis's Unix socket (as `serve` runs them)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         action="append",
@@ -263,19 +272,25 @@ def main() -> int:
     ):
         gateways: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
 
-        def gateway(name: str, **options: Any) -> None:
+        def gateway(name: str, url: str = server.url, **options: Any) -> None:
             workdir = work / f"gw-{len(gateways)}"
-            process = running.enter_context(start_bench_gateway(server.url, workdir, **options))
+            process = running.enter_context(start_bench_gateway(url, workdir, **options))
             gateways[name] = (process.process, process.port)
 
         for label, tree in trees:
             gateway(f"gateway{'' if tree is None else f' @{label}'}, hiredis", package_root=tree)
         for count in args.workers:
             gateway(f"gateway, {count} workers, hiredis", workers=count)
+        if args.socket:
+            gateway(SOCKET_GATEWAY, url=server.local_url)
         gateways[FLOOR] = running.enter_context(
             script_server("_cas_floor_server.py", server.url, name="the floor server")
         )
-        bare_cells = [(BARE, False), *([(BARE_PURE, True)] if args.pure_parser else [])]
+        bare_cells = [
+            (BARE, server.url, False),
+            *([(BARE_PURE, server.url, True)] if args.pure_parser else []),
+            *([(SOCKET_BARE, server.local_url, False)] if args.socket else []),
+        ]
         for name, (proc, _) in gateways.items():
             if "workers" in name:
                 continue  # the supervisor process; its workers are its children
@@ -289,9 +304,9 @@ def main() -> int:
                 cells.add(
                     name, run_gateway(port, proc.pid, token, tag, args.clients, seconds, store)
                 )
-            for name, pure in bare_cells:
-                tag = f"r{round_no}-{int(pure)}"
-                cells.add(name, run_bare(server.url, tag, args.clients, seconds, store, pure=pure))
+            for number, (name, url, pure) in enumerate(bare_cells):
+                tag = f"r{round_no}-b{number}"
+                cells.add(name, run_bare(url, tag, args.clients, seconds, store, pure=pure))
             print(f"round {round_no}:")
             _print_round(cells.latest())
     print(f"median of {args.rounds} rounds, {args.clients} clients, {seconds:g} s per cell:")

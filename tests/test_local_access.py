@@ -75,7 +75,17 @@ def test_everything_serve_creates_under_the_data_dir_is_private_and_the_cli_find
         assert health.returncode == 0, health.stdout + health.stderr
         assert '"redis": "ok"' in health.stdout
         url = (data / "redis.url").read_text().strip()
-        assert redis.Redis.from_url(url).ping()
+        client = redis.Redis.from_url(url)
+        assert client.ping()
+        # The workers reach Redis by its socket in the data dir (0600, checked above).
+        socket_path = data / "redis" / "redis.sock"
+        assert socket_path.relative_to(tmp_path) in modes
+        addresses = [c["laddr"] for c in client.client_list()]
+        # (Redis cuts a long address short.)
+        by_socket = [a for a in addresses if a.startswith("/")]
+        assert by_socket, addresses
+        assert all(str(socket_path.resolve()).startswith(a.split(":")[0]) for a in by_socket)
+        client.close()
         assert os.stat(data / "redis.url").st_mode & 0o777 == 0o600
     finally:
         stop(serve, signal.SIGTERM)

@@ -117,8 +117,10 @@ class Serving:
                 ExitCode.REDIS_FAILED, f"the embedded Redis: {exc.message}"
             ) from None
         self._supervisor = supervisor
-        self.redis_url = server.url
-        # The one place the CLI (health, token, audit) finds the URL, password included.
+        # The workers are on this machine: the Unix socket, where it can be.
+        self.redis_url = server.local_url
+        # The one place the CLI (health, token, audit) finds the URL, password included: over
+        # TCP, which redis-cli and other tools take too.
         self._url_file = settings.data_dir / EMBEDDED_URL_FILE
         write_private(self._url_file, server.url + "\n")
 

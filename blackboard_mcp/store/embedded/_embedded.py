@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
+from urllib.parse import quote
 
 import redis
 from redis.backoff import NoBackoff
@@ -127,6 +128,9 @@ def free_port(host: str = "127.0.0.1") -> int:
                 return port
 
 
+# A Unix socket's path must fit in its address (108 bytes on Linux, its NUL included).
+_MAX_SOCKET_PATH_BYTES = 100
+
 # Warnings Redis logs at start about the host's kernel settings, whatever happens next.
 _START_UP_ADVICE = re.compile(
     r"WARNING:? (Memory overcommit|The TCP backlog|you have Transparent Huge Pages)", re.I
@@ -160,10 +164,29 @@ class EmbeddedRedis:
     CONFIG_FILE = "redis.conf"
     PID_FILE = "redis.pid"
     LOG_FILE = "redis.log"
+    SOCKET_FILE = "redis.sock"
 
     @property
     def url(self) -> str:
+        """Redis over TCP on ``host``:``port``, password included."""
         return f"redis://:{self.password}@{self.host}:{self.port}/0"
+
+    @property
+    def socket_path(self) -> Path | None:
+        """The Unix socket Redis also listens on, in its data dir; None when that path is too
+        long for a socket address."""
+        path = self.data_dir.resolve() / self.SOCKET_FILE
+        return path if len(os.fsencode(path)) <= _MAX_SOCKET_PATH_BYTES else None
+
+    @property
+    def local_url(self) -> str:
+        """How a process on this machine connects: the Unix socket (a round trip costs both
+        sides about a tenth less CPU than TCP over loopback), else ``url``. Password
+        included."""
+        path = self.socket_path
+        if path is None:
+            return self.url
+        return f"unix://:{self.password}@{quote(str(path))}?db=0"
 
     @property
     def password(self) -> str:
@@ -209,6 +232,7 @@ class EmbeddedRedis:
             f"logfile {_quoted(str(directory / self.LOG_FILE))}",
             f"pidfile {_quoted(str(directory / self.PID_FILE))}",
             f"requirepass {self.password}",
+            *self._socket_lines(),
             # A note's hash (about 22 small fields and a body of at most BB_OFFLOAD_BYTES,
             # 10 KiB) kept as one listpack rather than a hash table of separate allocations:
             # 1.6 KB instead of 2.7 KB for a note of 1.1 KB. Reading a field scans 22
@@ -220,6 +244,13 @@ class EmbeddedRedis:
         path = directory / self.CONFIG_FILE
         write_private(path, "\n".join(lines) + "\n")
         return path
+
+    def _socket_lines(self) -> list[str]:
+        path = self.socket_path
+        if path is None:
+            return []
+        # Only this user may connect (the data dir is 0700 as well), and the password holds.
+        return [f"unixsocket {_quoted(str(path))}", "unixsocketperm 600"]
 
     def start(self) -> EmbeddedRedis:
         if self.running:
