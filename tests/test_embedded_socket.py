@@ -74,3 +74,20 @@ async def test_a_data_dir_too_deep_for_a_socket_address_is_reached_over_tcp(
         assert await _write_and_read(server.local_url) == "über die Brücke"
     finally:
         server.stop()
+
+
+async def test_a_socket_redis_cannot_make_is_left_out_and_redis_is_reached_over_tcp(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A file system without sockets (some mounted volumes), or the path taken by a directory:
+    # Redis cannot listen there and exits; the board must still start, over TCP.
+    data = tmp_path / "r"
+    (data / EmbeddedRedis.SOCKET_FILE).mkdir(parents=True)
+    server = EmbeddedRedis(data_dir=data).start()
+    try:
+        assert server.socket_path is None
+        assert server.local_url == server.url
+        assert await _write_and_read(server.local_url) == "über die Brücke"
+        assert any("Unix socket" in r.getMessage() for r in caplog.records)
+    finally:
+        server.stop()

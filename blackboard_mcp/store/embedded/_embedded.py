@@ -130,6 +130,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 # A Unix socket's path must fit in its address (108 bytes on Linux, its NUL included).
 _MAX_SOCKET_PATH_BYTES = 100
+# What Redis logs when it cannot listen on its Unix socket, before it exits.
+_NO_SOCKET = "Failed opening Unix socket"
 
 # Warnings Redis logs at start about the host's kernel settings, whatever happens next.
 _START_UP_ADVICE = re.compile(
@@ -159,6 +161,8 @@ class EmbeddedRedis:
     startup_timeout: float = 10.0
     _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _password: str = field(default="", init=False, repr=False)
+    # Cleared when Redis could not listen on the socket: it is then reached over TCP only.
+    _socket: bool = field(default=True, init=False, repr=False)
 
     PASSWORD_FILE = "password"
     CONFIG_FILE = "redis.conf"
@@ -176,7 +180,8 @@ class EmbeddedRedis:
         """The Unix socket Redis also listens on, in its data dir; None when that path is too
         long for a socket address."""
         path = self.data_dir.resolve() / self.SOCKET_FILE
-        return path if len(os.fsencode(path)) <= _MAX_SOCKET_PATH_BYTES else None
+        fits = len(os.fsencode(path)) <= _MAX_SOCKET_PATH_BYTES
+        return path if self._socket and fits else None
 
     @property
     def local_url(self) -> str:
@@ -261,6 +266,24 @@ class EmbeddedRedis:
         stop_orphan(self.data_dir / self.PID_FILE, self.data_dir)
         if not self.port:
             self.port = free_port(self.host)
+        try:
+            self._launch(binaries)
+        except EmbeddedRedisError as exc:
+            # A file system without sockets (some mounted volumes), or the path taken: the
+            # socket only saves CPU, so Redis starts again without it.
+            if self.socket_path is None or _NO_SOCKET not in exc.message:
+                raise
+            log.warning(
+                "the embedded Redis could not listen on its Unix socket %s (%s); it is "
+                "reached over TCP",
+                self.socket_path,
+                exc.message,
+            )
+            self._socket = False
+            self._launch(binaries)
+        return self
+
+    def _launch(self, binaries: EmbeddedBinaries) -> None:
         config = self._write_config(binaries)
         log.info(
             "starting embedded Redis on %s:%d, data in %s", self.host, self.port, self.data_dir
@@ -284,7 +307,6 @@ class EmbeddedRedis:
         finally:
             os.close(early_log)
         self._wait_until_ready()
-        return self
 
     def _client(self, timeout: float) -> redis.Redis[bytes]:
         return redis.Redis(
