@@ -60,6 +60,16 @@ def _recording_board(url: str) -> Board:
     return Board(client=make_board_client(url, wire_class=_Wire))
 
 
+# Every call of these tests is made with this token.
+TOKEN = Grant("a", "ws", ("*",), ("*",), frozenset(), frozenset(), "tk", time.time(), 1e12)
+
+
+def _admission(board: Board) -> tuple[RedisRateLimiter, RedisCallAdmission]:
+    """The gateway's admission on ``board``, counting calls against a rate window."""
+    limiter = RedisRateLimiter(client=board.redis.routed, per_minute=1000)
+    return limiter, RedisCallAdmission(redis=board.redis, limiter=limiter)
+
+
 def _flush_scripts(url: str) -> None:
     client = raw(url)
     client.script_flush()
@@ -91,9 +101,7 @@ async def test_every_call_runs_once_and_whole_on_a_redis_that_lost_its_scripts(
     redis_url: str,
 ) -> None:
     board = _recording_board(redis_url)
-    limiter = RedisRateLimiter(client=board.redis.routed, per_minute=1000)
-    admission = RedisCallAdmission(redis=board.redis, limiter=limiter)
-    token = Grant("a", "ws", ("*",), ("*",), frozenset(), frozenset(), "tk", time.time(), 1e12)
+    limiter, admission = _admission(board)
     verdicts: list[Admission] = []
     try:
         await board.start()
@@ -105,7 +113,7 @@ async def test_every_call_runs_once_and_whole_on_a_redis_that_lost_its_scripts(
             "a gated write": lambda: board.update_state(
                 _write("g", "gated words"),
                 author="a",
-                gate=admission.gate(token, verdicts.append),
+                gate=admission.gate(TOKEN, verdicts.append),
             ),
             "an append": lambda: board.update_state(
                 UpdateState.parse({"uri": uri("log"), "digest": "log", "append": "line "}),
@@ -114,7 +122,7 @@ async def test_every_call_runs_once_and_whole_on_a_redis_that_lost_its_scripts(
             "a link": lambda: board.link_state(
                 LinkState.parse({"src": uri("g"), "rel": "cites", "dst": uri("n")}), author="a"
             ),
-            "the admission": lambda: admission.admit(token),
+            "the admission": lambda: admission.admit(TOKEN),
             "get_state": lambda: board.get_state(GetState.parse({"uris": [uri("n")]})),
             "list_keys by version": lambda: board.list_keys(
                 ListKeys.parse({"topic": "t", "order": "version"}), workspace="ws"
@@ -220,16 +228,14 @@ async def test_a_gate_whose_script_was_flushed_with_the_reads_is_judged_once(
     redis_url: str,
 ) -> None:
     board = _recording_board(redis_url)
-    limiter = RedisRateLimiter(client=board.redis.routed, per_minute=1000)
-    admission = RedisCallAdmission(redis=board.redis, limiter=limiter)
-    token = Grant("a", "ws", ("*",), ("*",), frozenset(), frozenset(), "tk", time.time(), 1e12)
+    limiter, admission = _admission(board)
     verdicts: list[Admission] = []
     try:
         await board.start()
         await board.update_state(_write("n", "warm the scripts"), author="a")
         _Wire.flushes.append(_WATCH)
         written = await board.update_state(
-            _write("g", "gated"), author="a", gate=admission.gate(token, verdicts.append)
+            _write("g", "gated"), author="a", gate=admission.gate(TOKEN, verdicts.append)
         )
         assert not _Wire.flushes
         assert written["version"] == 1
