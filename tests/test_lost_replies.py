@@ -41,6 +41,11 @@ async def test_an_append_whose_reply_is_lost_is_not_applied_twice(
         UpdateState.parse({"uri": URI, "digest": "log", "body": "log:", "expect_version": 0}),
         author="a",
     )
+    # An append before, so that Redis holds the append's script: one it lacked would not
+    # run (NOSCRIPT), and the reply lost would be that refusal, not the append's.
+    await board.update_state(
+        UpdateState.parse({"uri": URI + "-warm", "digest": "log", "append": "warm"}), author="a"
+    )
     proxy.lose_reply_to = b"once;"  # the append script's arguments hold its text
     with pytest.raises(Unavailable):
         await board.update_state(
