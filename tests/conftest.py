@@ -114,11 +114,15 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 
 @pytest.fixture
 def redis_url(redis_server: EmbeddedRedis) -> Iterator[str]:
-    """A URL to an empty database; flushed before each test so tests do not see each other."""
+    """A URL to an empty database; flushed before each test so tests do not see each other.
+
+    Its scripts are flushed too: each test starts on a Redis that has loaded none, as after a
+    restart, whatever ran before it (scripts go by hash: store/connection/_scripts.py)."""
     if not redis_server.running:
         redis_server.start()
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
+    client.script_flush()
     client.close()
     yield redis_server.url
 

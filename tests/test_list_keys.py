@@ -446,8 +446,11 @@ async def test_a_listing_of_every_topic_asks_them_all_in_one_round_trip(redis_ur
         for i in range(60):
             await write(board, "n", topic=f"t{i:02d}")
         for order in ({}, {"order": "name"}, {"order": "version"}, {"cursor": 0}):
-            trips.count = 0
             request = {"limit": 100, "budget_tokens": 100_000, **order}
+            # Once before counting: a Redis that lacks a script the listing sends costs a
+            # round trip more, once (tests/test_scripts_by_hash.py).
+            await board.list_keys(ListKeys.parse(request), workspace=WS)
+            trips.count = 0
             listing = await board.list_keys(ListKeys.parse(request), workspace=WS)
             assert sorted(uris(listing)) == [uri("n", topic=f"t{i:02d}") for i in range(60)]
             # The topics' names, their rows, the notes' fields.
