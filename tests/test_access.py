@@ -400,13 +400,8 @@ def test_each_tools_spec_is_bound_to_its_contract_and_its_request_class() -> Non
     for tool in contract.tools.values():
         spec = manifest.handler(tool.mcp_name)
         assert spec.requirements == tool
-    # Admitted in their first round trip to Redis: the writes and get_state; the others
-    # before they run.
-    assert {name for name, spec in TOOLS_BY_NAME.items() if spec.gated} == {
-        "update_state",
-        "get_state",
-        "link_state",
-    }
+    # Every tool is admitted in its first round trip to Redis.
+    assert {name for name, spec in TOOLS_BY_NAME.items() if spec.gated} == set(TOOLS_BY_NAME)
 
 
 def test_a_secret_value_never_shows_in_repr_errors_or_logs(

@@ -104,10 +104,9 @@ Handler = Callable[[Board, Grant, R], Awaitable[Body]]
 GatedHandler = Callable[[Board, Grant, R, Gate], Awaitable[Body]]
 
 
-# The writes and get_state take the call's admission (revocation and rate limit) as a gate
-# that rides their first round trip to Redis (store/connection/_tx.py), judged before anything is
-# written or anything read is used; ToolCaller passes it. list_keys and search_keys are
-# admitted in a round trip of their own before their handler runs.
+# Every tool takes the call's admission (revocation and rate limit) as a gate that rides its
+# first round trip to Redis (store/connection/_tx.py, ``BoardClient.riding``), judged before
+# anything is written or anything read is used; ToolCaller passes it.
 async def update_state(board: Board, grant: Grant, request: UpdateState, gate: Gate) -> Body:
     return await board.update_state(
         request, author=grant.subject, readable=grant.can_read, gate=gate
@@ -118,12 +117,16 @@ async def get_state(board: Board, grant: Grant, request: GetState, gate: Gate) -
     return await board.get_state(request, readable=grant.can_read, gate=gate)
 
 
-async def list_keys(board: Board, grant: Grant, request: ListKeys) -> Body:
-    return await board.list_keys(request, workspace=grant.workspace, readable=grant.can_read)
+async def list_keys(board: Board, grant: Grant, request: ListKeys, gate: Gate) -> Body:
+    return await board.list_keys(
+        request, workspace=grant.workspace, readable=grant.can_read, gate=gate
+    )
 
 
-async def search_keys(board: Board, grant: Grant, request: SearchKeys) -> Body:
-    return await board.search_keys(request, workspace=grant.workspace, readable=_readable(grant))
+async def search_keys(board: Board, grant: Grant, request: SearchKeys, gate: Gate) -> Body:
+    return await board.search_keys(
+        request, workspace=grant.workspace, readable=_readable(grant), gate=gate
+    )
 
 
 async def link_state(board: Board, grant: Grant, request: LinkState, gate: Gate) -> Body:
@@ -244,7 +247,7 @@ TOOL_SPECS: tuple[AnyToolSpec, ...] = (
         request=ListKeys,
         description="topic or note (versions). cursor: changes since.",
         annotations=_READ,
-        handler=list_keys,
+        gated_handler=list_keys,
     ),
     ToolSpec(
         name="search_keys",
@@ -252,7 +255,7 @@ TOOL_SPECS: tuple[AnyToolSpec, ...] = (
         # A query as typed; its commas paid for ``<workspace>`` above.
         description='Words pre* -not "phrase"',
         annotations=_READ,
-        handler=search_keys,
+        gated_handler=search_keys,
     ),
     ToolSpec(
         name="link_state",

@@ -312,18 +312,33 @@ class Board:
         )
 
     async def list_keys(
-        self, request: ListKeys, *, workspace: str, readable: Readable = every_topic
+        self,
+        request: ListKeys,
+        *,
+        workspace: str,
+        readable: Readable = every_topic,
+        gate: Gate | None = None,
     ) -> dict[str, Any]:
+        """``gate`` rides the listing's first round trip and is judged before anything read
+        is used (alone, if the listing sends none)."""
         return await self._at_home(
             workspace,
             lambda client: list_keys(
-                client, self._counter, request, workspace=workspace, readable=readable
+                client, self._counter, request, workspace=workspace, readable=readable, gate=gate
             ),
         )
 
     async def search_keys(
-        self, request: SearchKeys, *, workspace: str, readable: Readable = every_topic
+        self,
+        request: SearchKeys,
+        *,
+        workspace: str,
+        readable: Readable = every_topic,
+        gate: Gate | None = None,
     ) -> dict[str, Any]:
+        """``gate`` rides the search's first round trip to the workspace's node and is judged
+        before anything read is used."""
+
         async def search(home: BoardClient) -> dict[str, Any]:
             client, index = await self._placement.search_index(workspace)
             return await search_keys(
@@ -335,6 +350,7 @@ class Board:
                 home=home,
                 index=index,
                 window=self._limits.search_window,
+                gate=gate,
             )
 
         return await self._at_home(workspace, search)

@@ -42,6 +42,7 @@ _READ_REVOKED = "tests/test_revocation_and_limits.py::test_a_revoked_token_does_
 
 _LONG_NOTES = "tests/test_large_notes_keep_the_loop_free.py"
 _SCRIPTS_BY_HASH = "tests/test_scripts_by_hash.py"
+_READS_ADMITTED = "tests/test_reads_admitted_on_their_way.py"
 
 _WIRES = "tests/test_transaction_connections.py"
 _WIRE_CANCELLED = (
@@ -750,6 +751,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         original="            if self.socket_path is None or _NO_SOCKET not in exc.message:\n",
         replacement="            if True:\n",
         tests=("tests/test_embedded_socket.py",),
+    ),
+    Mutation(
+        name="read-admitted-in-a-round-trip-of-its-own",
+        why="every listing and search pays a round trip to Redis for its admission alone",
+        path="blackboard_mcp/store/connection/_board_client.py",
+        original="        gate, self._gate = self._gate, None\n        if gate is None:\n",
+        replacement="        gate = None\n        if gate is None:\n",
+        tests=(_READS_ADMITTED,),
+    ),
+    Mutation(
+        name="read-that-asks-redis-nothing-never-admitted",
+        why="a read that fails before it asks Redis anything is never admitted, nor refused",
+        path="blackboard_mcp/store/connection/_board_client.py",
+        original="        if gate is not None:\n            gate.judge((await super()",
+        replacement="        if False:\n            gate.judge((await super()",
+        tests=(_READS_ADMITTED,),
     ),
     Mutation(
         name="long-write-counted-on-the-loop",

@@ -11,7 +11,8 @@ only redis-py's commands takes either (``RedisCommands``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -26,7 +27,7 @@ from ._redis_errors import DEFAULT_REDIS_TIMEOUT_SECONDS, RedisOperation, mapped
 from ._redis_py_adapter import pool_settings
 from ._scripts import Command
 from ._tx import Gate, ReplicaWait, TransactionBody, run_transaction
-from ._wire import WireConnection
+from ._wire import WireConnection, first_error
 
 T = TypeVar("T")
 
@@ -67,11 +68,20 @@ class BoardClient:
 
     __slots__ = ("_pool", "_redis", "_timeout_seconds")
 
-    def __init__(self, pool: WaitingConnectionPool, *, timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        pool: WaitingConnectionPool,
+        *,
+        timeout_seconds: float,
+        redis: aioredis.Redis[bytes] | None = None,
+    ) -> None:
+        """``redis``: redis-py's client on ``pool``, when one exists already."""
         if not timeout_seconds > 0:
             raise ValueError("the Redis timeout is a positive number of seconds")
         self._pool = pool
-        self._redis: aioredis.Redis[bytes] = aioredis.Redis.from_pool(pool)  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+        if redis is None:
+            redis = aioredis.Redis.from_pool(pool)  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+        self._redis: aioredis.Redis[bytes] = redis
         self._timeout_seconds = timeout_seconds
 
     @property
@@ -123,6 +133,20 @@ class BoardClient:
             wait=wait,
         )
 
+    def riding(self, gate: Gate | None) -> BoardClient:
+        """This client for one read whose admission ``gate`` rides its first round trip to
+        this node (judged before any reply is used); ``settle`` judges it alone if no round
+        trip carried it. Itself when there is no gate."""
+        if gate is None:
+            return self
+        return _GateRider(
+            self._pool, timeout_seconds=self._timeout_seconds, redis=self._redis, gate=gate
+        )
+
+    async def settle(self) -> None:
+        """Judge the gate that ``riding`` was given, if no round trip has carried it yet
+        (inside ``operation()``); nothing on a client without one."""
+
     async def pass_gate(self, gate: Gate) -> None:
         """Run ``gate`` on its own round trip and judge it (for a call that reads before
         writing)."""
@@ -144,6 +168,55 @@ class BoardClient:
 
     async def aclose(self) -> None:
         await self._redis.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
+
+
+@contextlib.asynccontextmanager
+async def settled(client: BoardClient) -> AsyncIterator[None]:
+    """The gate ``client`` rides (``BoardClient.riding``) judged by the end of the block,
+    whatever happens in it: a refused call answers its refusal, not what else went wrong."""
+    try:
+        yield
+    except Exception:
+        await client.settle()
+        raise
+    await client.settle()
+
+
+class _GateRider(BoardClient):
+    """A node's client for one read, sharing the node's pool and redis-py client, whose
+    first round trip also carries the read's admission (``BoardClient.riding``)."""
+
+    __slots__ = ("_gate",)
+
+    def __init__(
+        self,
+        pool: WaitingConnectionPool,
+        *,
+        timeout_seconds: float,
+        redis: aioredis.Redis[bytes],
+        gate: Gate,
+    ) -> None:
+        super().__init__(pool, timeout_seconds=timeout_seconds, redis=redis)
+        self._gate: Gate | None = gate
+
+    async def round_trip(
+        self, commands: Sequence[Command], *, repeatable: bool = True
+    ) -> list[Any]:
+        gate, self._gate = self._gate, None
+        if gate is None:
+            return await super().round_trip(commands, repeatable=repeatable)
+        # The gate first: a refused call raises its refusal before any reply is looked at.
+        wire, replies = await self._pool.lend_answered(
+            [gate.command, *commands], repeatable=repeatable
+        )
+        self._pool.return_wire(wire)
+        gate.judge(first_error(replies[:1])[0])
+        return first_error(replies[1:])
+
+    async def settle(self) -> None:
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.judge((await super().round_trip([gate.command]))[0])
 
 
 def board_client(

@@ -22,7 +22,7 @@ import orjson
 
 from .._errors import Contended, InvalidArgument
 from ..connection import _key_names as keys
-from ..connection._board_client import BoardClient
+from ..connection._board_client import BoardClient, settled
 from ..connection._field_names import FIELD, STORED_NAMES
 from ..connection._tx import Gate
 from ..notes._addresses import SCHEME, Address
@@ -701,7 +701,12 @@ async def list_keys(
     *,
     workspace: str,
     readable: Readable,
+    gate: Gate | None = None,
 ) -> dict[str, Any]:
+    """A page of notes. ``gate`` (the call's admission) rides the listing's first round trip
+    and is judged before anything read is used; a listing that sends none, or fails before
+    one, has it judged alone, so that a refusal comes first."""
+    client = client.riding(gate)
     checked_mode = request.mode
     checked_fields = request.fields
     budget = request.budget_tokens
@@ -710,7 +715,7 @@ async def list_keys(
     start = request.after
     topic = request.topic
     notices: list[str] = []
-    async with client.operation():
+    async with client.operation(), settled(client):
         if request.note is not None:
             # A note's versions, newest first; its scopes were checked as a read of it.
             topics = []
@@ -726,7 +731,8 @@ async def list_keys(
             # store never lists a topic its ``readable`` predicate refuses.
             topics = [t for t in [topic] if readable(t)]
         else:
-            known = sorted(t.decode() for t in await client.redis.smembers(keys.topics(workspace)))
+            [members] = await client.round_trip([("SMEMBERS", keys.topics(workspace))])
+            known = sorted(t.decode() for t in members)
             topics = [t for t in known if readable(t)]
             notices.append(
                 f"no topic given: listed every topic you may read ({len(topics)}); "

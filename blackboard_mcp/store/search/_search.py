@@ -32,9 +32,10 @@ from redis.exceptions import ResponseError
 
 from .._errors import Unavailable
 from ..connection import _key_names as keys
-from ..connection._board_client import BoardClient, RedisCommands
+from ..connection._board_client import BoardClient, RedisCommands, settled
 from ..connection._field_names import FIELD
 from ..connection._search_index import DIGEST_WEIGHT, ensure_index, wait_until_indexed
+from ..connection._tx import Gate
 from ..notes._addresses import SCHEME, Address
 from ..notes._provenance import provenance_warnings
 from ..notes._tokencount import TokenCounter
@@ -111,15 +112,18 @@ async def search_keys(
     home: BoardClient,
     index: str = keys.INDEX_NAME,
     window: int = 0,
+    gate: Gate | None = None,
 ) -> dict[str, Any]:
     """``client`` and ``index`` search this workspace's notes (one index per cluster primary,
     or the coordinator's); ``home`` is the workspace's own node, which the provenance of
     the hits is read from. ``window``: how many of the latest writes are looked among first
-    (0: the whole workspace at once)."""
+    (0: the whole workspace at once). ``gate`` (the call's admission) rides the first round
+    trip to ``home`` and is judged before anything read is used."""
     topic, limit = request.topic, request.limit
     parsed = parse_q(request.q)
     warnings = list(parsed.notices)
-    async with home.operation():
+    home = home.riding(gate)
+    async with home.operation(), settled(home):
         # The workspace's keys are on its own node: read on the store's own wires.
         topics: list[str] | None
         if topic is not None:
