@@ -546,10 +546,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="listing-admission-ignored",
         why="a revoked or over-limit token still lists and searches the board",
         path="blackboard_mcp/store/access/_admission.py",
+        original="            judge=lambda reply: on_verdict(self._verdict(int(reply))),\n",
+        replacement="            judge=lambda reply: on_verdict(self._verdict(0)),\n",
+        tests=(
+            "tests/test_revocation_and_limits.py::test_listing_and_search_are_refused_to_a_revoked_token_and_counted_against_the_limit",
+        ),
+    ),
+    Mutation(
+        name="endpoint-admission-ignored",
+        why="a revoked token still reads what the admin API and the page's endpoints serve",
+        path="blackboard_mcp/store/access/_admission.py",
         original="        return self._verdict(int(reply))\n",
         replacement="        return self._verdict(0)\n",
         tests=(
-            "tests/test_revocation_and_limits.py::test_listing_and_search_are_refused_to_a_revoked_token_and_counted_against_the_limit",
+            "tests/test_endpoint_requirements.py::test_a_revoked_admin_token_cannot_read_the_audit_tail",
         ),
     ),
     Mutation(
