@@ -247,3 +247,26 @@ async def test_a_gate_whose_script_was_flushed_with_the_reads_is_judged_once(
             client.close()
     finally:
         await board.close()
+
+
+async def test_a_write_whose_scripts_keep_vanishing_runs_again_once_with_its_text(
+    redis_url: str,
+) -> None:
+    # Scripts flushed before every EXEC (an operator's loop of SCRIPT FLUSH): the write must
+    # not chase them, but run again once, with the script's text, which cannot be missing.
+    board = _recording_board(redis_url)
+    try:
+        await board.start()
+        first = await board.update_state(_write("n", "first 第一 🚀"), author="a")
+        _Wire.flushes.extend([_MULTI, _MULTI, _MULTI])
+        second = await board.update_state(
+            _write("n", "second 第二 🚀", expect_version=first["version"]), author="a"
+        )
+        assert second["version"] == 2
+        assert len(_Wire.flushes) == 1  # two EXECs, not three or more
+        execs = [packed for packed in _Wire.sent if packed.startswith(_MULTI)]
+        assert execs[-1].count(b"EVALSHA") == 0 and _SCRIPT_WORDS in execs[-1]
+        read = await board.get_state(GetState.parse({"uris": [uri("n")], "mode": "full"}))
+        assert read["items"][0]["body"] == "second 第二 🚀"
+    finally:
+        await board.close()

@@ -779,6 +779,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(_READS_ADMITTED,),
     ),
     Mutation(
+        name="write-chases-vanishing-scripts",
+        why="a write whose script keeps vanishing runs again by hash for as long as it lasts",
+        path="blackboard_mcp/store/connection/_tx.py",
+        original="                by_hash = False\n",
+        replacement="                by_hash = True\n",
+        tests=(_SCRIPTS_BY_HASH,),
+    ),
+    Mutation(
         name="long-write-counted-on-the-loop",
         why="a long note's count holds the event loop: every other call of the process waits",
         path="blackboard_mcp/store/notes/_tokencount.py",

@@ -14,7 +14,8 @@ that command, which is what makes sending by hash safe where it is allowed:
 - **Inside MULTI**, a command answered ``NOSCRIPT`` would not stop the others of the EXEC, and
   half a write would stand. So a transaction sends by hash only when its MULTI holds that
   script alone: then ``NOSCRIPT`` means nothing ran, and the transaction loads the script and
-  runs again (store/connection/_tx.py). A MULTI of several commands sends its scripts as text.
+  runs again, with its text this time, so never more than once (store/connection/_tx.py). A
+  MULTI of several commands sends its scripts as text.
 """
 
 from __future__ import annotations

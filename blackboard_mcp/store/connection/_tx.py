@@ -19,8 +19,8 @@ bytes sent. What remains per write is two round trips, each one write and one wa
 
 Scripts go by hash (store/connection/_scripts.py): in the first round trip always; in the
 second only when the MULTI holds one script and nothing else, so that a Redis without it
-runs nothing of the EXEC. The script is then loaded and the transaction runs again, without
-counting that run against ``max_retries``.
+runs nothing of the EXEC. The script is then loaded, and the transaction runs again with its
+text (so at most once a call), without counting that run against ``max_retries``.
 
 A refused body (a stale ``expect_version``) sends ``UNWATCH`` before the connection goes back
 to the pool. Any failure in the middle of a round trip closes the connection (the wire does
@@ -91,6 +91,10 @@ class Transaction:
     def in_multi(self) -> bool:
         return self._in_multi
 
+    @property
+    def queued(self) -> list[Command]:
+        return self._queued
+
     async def read(self, *command: Any) -> Any:
         """Run one command now, under the WATCH, and return its reply."""
         (reply,) = await self._wire.round_trip(pack([command]), 1)
@@ -115,14 +119,14 @@ class Transaction:
             replies = replies[:-1]
         return [_raise_error(reply) for reply in replies[1:]]
 
-    async def execute(self, wait: ReplicaWait | None) -> list[Any]:
+    async def execute(self, wait: ReplicaWait | None, *, by_hash: bool = True) -> list[Any]:
         """MULTI, the queued commands and EXEC (and WAIT) in one round trip; EXEC's replies.
 
         Raises ``WatchError`` when a watched key changed (EXEC answered nil).
         """
         queued = self._queued
         # A lone script goes by hash: if Redis lacks it, nothing of the EXEC runs.
-        if len(queued) == 1:
+        if by_hash and len(queued) == 1:
             queued = all_by_hash(queued)
         commands: list[Command] = [("MULTI",), *queued, ("EXEC",)]
         if wait is not None:
@@ -150,9 +154,6 @@ class Transaction:
 
     async def unwatch(self) -> None:
         await self.read("UNWATCH")
-
-    async def load_scripts(self) -> None:
-        await load(self._wire, self._queued)
 
 
 def first_commands(
@@ -194,6 +195,7 @@ async def run_transaction(
     operation's ``timeout_seconds``."""
     async with mapped_redis_errors(timeout_seconds):
         attempt = 0
+        by_hash = True
         while attempt <= max_retries:
             gated = gate if attempt == 0 else None
             commands = first_commands(watch, first_reads, gated)
@@ -212,11 +214,13 @@ async def run_transaction(
                 if not tx.in_multi:
                     await tx.unwatch()
                     return finish([])
-                return finish(await tx.execute(wait))
+                return finish(await tx.execute(wait, by_hash=by_hash))
             except _ScriptNotLoaded:
-                # Nothing ran, and EXEC dropped the WATCH: load the script, run again. Not a
-                # lost race: the gate, judged already, does not run again either way.
-                await tx.load_scripts()
+                # Nothing ran, and EXEC dropped the WATCH: load the script for the calls to
+                # come, and run again with its text, so that this happens once a call at most.
+                # Not a lost race: the gate, judged already, does not run again either way.
+                await load(wire, tx.queued)
+                by_hash = False
                 gate = None
                 continue
             except WatchError:
