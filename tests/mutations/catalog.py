@@ -726,8 +726,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="multi-of-several-commands-sends-scripts-by-hash",
         why="a Redis without the script runs the EXEC's other commands, and again on the retry",
         path="blackboard_mcp/store/connection/_tx.py",
-        original="        if len(queued) == 1:\n",
-        replacement="        if len(queued) >= 1:\n",
+        original="        if by_hash and len(queued) == 1:\n",
+        replacement="        if by_hash and len(queued) >= 1:\n",
         tests=(_SCRIPTS_BY_HASH,),
     ),
     Mutation(
