@@ -1,7 +1,7 @@
 """A listing's and a search's admission (revocation and rate limit) rides their first round
 trip to Redis, as a write's and a get_state's does: no round trip of its own, judged before
 anything read is used, and judged alone when the call sends nothing to Redis
-(``BoardClient.riding``). Through the gateway, tests/test_revocation_and_limits.py holds the
+(``BoardClient.admitted``). Through the gateway, tests/test_revocation_and_limits.py holds the
 refusals themselves."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import pytest
 from store_support import WS, RoundTrips, uri
 
 from blackboard_mcp.store import Board, Gate, ListKeys, SearchKeys, UpdateState
-from blackboard_mcp.store.connection._board_client import settled
 
 
 class Refused(Exception):
@@ -130,20 +129,17 @@ async def test_a_read_that_asks_redis_nothing_is_still_admitted_and_a_refusal_co
     board, trips = counted
     client = await board.redis.home(WS)
     gates = Gates()
-    rider = client.riding(gates.gate())
     trips.count = 0
-    async with rider.operation(), settled(rider):
+    async with client.operation(), client.admitted(gates.gate()):
         pass  # nothing sent: the gate goes alone at the end
     assert gates.verdicts == [1] and trips.count == 1
     # Something failed before the read reached Redis: a refused call answers the refusal.
-    rider = client.riding(gates.gate(refuse=True))
     with pytest.raises(Refused):
-        async with rider.operation(), settled(rider):
+        async with client.operation(), client.admitted(gates.gate(refuse=True)):
             raise Broken
     assert gates.verdicts == [1, 2]
     # Admitted, the failure itself is what the call answers.
-    rider = client.riding(gates.gate())
     with pytest.raises(Broken):
-        async with rider.operation(), settled(rider):
+        async with client.operation(), client.admitted(gates.gate()):
             raise Broken
     assert gates.verdicts == [1, 2, 3]

@@ -105,7 +105,7 @@ GatedHandler = Callable[[Board, Grant, R, Gate], Awaitable[Body]]
 
 
 # Every tool takes the call's admission (revocation and rate limit) as a gate that rides its
-# first round trip to Redis (store/connection/_tx.py, ``BoardClient.riding``), judged before
+# first round trip to Redis (store/connection/_tx.py, ``BoardClient.admitted``), judged before
 # anything is written or anything read is used; ToolCaller passes it.
 async def update_state(board: Board, grant: Grant, request: UpdateState, gate: Gate) -> Body:
     return await board.update_state(

@@ -133,19 +133,24 @@ class BoardClient:
             wait=wait,
         )
 
-    def riding(self, gate: Gate | None) -> BoardClient:
+    @contextlib.asynccontextmanager
+    async def admitted(self, gate: Gate | None) -> AsyncIterator[BoardClient]:
         """This client for one read whose admission ``gate`` rides its first round trip to
-        this node (judged before any reply is used); ``settle`` judges it alone if no round
-        trip carried it. Itself when there is no gate."""
+        this node, judged before any reply is used; judged alone by the end of the block if
+        no round trip carried it, whatever happened in the block, so that a refused call
+        answers its refusal. Itself when there is no gate. Inside ``operation()``."""
         if gate is None:
-            return self
-        return _GateRider(
+            yield self
+            return
+        rider = _GateRider(
             self._pool, timeout_seconds=self._timeout_seconds, redis=self._redis, gate=gate
         )
-
-    async def settle(self) -> None:
-        """Judge the gate that ``riding`` was given, if no round trip has carried it yet
-        (inside ``operation()``); nothing on a client without one."""
+        try:
+            yield rider
+        except Exception:
+            await rider.settle()
+            raise
+        await rider.settle()
 
     async def pass_gate(self, gate: Gate) -> None:
         """Run ``gate`` on its own round trip and judge it (for a call that reads before
@@ -170,21 +175,9 @@ class BoardClient:
         await self._redis.aclose()  # type: ignore[attr-defined]  # types-redis 4.6 stubs lag redis-py 8
 
 
-@contextlib.asynccontextmanager
-async def settled(client: BoardClient) -> AsyncIterator[None]:
-    """The gate ``client`` rides (``BoardClient.riding``) judged by the end of the block,
-    whatever happens in it: a refused call answers its refusal, not what else went wrong."""
-    try:
-        yield
-    except Exception:
-        await client.settle()
-        raise
-    await client.settle()
-
-
 class _GateRider(BoardClient):
     """A node's client for one read, sharing the node's pool and redis-py client, whose
-    first round trip also carries the read's admission (``BoardClient.riding``)."""
+    first round trip also carries the read's admission (``BoardClient.admitted``)."""
 
     __slots__ = ("_gate",)
 
@@ -214,6 +207,7 @@ class _GateRider(BoardClient):
         return first_error(replies[1:])
 
     async def settle(self) -> None:
+        """Judge the gate now, if no round trip has carried it yet."""
         gate, self._gate = self._gate, None
         if gate is not None:
             gate.judge((await super().round_trip([gate.command]))[0])

@@ -22,7 +22,7 @@ import orjson
 
 from .._errors import Contended, InvalidArgument
 from ..connection import _key_names as keys
-from ..connection._board_client import BoardClient, settled
+from ..connection._board_client import BoardClient
 from ..connection._field_names import FIELD, STORED_NAMES
 from ..connection._tx import Gate
 from ..notes._addresses import SCHEME, Address
@@ -706,7 +706,6 @@ async def list_keys(
     """A page of notes. ``gate`` (the call's admission) rides the listing's first round trip
     and is judged before anything read is used; a listing that sends none, or fails before
     one, has it judged alone, so that a refusal comes first."""
-    client = client.riding(gate)
     checked_mode = request.mode
     checked_fields = request.fields
     budget = request.budget_tokens
@@ -715,7 +714,7 @@ async def list_keys(
     start = request.after
     topic = request.topic
     notices: list[str] = []
-    async with client.operation(), settled(client):
+    async with client.operation(), client.admitted(gate) as client:
         if request.note is not None:
             # A note's versions, newest first; its scopes were checked as a read of it.
             topics = []

@@ -32,7 +32,7 @@ from redis.exceptions import ResponseError
 
 from .._errors import Unavailable
 from ..connection import _key_names as keys
-from ..connection._board_client import BoardClient, RedisCommands, settled
+from ..connection._board_client import BoardClient, RedisCommands
 from ..connection._field_names import FIELD
 from ..connection._search_index import DIGEST_WEIGHT, ensure_index, wait_until_indexed
 from ..connection._tx import Gate
@@ -122,8 +122,7 @@ async def search_keys(
     topic, limit = request.topic, request.limit
     parsed = parse_q(request.q)
     warnings = list(parsed.notices)
-    home = home.riding(gate)
-    async with home.operation(), settled(home):
+    async with home.operation(), home.admitted(gate) as home:
         # The workspace's keys are on its own node: read on the store's own wires.
         topics: list[str] | None
         if topic is not None:
